@@ -1,0 +1,34 @@
+"""memvec: vector-search memory for LLM agents (core, recall and archival tiers)."""
+
+from memvec.config import MemoryConfig
+from memvec.errors import (
+    CoreMemoryError,
+    IndexFileError,
+    InvalidInputError,
+    MemvecError,
+    ModelMismatchError,
+    NotFoundError,
+    StoreError,
+)
+from memvec.memory import Memory
+from memvec.types import (
+    Citation,
+    CoreBlock,
+    Fusion,
+    Hit,
+    InsertResult,
+    NewRecord,
+    Record,
+    SearchFilters,
+    SearchMode,
+    SearchRequest,
+    Tier,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Citation", "CoreBlock", "CoreMemoryError", "Fusion", "Hit", "IndexFileError", "InsertResult",
+    "InvalidInputError", "Memory", "MemoryConfig", "MemvecError", "ModelMismatchError", "NewRecord",
+    "NotFoundError", "Record", "SearchFilters", "SearchMode", "SearchRequest", "StoreError", "Tier",
+]

@@ -1,0 +1,60 @@
+"""Settings of a memory home, typed and keyword-only.
+
+Resolution order for the home and the model: explicit argument, then the environment
+(``MEMVEC_HOME``, ``MEMVEC_MODEL``), then the default. A home remembers the embedding model it was
+built with, so ``model=None`` means "whatever this home uses" (MiniLM for a new home).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvec.types import Fusion
+
+DEFAULT_HOME = "indexes"
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+class SearchSettings(BaseModel):
+    """Defaults for hybrid search; each can be overridden per request."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fusion: Fusion = Fusion.CONVEX
+    vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
+    rrf_k: int = Field(default=60, ge=1)
+    candidate_factor: int = Field(default=10, ge=1, description="over-fetch: k * factor candidates per method")
+    min_candidates: int = Field(default=50, ge=1)
+
+
+class IndexSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["flat", "hnsw"] = "flat"
+    hnsw_m: int = Field(default=32, ge=4, le=128)
+    hnsw_ef_construction: int = Field(default=200, ge=8)
+    hnsw_ef_search: int = Field(default=128, ge=8)
+    bm25_k1: float = Field(default=1.2, gt=0.0)
+    bm25_b: float = Field(default=0.75, ge=0.0, le=1.0)
+    save_every: int = Field(default=2_000, ge=1, description="persist an index after this many unsaved changes")
+
+
+class MemoryConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    home: Path
+    model: str | None = None
+    embed_batch_size: int = Field(default=64, ge=1)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+
+    @classmethod
+    def resolve(cls, *, home: str | os.PathLike[str] | None = None, model: str | None = None,
+                **settings: object) -> MemoryConfig:
+        resolved_home = Path(home or os.environ.get("MEMVEC_HOME") or DEFAULT_HOME)
+        resolved_model = model or os.environ.get("MEMVEC_MODEL") or None
+        return cls.model_validate({"home": resolved_home, "model": resolved_model, **settings})

@@ -1,0 +1,68 @@
+"""One interface for every embedding model: documents and queries go through the same object."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalized float32 vectors of a fixed dimension.
+
+    ``model_id`` names the model stably across machines; it is recorded with every stored
+    embedding and every index manifest, so a different model is detected instead of mixed in.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors: ...
+
+    def embed_query(self, text: str) -> Vectors: ...
+
+
+def l2_normalize(matrix: npt.NDArray[np.floating]) -> Vectors:
+    out = np.ascontiguousarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: Vectors = out / norms
+    return result
+
+
+class LazyEmbedder:
+    """Defers loading a model until it is first needed, so commands that only read the store
+    (stats, verify, list) start in milliseconds. ``model_id`` is known without loading."""
+
+    def __init__(self, model_id: str, load: Callable[[], Embedder]) -> None:
+        self._model_id = model_id
+        self._load = load
+        self._loaded: Embedder | None = None
+
+    @property
+    def loaded(self) -> Embedder:
+        if self._loaded is None:
+            self._loaded = self._load()
+        return self._loaded
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self.loaded.dim
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self.loaded.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.loaded.embed_query(text)

@@ -1,0 +1,45 @@
+"""The one error tree of memvec.
+
+Every error memvec raises on purpose derives from :class:`MemvecError`::
+
+    MemvecError
+    ├── InvalidInputError        bad input from a caller; nothing was written (CLI exit 2)
+    │   ├── CoreMemoryError      a core-memory edit that cannot be applied (over limit, read-only, ...)
+    │   └── ModelMismatchError   the home was built with another embedding model
+    ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
+    ├── StoreError               the transactional store failed (CLI exit 1)
+    └── IndexFileError           an index file cannot be used; it is rebuilt from the store
+
+Callers who only want "my fault or not" can catch ``InvalidInputError`` / ``NotFoundError``
+(the caller's fault) separately from everything else.
+"""
+
+from __future__ import annotations
+
+
+class MemvecError(Exception):
+    """Base class of every error memvec raises on purpose."""
+
+
+class InvalidInputError(MemvecError, ValueError):
+    """The caller passed something memvec refuses; nothing was written."""
+
+
+class CoreMemoryError(InvalidInputError):
+    """A core-memory edit was refused (unknown label, over the char limit, read-only block)."""
+
+
+class ModelMismatchError(InvalidInputError):
+    """The requested embedding model differs from the one the memory home was built with."""
+
+
+class NotFoundError(MemvecError, LookupError):
+    """An agent, record or core-memory block does not exist."""
+
+
+class StoreError(MemvecError):
+    """The transactional store failed or is from an unknown schema version."""
+
+
+class IndexFileError(MemvecError):
+    """An index file is missing, corrupt or does not match its manifest; it must be rebuilt."""

@@ -1,0 +1,234 @@
+"""The vector and BM25 indexes of one (agent, tier), derived from the store and kept in step.
+
+Every write goes to the store first; the index then applies the store's change log from the last
+change it has seen (``catch_up``). The same path serves this process's writes, another
+process's writes and a restart after a crash, so there is one way for an index to change.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from memvec.config import IndexSettings
+from memvec.embed.base import Embedder
+from memvec.errors import IndexFileError
+from memvec.index.files import (
+    LEXICAL_FILE,
+    VECTOR_FILE,
+    Manifest,
+    check_files,
+    directory_lock,
+    read_manifest,
+    sha256_file,
+    write_atomically,
+    write_manifest,
+)
+from memvec.index.lexical import BM25Index
+from memvec.index.vector import HnswParams, VectorIndex
+from memvec.store.base import EmbeddingBatch, Store
+from memvec.types import Tier
+
+log = logging.getLogger("memvec.index")
+
+
+@dataclass
+class LoadReport:
+    """How an index came to be in memory: loaded from disk, or rebuilt and why."""
+
+    rebuilt: bool = False
+    reason: str = ""
+    changes_applied: int = 0
+    reembedded: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class TierIndex:
+    def __init__(self, agent: str, tier: Tier, *, store: Store, embedder: Embedder,
+                 directory: Path, settings: IndexSettings) -> None:
+        self.agent = agent
+        self.tier = tier
+        self.store = store
+        self.embedder = embedder
+        self.directory = directory
+        self.settings = settings
+        self.lock = threading.RLock()
+        self.vector = self._empty_vector()
+        self.lexical = self._empty_lexical()
+        self.applied = 0
+        self.unsaved = 0
+
+    def _empty_vector(self) -> VectorIndex:
+        s = self.settings
+        return VectorIndex(self.embedder.dim, kind=s.kind,
+                           hnsw=HnswParams(s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search))
+
+    def _empty_lexical(self) -> BM25Index:
+        return BM25Index(k1=self.settings.bm25_k1, b=self.settings.bm25_b)
+
+    # -- opening --------------------------------------------------------------------------
+    @classmethod
+    def open(cls, agent: str, tier: Tier, *, store: Store, embedder: Embedder,
+             directory: Path, settings: IndexSettings) -> tuple[TierIndex, LoadReport]:
+        index = cls(agent, tier, store=store, embedder=embedder, directory=directory, settings=settings)
+        report = LoadReport()
+        try:
+            index._load()
+        except IndexFileError as exc:
+            report.rebuilt, report.reason = True, str(exc)
+            if (directory / "manifest.json").exists() or (directory / VECTOR_FILE).exists():
+                log.warning("rebuilding %s/%s index from the store: %s", agent, tier.value, exc)
+            report.reembedded = index.rebuild()
+            return index, report
+        report.changes_applied = index.catch_up()
+        problem = index.disagreement()
+        if problem:
+            log.warning("rebuilding %s/%s index: %s", agent, tier.value, problem)
+            report.rebuilt, report.reason = True, problem
+            report.reembedded = index.rebuild()
+        return index, report
+
+    def _load(self) -> None:
+        manifest = read_manifest(self.directory)
+        expected = self._manifest_fields()
+        for key in ("agent", "tier", "model_id", "dim", "index_kind", "bm25_k1", "bm25_b"):
+            if getattr(manifest, key) != expected[key]:
+                raise IndexFileError(f"index was built with {key}={getattr(manifest, key)!r}, "
+                                     f"now {expected[key]!r}")
+        check_files(self.directory, manifest)
+        try:
+            self.vector = VectorIndex.load(self.directory / VECTOR_FILE)
+            self.lexical = BM25Index.load(self.directory / LEXICAL_FILE)
+        except (OSError, ValueError, KeyError) as exc:
+            raise IndexFileError(f"cannot read index files in {self.directory}: {exc}") from exc
+        self.applied = manifest.last_change
+
+    def _manifest_fields(self) -> dict[str, object]:
+        return {"agent": self.agent, "tier": self.tier.value, "model_id": self.embedder.model_id,
+                "dim": self.embedder.dim, "index_kind": self.settings.kind,
+                "bm25_k1": self.settings.bm25_k1, "bm25_b": self.settings.bm25_b}
+
+    def disagreement(self) -> str:
+        """Empty when the in-memory indexes hold exactly the store's ids; else what differs."""
+        return id_disagreement(self.store.ids(self.agent, self.tier), self.vector, self.lexical)
+
+    # -- keeping in step ------------------------------------------------------------------
+    def catch_up(self) -> int:
+        """Apply the store's changes since the last applied one; returns how many."""
+        with self.lock:
+            changes = self.store.changes_since(self.agent, self.tier, self.applied)
+            if not changes:
+                return 0
+            final: dict[int, str] = {}
+            for change in changes:
+                final[change.record_id] = change.op
+            removed = [i for i, op in final.items() if op == "delete" and i in self.lexical]
+            added = [i for i, op in final.items() if op == "add" and i not in self.lexical]
+            self.vector.remove(np.array(removed, dtype=np.int64))
+            self.lexical.remove(removed)
+            for batch in self.store.embeddings(self.agent, self.tier, added):
+                self._add_batch(batch)
+            self.applied = changes[-1].seq
+            self.unsaved += len(changes)
+            if self.vector.tombstone_fraction > 0.25:
+                self.rebuild()
+            elif self.unsaved >= self.settings.save_every:
+                self.save()
+            return len(changes)
+
+    def _add_batch(self, batch: EmbeddingBatch) -> int:
+        """Add a batch from the store, re-embedding rows stored under another model."""
+        stale = [i for i, m in enumerate(batch.models) if m != self.embedder.model_id]
+        vectors = batch.vectors
+        if stale:
+            fresh = self.embedder.embed_documents([batch.texts[i] for i in stale])
+            self.store.set_embeddings([int(batch.ids[i]) for i in stale], fresh, self.embedder.model_id)
+            if vectors.shape[1] != self.embedder.dim:
+                vectors = np.zeros((len(batch.ids), self.embedder.dim), dtype=np.float32)
+            vectors = vectors.copy()
+            vectors[stale] = fresh
+        self.vector.add(batch.ids, vectors)
+        self.lexical.add(batch.ids.tolist(), batch.texts)
+        return len(stale)
+
+    def rebuild(self) -> int:
+        """Rebuild both indexes from the store and save them; returns how many were re-embedded."""
+        with self.lock:
+            self.applied = self.store.last_change(self.agent, self.tier)
+            self.vector, self.lexical = self._empty_vector(), self._empty_lexical()
+            reembedded = sum(self._add_batch(b) for b in self.store.embeddings(self.agent, self.tier))
+            self.catch_up()  # anything written while we read
+            self.save()
+            return reembedded
+
+    # -- saving ---------------------------------------------------------------------------
+    def save(self) -> None:
+        with self.lock, directory_lock(self.directory):
+            write_atomically(self.directory / VECTOR_FILE, self.vector.save)
+            write_atomically(self.directory / LEXICAL_FILE, self.lexical.save)
+            fields = self._manifest_fields()
+            manifest = Manifest.model_validate({
+                **fields, "record_count": len(self.lexical), "last_change": self.applied,
+                "checksums": {name: sha256_file(self.directory / name) for name in (VECTOR_FILE, LEXICAL_FILE)},
+            })
+            write_manifest(self.directory, manifest)
+            self.unsaved = 0
+
+    def __len__(self) -> int:
+        return len(self.lexical)
+
+
+def id_disagreement(store_ids: npt.NDArray[np.int64], vector: VectorIndex, lexical: BM25Index) -> str:
+    store_ids = np.sort(store_ids)
+    for name, ids in (("vector", vector.ids()), ("bm25", lexical.ids())):
+        if not np.array_equal(ids, store_ids):
+            missing = len(np.setdiff1d(store_ids, ids))
+            extra = len(np.setdiff1d(ids, store_ids))
+            return (f"{name} index has {len(ids)} records, the store has {len(store_ids)} "
+                    f"({missing} missing, {extra} extra)")
+    return ""
+
+
+def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, model_id: str) -> list[str]:
+    """What disagrees between the saved index files and the store (empty list: all agree).
+
+    Nothing is repaired: this reads what the next open would load, file by file.
+    """
+    try:
+        manifest = read_manifest(directory)
+        check_files(directory, manifest)
+        vector = VectorIndex.load(directory / VECTOR_FILE)
+        lexical = BM25Index.load(directory / LEXICAL_FILE)
+    except (IndexFileError, OSError, ValueError, KeyError) as exc:
+        return [str(exc)]
+    problems = []
+    if manifest.model_id != model_id:
+        problems.append(f"index embedded with {manifest.model_id!r}, the home uses {model_id!r}")
+    if manifest.dim != vector.dim:
+        problems.append(f"manifest dim {manifest.dim} != vector index dim {vector.dim}")
+    behind = len(store.changes_since(agent, tier, manifest.last_change))
+    if behind:
+        problems.append(f"index is {behind} store changes behind (saved at change {manifest.last_change})")
+    if manifest.record_count != len(lexical):
+        problems.append(f"manifest counts {manifest.record_count} records, the BM25 index holds {len(lexical)}")
+    mismatch = id_disagreement(store.ids(agent, tier), vector, lexical)
+    if mismatch:
+        problems.append(mismatch)
+    elif not problems:
+        problems += _vector_mismatches(agent, tier, store, vector, model_id)
+    return problems
+
+
+def _vector_mismatches(agent: str, tier: Tier, store: Store, vector: VectorIndex, model_id: str) -> list[str]:
+    wrong = 0
+    for batch in store.embeddings(agent, tier):
+        if any(m != model_id for m in batch.models):
+            return [f"store holds embeddings from a model other than {model_id!r}"]
+        indexed = vector.vectors_for(batch.ids)
+        wrong += int((np.abs(indexed - batch.vectors).max(axis=1) > 1e-5).sum())
+    return [f"{wrong} vectors in the index differ from the store's embeddings"] if wrong else []

@@ -1,0 +1,166 @@
+"""FAISS vector index: inner product over L2-normalized vectors (= cosine), ids = store row ids.
+
+``flat`` (default) is exact brute force; ``hnsw`` is approximate and meant for large tiers. Both
+sit in an ``IndexIDMap2`` so results carry store ids and vectors can be read back by id. HNSW
+cannot delete in place, so removed ids become tombstones that searches exclude; the index is
+rebuilt from the store when tombstones pass a quarter of it. Filtered searches (an allowed-id
+set) are exact over the allowed vectors for both kinds, so filters never cost recall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import faiss as _faiss
+import numpy as np
+import numpy.typing as npt
+
+from memvec.errors import IndexFileError
+from memvec.index.lexical import top_k
+
+faiss: Any = _faiss  # its SWIG stubs miss most of the API
+
+Ids = npt.NDArray[np.int64]
+Vectors = npt.NDArray[np.float32]
+IndexKind = Literal["flat", "hnsw"]
+
+
+@dataclass(frozen=True)
+class HnswParams:
+    m: int = 32
+    ef_construction: int = 200
+    ef_search: int = 128
+
+
+class VectorIndex:
+    def __init__(self, dim: int, *, kind: IndexKind = "flat", hnsw: HnswParams | None = None) -> None:
+        self.dim = dim
+        self.kind = kind
+        self.hnsw = hnsw or HnswParams()
+        self._index: Any = faiss.IndexIDMap2(self._make_base())
+        self._tombstones: set[int] = set()
+
+    def _make_base(self) -> Any:
+        if self.kind == "flat":
+            return faiss.IndexFlatIP(self.dim)
+        base = faiss.IndexHNSWFlat(self.dim, self.hnsw.m, faiss.METRIC_INNER_PRODUCT)
+        base.hnsw.efConstruction = self.hnsw.ef_construction
+        base.hnsw.efSearch = self.hnsw.ef_search
+        return base
+
+    # -- size -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self._index.ntotal) - len(self._tombstones)
+
+    def _stored_ids(self) -> Ids:
+        return faiss.vector_to_array(self._index.id_map).astype(np.int64)
+
+    def ids(self) -> Ids:
+        stored = self._stored_ids()
+        if self._tombstones:
+            stored = stored[~np.isin(stored, np.fromiter(self._tombstones, dtype=np.int64))]
+        return np.sort(stored)
+
+    @property
+    def tombstone_fraction(self) -> float:
+        total = int(self._index.ntotal)
+        return len(self._tombstones) / total if total else 0.0
+
+    # -- updates --------------------------------------------------------------------------
+    def add(self, ids: Ids, vectors: Vectors) -> None:
+        if len(ids) == 0:
+            return
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(ids), self.dim):
+            raise ValueError(f"expected vectors of shape ({len(ids)}, {self.dim}), got {vectors.shape}")
+        self._index.add_with_ids(vectors, np.ascontiguousarray(ids, dtype=np.int64))
+
+    def remove(self, ids: Ids) -> None:
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) == 0:
+            return
+        if self.kind == "flat":
+            self._index.remove_ids(ids)
+            return
+        present = np.isin(ids, self._stored_ids())
+        self._tombstones.update(int(i) for i in ids[present])
+
+    # -- reading --------------------------------------------------------------------------
+    def _storage(self) -> Vectors:
+        base = faiss.downcast_index(self._index.index)
+        flat = base if self.kind == "flat" else faiss.downcast_index(base.storage)
+        n = int(flat.ntotal)
+        if n == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
+
+    def vectors_for(self, ids: Ids) -> Vectors:
+        """Stored vectors of `ids` (rows of zeros for ids not in the index)."""
+        stored = self._stored_ids()
+        position = {int(i): p for p, i in enumerate(stored)}
+        storage = self._storage()
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        for row, record_id in enumerate(ids):
+            p = position.get(int(record_id))
+            if p is not None and int(record_id) not in self._tombstones:
+                out[row] = storage[p]
+        return out
+
+    def search(self, query: Vectors, k: int, allowed: Ids | None = None) -> tuple[Ids, Vectors]:
+        """Top-k (ids, cosine scores), best first."""
+        if len(self) == 0 or k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if allowed is not None:
+            return self._exact_subset(query, k, np.asarray(allowed, dtype=np.int64))
+        params = None
+        if self._tombstones:
+            dead = faiss.IDSelectorBatch(np.fromiter(self._tombstones, dtype=np.int64))
+            params = self._params(faiss.IDSelectorNot(dead))
+            params._keep = dead  # the SWIG wrapper does not own `dead`; keep it alive
+        scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32), min(k, len(self)),
+                                         params=params)
+        found = ids[0] >= 0
+        return ids[0][found].astype(np.int64), scores[0][found]
+
+    def _params(self, selector: Any) -> Any:
+        if self.kind == "hnsw":
+            return faiss.SearchParametersHNSW(sel=selector, efSearch=self.hnsw.ef_search)
+        return faiss.SearchParameters(sel=selector)
+
+    def _exact_subset(self, query: Vectors, k: int, allowed: Ids) -> tuple[Ids, Vectors]:
+        stored = self._stored_ids()
+        mask = np.isin(stored, allowed)
+        if self._tombstones:
+            mask &= ~np.isin(stored, np.fromiter(self._tombstones, dtype=np.int64))
+        rows = np.flatnonzero(mask)
+        if len(rows) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scores = self._storage()[rows] @ query.astype(np.float32)
+        return top_k(stored[rows], scores, k)
+
+    # -- persistence ----------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        blob = faiss.serialize_index(self._index)
+        with open(path, "wb") as fh:
+            np.savez(fh, faiss=blob, tombstones=np.fromiter(sorted(self._tombstones), dtype=np.int64),
+                     meta=np.array([self.dim, self.hnsw.m, self.hnsw.ef_construction, self.hnsw.ef_search]),
+                     kind=np.frombuffer(self.kind.encode(), dtype=np.uint8))
+
+    @classmethod
+    def load(cls, path: Path) -> VectorIndex:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                dim, m, efc, efs = (int(x) for x in data["meta"])
+                kind = data["kind"].tobytes().decode()
+                index = cls(dim, kind="hnsw" if kind == "hnsw" else "flat", hnsw=HnswParams(m, efc, efs))
+                index._index = faiss.deserialize_index(data["faiss"])
+                index._tombstones = {int(i) for i in data["tombstones"]}
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            raise IndexFileError(f"cannot read vector index {path}: {exc}") from exc
+        if int(index._index.d) != dim:
+            raise IndexFileError(f"vector index {path} has dim {index._index.d}, manifest says {dim}")
+        if kind == "hnsw":
+            faiss.downcast_index(index._index.index).hnsw.efSearch = efs
+        return index

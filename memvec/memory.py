@@ -1,0 +1,200 @@
+"""The Python API: one `Memory` per home, with core, recall and archival tiers per agent.
+
+    from memvec import Memory
+    with Memory.open("./indexes") as mem:
+        mem.archival("my-app").insert("Paris is the capital of France", source_url="https://...")
+        hits = mem.archival("my-app").search("capital of France")
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from types import TracebackType
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from memvec.config import DEFAULT_MODEL, MemoryConfig
+from memvec.embed import load_embedder
+from memvec.embed.base import Embedder, LazyEmbedder
+from memvec.errors import IndexFileError, InvalidInputError, ModelMismatchError
+from memvec.index.files import Manifest, read_manifest
+from memvec.index.tier import TierIndex, verify_on_disk
+from memvec.search.engine import Engine
+from memvec.store import open_store
+from memvec.tiers.archival import ArchivalMemory
+from memvec.tiers.core import CoreMemory
+from memvec.tiers.recall import RecallMemory
+from memvec.types import AgentName, Hit, InsertResult, NewRecord, SearchRequest, Tier
+
+MODEL_META_KEY = "embedding_model"
+_agent_name: TypeAdapter[str] = TypeAdapter(AgentName)
+
+
+class PartitionStats(BaseModel):
+    agent: str
+    tier: Tier
+    records: int
+    model_id: str | None
+    dim: int | None
+    index_kind: str | None
+    index_bytes: int
+    last_change: int
+    indexed_change: int | None
+
+
+class Stats(BaseModel):
+    home: str
+    model_id: str
+    store_bytes: int
+    partitions: list[PartitionStats]
+
+
+class RebuildReport(BaseModel):
+    agent: str
+    tier: Tier
+    records: int
+    reembedded: int
+    seconds: float
+
+
+class VerifyProblem(BaseModel):
+    agent: str
+    tier: Tier
+    problem: str
+
+
+def validate_agent(agent: str) -> str:
+    try:
+        return _agent_name.validate_python(agent)
+    except ValueError as exc:
+        raise InvalidInputError(f"invalid agent name {agent!r}: 1-64 of A-Z a-z 0-9 _ . - "
+                                "starting with a letter or digit") from exc
+
+
+class Memory:
+    def __init__(self, config: MemoryConfig, *, embedder: Embedder | None = None) -> None:
+        self.config = config
+        self.home = config.home
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.store = open_store(self.home)
+        self.model_id = self._resolve_model(embedder)
+        self.engine = Engine(store=self.store, embedder=embedder or self._lazy(self.model_id),
+                             index_root=self.home / "index", index_settings=config.index,
+                             search_settings=config.search)
+
+    @classmethod
+    def open(cls, home: str | os.PathLike[str] | None = None, *, model: str | None = None,
+             embedder: Embedder | None = None, **settings: Any) -> Memory:
+        """Open (creating if needed) the memory home; see :class:`MemoryConfig` for settings."""
+        return cls(MemoryConfig.resolve(home=home, model=model, **settings), embedder=embedder)
+
+    def _lazy(self, model_id: str) -> LazyEmbedder:
+        batch = self.config.embed_batch_size
+        return LazyEmbedder(model_id, lambda: load_embedder(model_id, batch_size=batch))
+
+    def _resolve_model(self, embedder: Embedder | None) -> str:
+        recorded = self.store.get_meta(MODEL_META_KEY)
+        requested = embedder.model_id if embedder else self.config.model
+        if recorded is None:
+            chosen = requested or DEFAULT_MODEL
+            self.store.set_meta(MODEL_META_KEY, chosen)
+            return chosen
+        if requested and requested != recorded:
+            raise ModelMismatchError(
+                f"the memory home {self.home} is embedded with {recorded!r}, not {requested!r}. "
+                f"Run `memvec rebuild --model {requested}` to re-embed it, or drop --model/MEMVEC_MODEL.")
+        return recorded
+
+    # -- tiers ----------------------------------------------------------------------------
+    def archival(self, agent: str) -> ArchivalMemory:
+        return ArchivalMemory(self.engine, validate_agent(agent))
+
+    def recall(self, agent: str) -> RecallMemory:
+        return RecallMemory(self.engine, validate_agent(agent))
+
+    def core(self, agent: str) -> CoreMemory:
+        return CoreMemory(self.store, validate_agent(agent))
+
+    def insert(self, records: list[NewRecord]) -> list[InsertResult]:
+        return self.engine.insert(records)
+
+    def search(self, request: SearchRequest) -> list[Hit]:
+        return self.engine.search(request)
+
+    def agents(self) -> list[str]:
+        return self.store.agents()
+
+    # -- maintenance ----------------------------------------------------------------------
+    def _partitions(self, agent: str | None) -> list[tuple[str, Tier]]:
+        parts = self.store.partitions()
+        return [p for p in parts if agent is None or p[0] == agent]
+
+    def rebuild(self, *, agent: str | None = None, model: str | None = None) -> list[RebuildReport]:
+        """Rebuild indexes from the store; with a new `model`, re-embed the whole home first."""
+        if model and model != self.model_id:
+            if agent is not None:
+                raise InvalidInputError("a model change re-embeds the whole home; omit --agent")
+            return self._rebuild_with(load_embedder(model, batch_size=self.config.embed_batch_size), None)
+        return self._rebuild_with(self.engine.embedder, agent)
+
+    def _rebuild_with(self, embedder: Embedder, agent: str | None) -> list[RebuildReport]:
+        reports = []
+        for part_agent, tier in self._partitions(agent):
+            started = time.perf_counter()
+            index = TierIndex(part_agent, tier, store=self.store, embedder=embedder,
+                              directory=self.engine.index_dir(part_agent, tier), settings=self.config.index)
+            reembedded = index.rebuild()
+            reports.append(RebuildReport(agent=part_agent, tier=tier, records=len(index), reembedded=reembedded,
+                                         seconds=time.perf_counter() - started))
+            self.engine.forget(part_agent, tier)
+        if embedder.model_id != self.model_id:
+            self.store.set_meta(MODEL_META_KEY, embedder.model_id)
+            self.model_id = embedder.model_id
+            self.engine.embedder = embedder
+        return reports
+
+    def verify(self, *, agent: str | None = None) -> list[VerifyProblem]:
+        """Disagreements between the saved index files and the store (empty: all agree)."""
+        self.save()
+        problems = []
+        for part_agent, tier in self._partitions(agent):
+            for problem in verify_on_disk(part_agent, tier, store=self.store, model_id=self.model_id,
+                                          directory=self.engine.index_dir(part_agent, tier)):
+                problems.append(VerifyProblem(agent=part_agent, tier=tier, problem=problem))
+        return problems
+
+    def stats(self) -> Stats:
+        parts = []
+        for agent, tier in self._partitions(None):
+            directory = self.engine.index_dir(agent, tier)
+            try:
+                manifest: Manifest | None = read_manifest(directory)
+            except IndexFileError:
+                manifest = None
+            parts.append(PartitionStats(
+                agent=agent, tier=tier, records=self.store.count(agent, tier),
+                model_id=manifest.model_id if manifest else None, dim=manifest.dim if manifest else None,
+                index_kind=manifest.index_kind if manifest else None,
+                index_bytes=sum(p.stat().st_size for p in directory.glob("*.npz")) if directory.exists() else 0,
+                last_change=self.store.last_change(agent, tier),
+                indexed_change=manifest.last_change if manifest else None))
+        return Stats(home=str(self.home), model_id=self.model_id, store_bytes=self.store.storage_bytes(),
+                     partitions=parts)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def save(self) -> None:
+        self.engine.save()
+
+    def close(self) -> None:
+        self.save()
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+

@@ -1,0 +1,131 @@
+"""The engine: writes go to the store, indexes follow the store's change log, searches read both."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memvec.config import IndexSettings, SearchSettings
+from memvec.embed.base import Embedder
+from memvec.errors import NotFoundError
+from memvec.index.tier import LoadReport, TierIndex
+from memvec.search.hybrid import rank, to_hits
+from memvec.store.base import PreparedRecord, Store
+from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchRequest, Tier
+
+log = logging.getLogger("memvec.engine")
+
+
+class Engine:
+    def __init__(self, *, store: Store, embedder: Embedder, index_root: Path,
+                 index_settings: IndexSettings, search_settings: SearchSettings) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.index_root = index_root
+        self.index_settings = index_settings
+        self.search_settings = search_settings
+        self.load_reports: dict[tuple[str, Tier], LoadReport] = {}
+        self._indexes: dict[tuple[str, Tier], TierIndex] = {}
+        self._lock = threading.Lock()
+
+    def index_dir(self, agent: str, tier: Tier) -> Path:
+        return self.index_root / agent / tier.value
+
+    def tier_index(self, agent: str, tier: Tier) -> TierIndex:
+        """The (agent, tier) index, loaded on first use and caught up with the store."""
+        key = (agent, tier)
+        with self._lock:
+            if key not in self._indexes:
+                index, report = TierIndex.open(agent, tier, store=self.store, embedder=self.embedder,
+                                               directory=self.index_dir(agent, tier),
+                                               settings=self.index_settings)
+                self._indexes[key], self.load_reports[key] = index, report
+            index = self._indexes[key]
+        index.catch_up()
+        return index
+
+    # -- writes ---------------------------------------------------------------------------
+    def insert(self, records: Sequence[NewRecord]) -> list[InsertResult]:
+        """Insert records (any mix of agents and tiers); exact duplicates are returned, not stored."""
+        groups: dict[tuple[str, Tier], list[int]] = defaultdict(list)
+        for position, record in enumerate(records):
+            groups[(record.agent, record.tier)].append(position)
+        results: dict[int, InsertResult] = {}
+        for (agent, tier), positions in groups.items():
+            results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions]))
+        return [results[p] for p in range(len(records))]
+
+    def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]]
+                      ) -> dict[int, InsertResult]:
+        keys = [record.dedup_key() for _, record in items]
+        existing = self.store.existing_ids(agent, tier, keys)
+        fresh: dict[str, tuple[int, NewRecord]] = {}
+        for key, item in zip(keys, items, strict=True):
+            if key not in existing:
+                fresh.setdefault(key, item)
+        vectors = self.embedder.embed_documents([record.text for _, record in fresh.values()])
+        now = datetime.now(UTC)
+        prepared = [PreparedRecord(record=record, dedup_key=key, created_at=record.created_at or now,
+                                   embedding=vector, model_id=self.embedder.model_id)
+                    for (key, (_, record)), vector in zip(fresh.items(), vectors, strict=True)]
+        outcome = self.store.insert(prepared)
+        key_to_id = dict(existing)
+        created_ids = set()
+        for key, (record_id, created) in zip(fresh, outcome, strict=True):
+            key_to_id[key] = record_id
+            if created:
+                created_ids.add(record_id)
+        self.tier_index(agent, tier)  # catches up with what was just written
+        stored = {r.id: r for r in self.store.get(agent, list(set(key_to_id.values())))}
+        first_position = {key: position for key, (position, _) in fresh.items()}
+        return {position: InsertResult(record=stored[key_to_id[key]],
+                                       created=key_to_id[key] in created_ids
+                                       and first_position.get(key) == position)
+                for key, (position, _) in zip(keys, items, strict=True)}
+
+    def delete(self, agent: str, record_id: int) -> Record:
+        record = self.store.delete(agent, record_id)
+        if record is None:
+            raise NotFoundError(f"agent {agent!r} has no record {record_id}")
+        self.tier_index(agent, record.tier)
+        return record
+
+    # -- reads ----------------------------------------------------------------------------
+    def get(self, agent: str, record_id: int) -> Record:
+        found = self.store.get(agent, [record_id])
+        if not found:
+            raise NotFoundError(f"agent {agent!r} has no record {record_id}")
+        return found[0]
+
+    def list_records(self, agent: str, tier: Tier, *, limit: int = 50, offset: int = 0,
+             newest_first: bool = False, filters: SearchFilters | None = None) -> list[Record]:
+        return self.store.list_records(agent, tier, limit=limit, offset=offset, newest_first=newest_first,
+                               filters=filters)
+
+    def search(self, request: SearchRequest) -> list[Hit]:
+        index = self.tier_index(request.agent, request.tier)
+        allowed = None
+        if not request.filters.is_empty():
+            allowed = self.store.filter_ids(request.agent, request.tier, request.filters)
+        with index.lock:
+            ranked = rank(index, request, self.search_settings, allowed)
+        return to_hits(index, ranked)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def loaded_indexes(self) -> list[TierIndex]:
+        with self._lock:
+            return list(self._indexes.values())
+
+    def save(self) -> None:
+        """Persist every index that has changes not yet on disk."""
+        for index in self.loaded_indexes():
+            if index.unsaved:
+                index.save()
+
+    def forget(self, agent: str, tier: Tier) -> None:
+        with self._lock:
+            self._indexes.pop((agent, tier), None)

@@ -1,0 +1,96 @@
+"""Search modes over one (agent, tier): ``hybrid``, ``vector``, ``bm25`` and the ``token`` baseline.
+
+Hybrid over-fetches candidates from FAISS and from BM25, takes the UNION, scores every member
+with both methods (the vector score is read back from the index, the BM25 score from the full
+score array), and fuses: a document that only one method found can still win.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from memvec.config import SearchSettings
+from memvec.index.lexical import top_k
+from memvec.index.tier import TierIndex
+from memvec.index.tokenize import plain_tokens
+from memvec.search.fuse import convex, rrf
+from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
+
+Ids = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """Ranked ids with their fused score and raw per-method scores (parallel arrays)."""
+
+    ids: Ids
+    score: npt.NDArray[np.float32]
+    vector: npt.NDArray[np.float32] | None = None
+    bm25: npt.NDArray[np.float32] | None = None
+    token: npt.NDArray[np.float32] | None = None
+
+    def method_scores(self, row: int) -> MethodScores:
+        pick = {name: float(arr[row]) for name in ("vector", "bm25", "token")
+                if (arr := getattr(self, name)) is not None}
+        return MethodScores(**pick)
+
+
+def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None) -> Ranked:
+    if request.mode is SearchMode.TOKEN:
+        return _token(index, request, allowed)
+    if request.mode is SearchMode.BM25:
+        ids, scores = index.lexical.search(request.query, request.k, allowed)
+        return Ranked(ids, scores, bm25=scores)
+    query_vector = index.embedder.embed_query(request.query)
+    if request.mode is SearchMode.VECTOR:
+        ids, scores = index.vector.search(query_vector, request.k, allowed)
+        return Ranked(ids, scores, vector=scores)
+    return _hybrid(index, request, settings, allowed, query_vector)
+
+
+def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings,
+            allowed: Ids | None, query_vector: npt.NDArray[np.float32]) -> Ranked:
+    depth = max(request.k * settings.candidate_factor, settings.min_candidates)
+    vector_ids, _ = index.vector.search(query_vector, depth, allowed)
+    slot_scores = index.lexical.slot_scores(request.query)
+    bm25_ids, _ = index.lexical.search_scored(slot_scores, depth, allowed)
+    union = np.union1d(vector_ids, bm25_ids).astype(np.int64)
+    if len(union) == 0:
+        return Ranked(union, np.zeros(0, dtype=np.float32))
+    vector = index.vector.vectors_for(union) @ query_vector
+    bm25 = index.lexical.scores_for(slot_scores, union.tolist())
+    if (request.fusion or settings.fusion) is Fusion.RRF:
+        fused = rrf(vector, bm25, settings.rrf_k)
+    else:
+        weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
+        fused = convex(vector, bm25, weight)
+    order = np.lexsort((union, -fused))[:request.k]
+    return Ranked(union[order], fused[order], vector=vector[order], bm25=bm25[order])
+
+
+def _token(index: TierIndex, request: SearchRequest, allowed: Ids | None) -> Ranked:
+    """The naive baseline: how many distinct lowercase words a record shares with the query."""
+    query = plain_tokens(request.query)
+    rows = [(rid, len(query & plain_tokens(text))) for rid, text in index.store.texts(index.agent, index.tier)]
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    counts = np.array([r[1] for r in rows], dtype=np.float32)
+    keep = counts > 0
+    if allowed is not None:
+        keep &= np.isin(ids, allowed)
+    ids, counts = top_k(ids[keep], counts[keep], request.k)
+    return Ranked(ids, counts, token=counts)
+
+
+def to_hits(index: TierIndex, ranked: Ranked) -> list[Hit]:
+    records = {r.id: r for r in index.store.get(index.agent, ranked.ids.tolist())}
+    hits = []
+    for row, record_id in enumerate(ranked.ids.tolist()):
+        record = records.get(record_id)
+        if record is None:  # deleted between ranking and fetching
+            continue
+        hits.append(Hit(**record.model_dump(), score=float(ranked.score[row]),
+                        scores=ranked.method_scores(row)))
+    return hits

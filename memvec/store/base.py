@@ -1,0 +1,93 @@
+"""The store interface: the transactional source of truth that every index is derived from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memvec.types import CoreBlock, NewRecord, Record, SearchFilters, Tier
+
+Ids = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRecord:
+    """A validated record with everything the store writes in one transaction."""
+
+    record: NewRecord
+    dedup_key: str
+    created_at: datetime
+    embedding: npt.NDArray[np.float32]
+    model_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    seq: int
+    record_id: int
+    op: Literal["add", "delete"]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingBatch:
+    ids: Ids
+    vectors: npt.NDArray[np.float32]
+    texts: list[str]
+    models: list[str | None]
+
+
+class Store(Protocol):
+    def close(self) -> None: ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def existing_ids(self, agent: str, tier: Tier, keys: Sequence[str]) -> dict[str, int]: ...
+
+    def insert(self, rows: Sequence[PreparedRecord]) -> list[tuple[int, bool]]: ...
+
+    def delete(self, agent: str, record_id: int) -> Record | None: ...
+
+    def get(self, agent: str, ids: Sequence[int]) -> list[Record]: ...
+
+    def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
+             newest_first: bool = False, filters: SearchFilters | None = None) -> list[Record]: ...
+
+    def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters) -> Ids: ...
+
+    def ids(self, agent: str, tier: Tier) -> Ids: ...
+
+    def count(self, agent: str, tier: Tier) -> int: ...
+
+    def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None
+              ) -> Iterator[tuple[int, str]]: ...
+
+    def last_change(self, agent: str, tier: Tier) -> int: ...
+
+    def changes_since(self, agent: str, tier: Tier, seq: int) -> list[Change]: ...
+
+    def embeddings(self, agent: str, tier: Tier, ids: Sequence[int] | None = None,
+                   *, batch: int = 4096) -> Iterator[EmbeddingBatch]: ...
+
+    def set_embeddings(self, ids: Sequence[int], vectors: npt.NDArray[np.float32],
+                       model_id: str) -> None: ...
+
+    def partitions(self) -> list[tuple[str, Tier]]: ...
+
+    def agents(self) -> list[str]: ...
+
+    def blocks(self, agent: str) -> list[CoreBlock]: ...
+
+    def put_block(self, agent: str, block: CoreBlock) -> None: ...
+
+    def compare_and_set_block(self, agent: str, label: str, expected: str, value: str) -> bool: ...
+
+    def delete_block(self, agent: str, label: str) -> bool: ...
+
+    def storage_bytes(self) -> int: ...

@@ -1,0 +1,58 @@
+"""Numbered schema migrations. Append new ones; never edit an applied one."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+    CREATE TABLE records (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent TEXT NOT NULL,
+        tier TEXT NOT NULL CHECK (tier IN ('archival', 'recall')),
+        text TEXT NOT NULL,
+        dedup_key TEXT NOT NULL,
+        role TEXT,
+        session_id TEXT,
+        turn_id TEXT,
+        source_url TEXT,
+        tags TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        embedding BLOB,
+        embedding_model TEXT,
+        UNIQUE (agent, tier, dedup_key)
+    );
+    CREATE INDEX records_by_time ON records (agent, tier, created_at);
+    CREATE INDEX records_by_session ON records (agent, tier, session_id);
+
+    CREATE TABLE record_tags (
+        record_id INTEGER NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+        tag TEXT NOT NULL,
+        PRIMARY KEY (record_id, tag)
+    );
+    CREATE INDEX record_tags_by_tag ON record_tags (tag, record_id);
+
+    -- The change log lets an index saved at change N catch up without a rebuild.
+    CREATE TABLE changes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        record_id INTEGER NOT NULL,
+        op TEXT NOT NULL CHECK (op IN ('add', 'delete'))
+    );
+    CREATE INDEX changes_by_partition ON changes (agent, tier, seq);
+
+    CREATE TABLE core_blocks (
+        agent TEXT NOT NULL,
+        label TEXT NOT NULL,
+        value TEXT NOT NULL,
+        char_limit INTEGER NOT NULL,
+        read_only INTEGER NOT NULL DEFAULT 0,
+        description TEXT NOT NULL DEFAULT '',
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (agent, label)
+    );
+    """),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,318 @@
+"""SQLite store (WAL, synchronous=FULL): one file, `store.sqlite3`, under the memory home.
+
+A write is one IMMEDIATE transaction covering the records, their tags and the change-log rows,
+so a crash leaves either all of a batch or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memvec.errors import StoreError
+from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
+from memvec.store.schema import LATEST_VERSION, MIGRATIONS
+from memvec.types import Citation, CoreBlock, Record, SearchFilters, Tier
+
+_RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at"
+
+
+def format_time(value: datetime) -> str:
+    """Fixed-width UTC ISO text, so string order is time order in SQL."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def _row_to_record(row: sqlite3.Row) -> Record:
+    return Record(
+        id=row["id"], agent=row["agent"], tier=Tier(row["tier"]), text=row["text"], role=row["role"],
+        tags=json.loads(row["tags"]), created_at=parse_time(row["created_at"]),
+        citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"],
+                          source_url=row["source_url"]),
+    )
+
+
+def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
+    """SQL conditions (to AND onto `agent = ? AND tier = ?`) for the search filters."""
+    if filters is None or filters.is_empty():
+        return "", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    if filters.start:
+        clauses.append("created_at >= ?")
+        params.append(format_time(filters.start))
+    if filters.end:
+        clauses.append("created_at <= ?")
+        params.append(format_time(filters.end))
+    if filters.session_id:
+        clauses.append("session_id = ?")
+        params.append(filters.session_id)
+    if filters.roles:
+        clauses.append(f"role IN ({','.join('?' * len(filters.roles))})")
+        params += filters.roles
+    if filters.tags:
+        marks = ",".join("?" * len(filters.tags))
+        having = f"HAVING COUNT(DISTINCT tag) = {len(set(filters.tags))}" if filters.tag_match == "all" else ""
+        clauses.append(f"id IN (SELECT record_id FROM record_tags WHERE tag IN ({marks}) "
+                       f"GROUP BY record_id {having})")
+        params += filters.tags
+    return " AND " + " AND ".join(clauses), params
+
+
+class SQLiteStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {path}: {exc}") from exc
+        self._db.row_factory = sqlite3.Row
+        for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "busy_timeout=30000"):
+            self._db.execute(f"PRAGMA {pragma}")
+        self._migrate()
+
+    # -- plumbing -------------------------------------------------------------------------
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+                       "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+            applied = {r[0] for r in db.execute("SELECT version FROM schema_migrations")}
+            if applied and max(applied) > LATEST_VERSION:
+                raise StoreError(f"store {self.path} has schema version {max(applied)}; this memvec "
+                                 f"knows up to {LATEST_VERSION}. Upgrade memvec.")
+            for version, script in MIGRATIONS:
+                if version in applied:
+                    continue
+                for statement in filter(str.strip, script.split(";")):
+                    db.execute(statement)
+                db.execute("INSERT INTO schema_migrations VALUES (?, ?)",
+                           (version, format_time(datetime.now(UTC))))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def schema_version(self) -> int:
+        return int(self._query("SELECT MAX(version) FROM schema_migrations")[0][0])
+
+    # -- meta -----------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as db:
+            db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                       (key, value))
+
+    # -- records --------------------------------------------------------------------------
+    def existing_ids(self, agent: str, tier: Tier, keys: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), 500):
+            chunk = list(keys[start:start + 500])
+            rows = self._query(
+                f"SELECT dedup_key, id FROM records WHERE agent = ? AND tier = ? "
+                f"AND dedup_key IN ({','.join('?' * len(chunk))})", [agent, tier.value, *chunk])
+            found.update({r[0]: r[1] for r in rows})
+        return found
+
+    def insert(self, rows: Sequence[PreparedRecord]) -> list[tuple[int, bool]]:
+        """Insert all rows in one transaction; an exact duplicate returns the existing id."""
+        outcome: list[tuple[int, bool]] = []
+        with self._write() as db:
+            for row in rows:
+                outcome.append(self._insert_one(db, row))
+        return outcome
+
+    def _insert_one(self, db: sqlite3.Connection, row: PreparedRecord) -> tuple[int, bool]:
+        rec = row.record
+        cursor = db.execute(
+            "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, "
+            "tags, created_at, embedding, embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT (agent, tier, dedup_key) DO NOTHING",
+            (rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
+             rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags),
+             format_time(row.created_at), np.asarray(row.embedding, dtype=np.float32).tobytes(),
+             row.model_id))
+        if cursor.rowcount == 0:
+            existing = db.execute("SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
+                                  (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
+            return int(existing[0]), False
+        record_id = int(cursor.lastrowid or 0)
+        db.executemany("INSERT INTO record_tags VALUES (?, ?)", [(record_id, t) for t in rec.tags])
+        db.execute("INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, 'add')",
+                   (rec.agent, rec.tier.value, record_id))
+        return record_id, True
+
+    def delete(self, agent: str, record_id: int) -> Record | None:
+        with self._write() as db:
+            row = db.execute(f"SELECT {_RECORD_COLUMNS} FROM records WHERE agent = ? AND id = ?",
+                             (agent, record_id)).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM records WHERE id = ?", (record_id,))
+            db.execute("INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, 'delete')",
+                       (agent, row["tier"], record_id))
+        return _row_to_record(row)
+
+    def get(self, agent: str, ids: Sequence[int]) -> list[Record]:
+        by_id: dict[int, Record] = {}
+        for start in range(0, len(ids), 500):
+            chunk = [int(i) for i in ids[start:start + 500]]
+            rows = self._query(f"SELECT {_RECORD_COLUMNS} FROM records WHERE agent = ? "
+                               f"AND id IN ({','.join('?' * len(chunk))})", [agent, *chunk])
+            by_id.update({r["id"]: _row_to_record(r) for r in rows})
+        return [by_id[int(i)] for i in ids if int(i) in by_id]
+
+    def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
+             newest_first: bool = False, filters: SearchFilters | None = None) -> list[Record]:
+        where, params = filter_sql(filters)
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(
+            f"SELECT {_RECORD_COLUMNS} FROM records WHERE agent = ? AND tier = ?{where} "
+            f"ORDER BY created_at {order}, id {order} LIMIT ? OFFSET ?",
+            [agent, tier.value, *params, limit, offset])
+        return [_row_to_record(r) for r in rows]
+
+    def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters) -> Ids:
+        where, params = filter_sql(filters)
+        rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ?{where}",
+                           [agent, tier.value, *params])
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def ids(self, agent: str, tier: Tier) -> Ids:
+        return self.filter_ids(agent, tier, SearchFilters())
+
+    def count(self, agent: str, tier: Tier) -> int:
+        return int(self._query("SELECT COUNT(*) FROM records WHERE agent = ? AND tier = ?",
+                               (agent, tier.value))[0][0])
+
+    def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None
+              ) -> Iterator[tuple[int, str]]:
+        where, params = filter_sql(filters)
+        rows = self._query(f"SELECT id, text FROM records WHERE agent = ? AND tier = ?{where}",
+                           [agent, tier.value, *params])
+        return ((int(r[0]), str(r[1])) for r in rows)
+
+    # -- change log and embeddings --------------------------------------------------------
+    def last_change(self, agent: str, tier: Tier) -> int:
+        rows = self._query("SELECT MAX(seq) FROM changes WHERE agent = ? AND tier = ?", (agent, tier.value))
+        return int(rows[0][0] or 0)
+
+    def changes_since(self, agent: str, tier: Tier, seq: int) -> list[Change]:
+        rows = self._query("SELECT seq, record_id, op FROM changes WHERE agent = ? AND tier = ? "
+                           "AND seq > ? ORDER BY seq", (agent, tier.value, seq))
+        return [Change(int(r[0]), int(r[1]), r[2]) for r in rows]
+
+    def embeddings(self, agent: str, tier: Tier, ids: Sequence[int] | None = None,
+                   *, batch: int = 4096) -> Iterator[EmbeddingBatch]:
+        """Stored embeddings (with text, for re-embedding), in id order, `batch` rows at a time."""
+        if ids is None:
+            last = 0
+            while True:
+                rows = self._query("SELECT id, text, embedding, embedding_model FROM records WHERE agent = ? "
+                                   "AND tier = ? AND id > ? ORDER BY id LIMIT ?", (agent, tier.value, last, batch))
+                if not rows:
+                    return
+                last = int(rows[-1][0])
+                yield _embedding_batch(rows)
+            return
+        wanted = sorted(int(i) for i in ids)
+        for start in range(0, len(wanted), min(batch, 500)):
+            chunk = wanted[start:start + min(batch, 500)]
+            rows = self._query(f"SELECT id, text, embedding, embedding_model FROM records WHERE agent = ? "
+                               f"AND tier = ? AND id IN ({','.join('?' * len(chunk))}) ORDER BY id",
+                               [agent, tier.value, *chunk])
+            if rows:
+                yield _embedding_batch(rows)
+
+    def set_embeddings(self, ids: Sequence[int], vectors: npt.NDArray[np.float32], model_id: str) -> None:
+        with self._write() as db:
+            db.executemany("UPDATE records SET embedding = ?, embedding_model = ? WHERE id = ?",
+                           [(np.asarray(v, dtype=np.float32).tobytes(), model_id, int(i))
+                            for i, v in zip(ids, vectors, strict=True)])
+
+    def partitions(self) -> list[tuple[str, Tier]]:
+        rows = self._query("SELECT DISTINCT agent, tier FROM changes ORDER BY agent, tier")
+        return [(r[0], Tier(r[1])) for r in rows]
+
+    def agents(self) -> list[str]:
+        rows = self._query("SELECT agent FROM changes UNION SELECT agent FROM core_blocks ORDER BY 1")
+        return [r[0] for r in rows]
+
+    def storage_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+
+    # -- core memory blocks ---------------------------------------------------------------
+    def blocks(self, agent: str) -> list[CoreBlock]:
+        rows = self._query("SELECT label, value, char_limit, read_only, description FROM core_blocks "
+                           "WHERE agent = ? ORDER BY rowid", (agent,))
+        return [CoreBlock(label=r[0], value=r[1], limit=r[2], read_only=bool(r[3]), description=r[4])
+                for r in rows]
+
+    def put_block(self, agent: str, block: CoreBlock) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO core_blocks VALUES (?,?,?,?,?,?,?) ON CONFLICT (agent, label) DO UPDATE SET "
+                "value = excluded.value, char_limit = excluded.char_limit, read_only = excluded.read_only, "
+                "description = excluded.description, updated_at = excluded.updated_at",
+                (agent, block.label, block.value, block.limit, int(block.read_only), block.description,
+                 format_time(datetime.now(UTC))))
+
+    def compare_and_set_block(self, agent: str, label: str, expected: str, value: str) -> bool:
+        """Set a block's value only if it still is `expected` (no lost update between editors)."""
+        with self._write() as db:
+            cursor = db.execute("UPDATE core_blocks SET value = ?, updated_at = ? WHERE agent = ? AND label = ? "
+                                "AND value = ?", (value, format_time(datetime.now(UTC)), agent, label, expected))
+            return cursor.rowcount == 1
+
+    def delete_block(self, agent: str, label: str) -> bool:
+        with self._write() as db:
+            return db.execute("DELETE FROM core_blocks WHERE agent = ? AND label = ?",
+                              (agent, label)).rowcount == 1
+
+
+def _embedding_batch(rows: list[sqlite3.Row]) -> EmbeddingBatch:
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    blobs = [r[2] for r in rows]
+    dims = {len(b) // 4 for b in blobs if b}
+    dim = dims.pop() if len(dims) == 1 else 0
+    vectors = np.zeros((len(rows), dim), dtype=np.float32)
+    models: list[str | None] = []
+    for i, row in enumerate(rows):
+        blob = row[2]
+        if blob and len(blob) // 4 == dim:
+            vectors[i] = np.frombuffer(blob, dtype=np.float32)
+            models.append(row[3])
+        else:
+            models.append(None)
+    return EmbeddingBatch(ids=ids, vectors=vectors, texts=[r[1] for r in rows], models=models)

@@ -1,0 +1,212 @@
+"""Data that crosses memvec's boundaries, validated with pydantic.
+
+Limits are part of the contract (README, "Limits"): a record's text is 1..MAX_TEXT_CHARS
+characters after stripping, at most MAX_TAGS tags of 1..MAX_TAG_CHARS characters each.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+MAX_TEXT_CHARS = 32_768
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_META_CHARS = 2_048
+MAX_K = 1_000
+AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class Tier(StrEnum):
+    ARCHIVAL = "archival"
+    RECALL = "recall"
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    VECTOR = "vector"
+    BM25 = "bm25"
+    TOKEN = "token"
+
+
+class Fusion(StrEnum):
+    CONVEX = "convex"
+    RRF = "rrf"
+
+
+def _utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC; everything is stored and returned in UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _id_text(value: object) -> object:
+    # Turn ids are often integers (a turn index); they are stored as text like every id.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+AgentName = Annotated[str, StringConstraints(pattern=AGENT_PATTERN)]
+MetaText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_META_CHARS)]
+IdText = Annotated[MetaText, BeforeValidator(_id_text)]
+Tag = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TAG_CHARS, pattern=r"^[^\x00-\x1f]+$"),
+]
+UtcDatetime = Annotated[datetime, BeforeValidator(lambda v: _utc(v) if isinstance(v, datetime) else v)]
+
+
+def normalize_text(text: str) -> str:
+    """The form used to detect exact duplicates: NFKC, whitespace collapsed, case folded."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
+
+
+class Citation(BaseModel):
+    """Where a memory came from; every field optional, every field returned with every hit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_id: IdText | None = None
+    turn_id: IdText | None = None
+    source_url: MetaText | None = None
+
+
+class NewRecord(BaseModel):
+    """A record to insert: an archival passage or a recall message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentName
+    tier: Tier
+    text: str
+    role: MetaText | None = None
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    citation: Citation = Field(default_factory=Citation)
+    created_at: UtcDatetime | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _text_in_limits(cls, text: str) -> str:
+        text = text.strip()
+        if not text:
+            raise ValueError("text is empty")
+        if len(text) > MAX_TEXT_CHARS:
+            raise ValueError(f"text has {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
+        if "\x00" in text:
+            raise ValueError("text contains a NUL character")
+        return text
+
+    @field_validator("tags")
+    @classmethod
+    def _unique_tags(cls, tags: list[str]) -> list[str]:
+        return list(dict.fromkeys(tags))
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else _utc(value)
+
+    def dedup_key(self) -> str:
+        """Archival: the normalized text. Recall: also who said it, in which session and turn,
+        since the same words said twice in a conversation are two messages."""
+        parts = [normalize_text(self.text)]
+        if self.tier is Tier.RECALL:
+            parts += [self.role or "", self.citation.session_id or "", self.citation.turn_id or ""]
+        return "\x1f".join(parts)
+
+
+class Record(BaseModel):
+    """A stored record, as returned by get/list."""
+
+    id: int
+    agent: str
+    tier: Tier
+    text: str
+    role: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    citation: Citation = Field(default_factory=Citation)
+    created_at: datetime
+
+
+class CoreBlock(BaseModel):
+    """A core-memory block: always rendered into the prompt, edited in place."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+    value: str = Field(default="", max_length=MAX_TEXT_CHARS)
+    limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
+    read_only: bool = False
+    description: str = Field(default="", max_length=MAX_META_CHARS)
+
+    @model_validator(mode="after")
+    def _value_within_limit(self) -> CoreBlock:
+        if len(self.value) > self.limit:
+            raise ValueError(f"value has {len(self.value)} characters; the block limit is {self.limit}")
+        return self
+
+
+class InsertResult(BaseModel):
+    record: Record
+    created: bool = Field(description="False when an exact duplicate already existed")
+
+
+class MethodScores(BaseModel):
+    """Raw per-method scores of a hit (None where the mode did not compute that method)."""
+
+    vector: float | None = None
+    bm25: float | None = None
+    token: float | None = None
+
+
+class Hit(Record):
+    score: float
+    scores: MethodScores = Field(default_factory=MethodScores)
+
+
+class SearchFilters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    tag_match: Literal["any", "all"] = "any"
+    start: UtcDatetime | None = None
+    end: UtcDatetime | None = None
+    session_id: IdText | None = None
+    roles: list[MetaText] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ordered_range(self) -> SearchFilters:
+        if self.start and self.end and self.start > self.end:
+            raise ValueError("start must not be after end")
+        return self
+
+    def is_empty(self) -> bool:
+        return not (self.tags or self.start or self.end or self.session_id or self.roles)
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentName
+    tier: Tier
+    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS)]
+    k: int = Field(default=10, ge=1, le=MAX_K)
+    mode: SearchMode = SearchMode.HYBRID
+    fusion: Fusion | None = None
+    vector_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
