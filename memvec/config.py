@@ -34,7 +34,8 @@ class SearchSettings(BaseModel):
 class IndexSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["flat", "hnsw"] = "flat"
+    kind: Literal["flat", "hnsw"] | None = Field(
+        default=None, description="None: the kind this home was built with (flat for a new home)")
     hnsw_m: int = Field(default=32, ge=4, le=128)
     hnsw_ef_construction: int = Field(default=200, ge=8)
     hnsw_ef_search: int = Field(default=128, ge=8)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from memvec.config import DEFAULT_MODEL, MemoryConfig
+from memvec.config import DEFAULT_MODEL, IndexSettings, MemoryConfig
 from memvec.embed import load_embedder
 from memvec.embed.base import Embedder, LazyEmbedder
 from memvec.errors import IndexFileError, InvalidInputError, ModelMismatchError
@@ -29,6 +29,7 @@ from memvec.tiers.recall import RecallMemory
 from memvec.types import AgentName, Hit, InsertResult, NewRecord, SearchRequest, Tier
 
 MODEL_META_KEY = "embedding_model"
+INDEX_KIND_META_KEY = "index_kind"
 _agent_name: TypeAdapter[str] = TypeAdapter(AgentName)
 
 
@@ -80,8 +81,9 @@ class Memory:
         self.home.mkdir(parents=True, exist_ok=True)
         self.store = open_store(self.home)
         self.model_id = self._resolve_model(embedder)
+        self.index_settings = self._resolve_index_kind()
         self.engine = Engine(store=self.store, embedder=embedder or self._lazy(self.model_id),
-                             index_root=self.home / "index", index_settings=config.index,
+                             index_root=self.home / "index", index_settings=self.index_settings,
                              search_settings=config.search)
 
     @classmethod
@@ -106,6 +108,15 @@ class Memory:
                 f"the memory home {self.home} is embedded with {recorded!r}, not {requested!r}. "
                 f"Run `memvec rebuild --model {requested}` to re-embed it, or drop --model/MEMVEC_MODEL.")
         return recorded
+
+    def _resolve_index_kind(self) -> IndexSettings:
+        """An explicit kind is remembered for the home (its indexes rebuild on next load);
+        otherwise the home's recorded kind, flat for a new home."""
+        recorded = self.store.get_meta(INDEX_KIND_META_KEY)
+        kind = self.config.index.kind or recorded or "flat"
+        if kind != recorded:
+            self.store.set_meta(INDEX_KIND_META_KEY, kind)
+        return self.config.index.model_copy(update={"kind": kind})
 
     # -- tiers ----------------------------------------------------------------------------
     def archival(self, agent: str) -> ArchivalMemory:
@@ -144,7 +155,7 @@ class Memory:
         for part_agent, tier in self._partitions(agent):
             started = time.perf_counter()
             index = TierIndex(part_agent, tier, store=self.store, embedder=embedder,
-                              directory=self.engine.index_dir(part_agent, tier), settings=self.config.index)
+                              directory=self.engine.index_dir(part_agent, tier), settings=self.index_settings)
             reembedded = index.rebuild()
             reports.append(RebuildReport(agent=part_agent, tier=tier, records=len(index), reembedded=reembedded,
                                          seconds=time.perf_counter() - started))

@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -69,6 +70,15 @@ Tag = Annotated[
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TAG_CHARS, pattern=r"^[^\x00-\x1f]+$"),
 ]
 UtcDatetime = Annotated[datetime, BeforeValidator(lambda v: _utc(v) if isinstance(v, datetime) else v)]
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem, `field: message`, without pydantic's documentation links."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "input"
+        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
 
 
 def normalize_text(text: str) -> str:

@@ -65,7 +65,7 @@ class TierIndex:
 
     def _empty_vector(self) -> VectorIndex:
         s = self.settings
-        return VectorIndex(self.embedder.dim, kind=s.kind,
+        return VectorIndex(self.embedder.dim, kind=s.kind or "flat",
                            hnsw=HnswParams(s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search))
 
     def _empty_lexical(self) -> BM25Index:
@@ -110,7 +110,7 @@ class TierIndex:
 
     def _manifest_fields(self) -> dict[str, object]:
         return {"agent": self.agent, "tier": self.tier.value, "model_id": self.embedder.model_id,
-                "dim": self.embedder.dim, "index_kind": self.settings.kind,
+                "dim": self.embedder.dim, "index_kind": self.settings.kind or "flat",
                 "bm25_k1": self.settings.bm25_k1, "bm25_b": self.settings.bm25_b}
 
     def disagreement(self) -> str:

@@ -11,13 +11,14 @@ Scores = npt.NDArray[np.float32]
 
 
 def min_max(scores: Scores) -> Scores:
-    """Scale to [0, 1]; a constant list (no information) maps to all zeros."""
+    """Scale to [0, 1]. A constant list carries no ranking information: it maps to all ones when
+    the value is positive (a lone relevant candidate is the best one), else to all zeros."""
     scores = np.asarray(scores, dtype=np.float32)
     if len(scores) == 0:
         return scores
     low, high = float(scores.min()), float(scores.max())
     if high - low <= 1e-12:
-        return np.zeros_like(scores)
+        return np.full_like(scores, 1.0 if high > 0 else 0.0)
     return (scores - low) / (high - low)
 
 

@@ -1,0 +1,351 @@
+"""The `memvec` command line.
+
+Exit codes: 0 ok; 1 internal error; 2 bad usage or input (message on stderr);
+3 `memvec verify` found a disagreement between the store and an index.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import BaseModel, ValidationError
+
+from memvec.config import MemoryConfig
+from memvec.errors import InvalidInputError, MemvecError, NotFoundError
+from memvec.memory import Memory
+from memvec.types import (
+    Fusion,
+    Hit,
+    NewRecord,
+    SearchFilters,
+    SearchMode,
+    SearchRequest,
+    Tier,
+    describe_validation_error,
+)
+
+EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY = 1, 2, 3
+INGEST_BATCH = 256
+_INGEST_FIELDS = {"text", "role", "session_id", "turn_id", "source_url", "tags", "created_at"}
+
+TIER = click.Choice([t.value for t in Tier])
+MODE = click.Choice([m.value for m in SearchMode])
+
+
+class Context:
+    def __init__(self, home: str | None, model: str | None, index_kind: str | None) -> None:
+        self.home, self.model, self.index_kind = home, model, index_kind
+
+    def open(self, *, recorded_model: bool = False) -> Memory:
+        """Open the home; `recorded_model` ignores --model/MEMVEC_MODEL (rebuild reads them itself)."""
+        config = MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind})
+        if recorded_model:
+            config = config.model_copy(update={"model": None})
+        return Memory(config)
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False))
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", envvar="MEMVEC_HOME", default=None, metavar="DIR",
+              help="Memory home holding the store and indexes [env MEMVEC_HOME; default ./indexes].")
+@click.option("--model", envvar="MEMVEC_MODEL", default=None, metavar="NAME",
+              help="Embedding model (sentence-transformers name or path, or hash:DIM). Default: the one the "
+                   "home was built with; all-MiniLM-L6-v2 for a new home [env MEMVEC_MODEL].")
+@click.option("--index-kind", type=click.Choice(["flat", "hnsw"]), default=None,
+              help="FAISS index kind: exact 'flat' (default) or approximate 'hnsw' for large tiers.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what memvec does (index loads, rebuilds).")
+@click.version_option(package_name="memvec")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None, model: str | None, index_kind: str | None, verbose: bool) -> None:
+    """memvec: vector-search memory for LLM agents (archival and recall tiers, hybrid BM25 + FAISS)."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                        format="memvec: %(message)s")
+    ctx.obj = Context(home, model, index_kind)
+
+
+def _citation(session: str | None, turn: str | None, source: str | None) -> dict[str, str | None]:
+    return {"session_id": session, "turn_id": turn, "source_url": source}
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--agent", required=True, help="Agent (namespace) the record belongs to.")
+@click.option("--tier", type=TIER, required=True)
+@click.option("--role", help="Speaker/role of a recall message (user, assistant, a name...).")
+@click.option("--session", help="Citation: session id.")
+@click.option("--turn", help="Citation: turn id within the session.")
+@click.option("--source", help="Citation: source URL.")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--created-at", type=click.DateTime(), help="When it was said/written (default: now, UTC).")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored record as JSON.")
+@click.pass_obj
+def add(obj: Context, text: str, agent: str, tier: str, role: str | None, session: str | None, turn: str | None,
+        source: str | None, tags: tuple[str, ...], created_at: datetime | None, as_json: bool) -> None:
+    """Add one record (archival passage or recall message)."""
+    record = NewRecord.model_validate({"agent": agent, "tier": tier, "text": text, "role": role, "tags": list(tags),
+                                       "created_at": created_at, "citation": _citation(session, turn, source)})
+    with obj.open() as mem:
+        result = mem.insert([record])[0]
+    if as_json:
+        _print_json({**_dump(result.record), "created": result.created})
+    else:
+        click.echo(f"{'added' if result.created else 'duplicate of'} record {result.record.id}")
+
+
+def _read_jsonl(path: Path, agent: str, tier: str, role: str | None) -> Iterator[NewRecord]:
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("each line must be a JSON object")
+                unknown = set(data) - _INGEST_FIELDS
+                if unknown:
+                    raise ValueError(f"unknown fields {sorted(unknown)}; allowed: {sorted(_INGEST_FIELDS)}")
+                yield NewRecord.model_validate({
+                    "agent": agent, "tier": tier, "text": data.get("text"), "role": data.get("role", role),
+                    "tags": data.get("tags", []), "created_at": data.get("created_at"),
+                    "citation": _citation(data.get("session_id"), data.get("turn_id"), data.get("source_url"))})
+            except ValidationError as exc:
+                raise InvalidInputError(f"{path}:{number}: {describe_validation_error(exc)}") from exc
+            except ValueError as exc:
+                raise InvalidInputError(f"{path}:{number}: {exc}") from exc
+
+
+def _batches(records: Iterator[NewRecord], size: int) -> Iterator[list[NewRecord]]:
+    batch: list[NewRecord] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--agent", required=True)
+@click.option("--tier", type=TIER, required=True)
+@click.option("--role", help="Default role for lines that have none.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@click.pass_obj
+def ingest(obj: Context, file: Path, agent: str, tier: str, role: str | None, as_json: bool) -> None:
+    """Ingest a JSONL file: one object per line with `text` and optional `role, session_id,
+    turn_id, source_url, tags, created_at`. The whole file is validated before anything is
+    written; records are then embedded and committed in batches of 256."""
+    from tqdm import tqdm
+
+    total = sum(1 for _ in _read_jsonl(file, agent, tier, role))  # validate everything first
+    added = duplicates = 0
+    with obj.open() as mem, tqdm(total=total, unit="rec", file=sys.stderr, disable=None) as bar:
+        for batch in _batches(_read_jsonl(file, agent, tier, role), INGEST_BATCH):
+            results = mem.insert(batch)
+            added += sum(r.created for r in results)
+            duplicates += sum(not r.created for r in results)
+            bar.update(len(batch))
+    summary = {"file": str(file), "records": total, "added": added, "duplicates": duplicates}
+    if as_json:
+        _print_json(summary)
+    else:
+        click.echo(f"ingested {total} records from {file}: {added} added, {duplicates} duplicates skipped")
+
+
+def _format_hit(rank: int, hit: Hit) -> str:
+    cite = ", ".join(f"{k}={v}" for k, v in hit.citation.model_dump().items() if v is not None)
+    scores = " ".join(f"{k}={v:.3f}" for k, v in hit.scores.model_dump().items() if v is not None)
+    text = hit.text if len(hit.text) <= 200 else hit.text[:197] + "..."
+    who = f"{hit.role}: " if hit.role else ""
+    return f"{rank:>3}. [{hit.id}] score={hit.score:.3f} ({scores}) {cite}\n     {who}{text}"
+
+
+def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
+    with open(file, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                yield data["id"], str(data["query"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InvalidInputError(f'{file}:{number}: expected {{"id": ..., "query": "..."}}: {exc}') from exc
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("--agent", required=True)
+@click.option("--tier", type=TIER, required=True)
+@click.option("-k", "k", type=int, default=10, show_default=True, help="Number of hits.")
+@click.option("--mode", type=MODE, default="hybrid", show_default=True)
+@click.option("--fusion", type=click.Choice([f.value for f in Fusion]), help="Hybrid fusion (default: convex).")
+@click.option("--vector-weight", type=float, help="Convex fusion weight of the vector side, 0..1 (default 0.5).")
+@click.option("--tag", "tags", multiple=True, help="Only records with this tag (repeatable).")
+@click.option("--all-tags", is_flag=True, help="Require all --tag values instead of any.")
+@click.option("--role", "roles", multiple=True, help="Only records with this role (repeatable).")
+@click.option("--session", help="Only records of this session id.")
+@click.option("--since", type=click.DateTime(), help="Only records created at or after this time (UTC).")
+@click.option("--until", type=click.DateTime(), help="Only records created at or before this time (UTC).")
+@click.option("--queries", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='Batch mode: JSONL of {"id", "query"}; prints one {"id", "hits"} line per query.')
+@click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
+@click.pass_obj
+def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode: str, fusion: str | None,
+           vector_weight: float | None, tags: tuple[str, ...], all_tags: bool, roles: tuple[str, ...],
+           session: str | None, since: datetime | None, until: datetime | None, queries: Path | None,
+           as_json: bool) -> None:
+    """Search one tier of an agent's memory with QUERY (or many queries with --queries)."""
+    if (query is None) == (queries is None):
+        raise click.UsageError("give exactly one of QUERY or --queries FILE")
+    filters = SearchFilters.model_validate({"tags": list(tags), "tag_match": "all" if all_tags else "any",
+                                            "roles": list(roles), "session_id": session, "start": since,
+                                            "end": until})
+
+    def request(text: str) -> SearchRequest:
+        return SearchRequest.model_validate({"agent": agent, "tier": tier, "query": text, "k": k, "mode": mode,
+                                             "fusion": fusion, "vector_weight": vector_weight,
+                                             "filters": filters})
+
+    with obj.open() as mem:
+        if queries is not None:
+            for query_id, text in _search_queries(queries):
+                _print_json({"id": query_id, "hits": [_dump(h) for h in mem.search(request(text))]})
+            return
+        assert query is not None
+        hits = mem.search(request(query))
+    if as_json:
+        _print_json([_dump(h) for h in hits])
+    elif not hits:
+        click.echo("no hits")
+    else:
+        click.echo("\n".join(_format_hit(rank, hit) for rank, hit in enumerate(hits, start=1)))
+
+
+@cli.command(name="list")
+@click.option("--agent", required=True)
+@click.option("--tier", type=TIER, required=True)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--offset", type=click.IntRange(0), default=0)
+@click.option("--newest-first", is_flag=True)
+@click.pass_obj
+def list_command(obj: Context, agent: str, tier: str, limit: int, offset: int, newest_first: bool) -> None:
+    """List records of one tier in time order, as JSON lines."""
+    with obj.open() as mem:
+        rows = mem.engine.list_records(agent, Tier(tier), limit=limit, offset=offset, newest_first=newest_first)
+    for record in rows:
+        _print_json(_dump(record))
+
+
+@cli.command()
+@click.argument("record_id", type=int)
+@click.option("--agent", required=True)
+@click.pass_obj
+def delete(obj: Context, record_id: int, agent: str) -> None:
+    """Delete one record by id."""
+    with obj.open() as mem:
+        record = mem.engine.delete(agent, record_id)
+    click.echo(f"deleted record {record.id} ({record.tier.value})")
+
+
+@cli.command()
+@click.option("--agent", help="Only this agent's indexes (not with a model change).")
+@click.option("--model", "new_model", metavar="NAME", help="Re-embed the whole home with this model.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def rebuild(obj: Context, agent: str | None, new_model: str | None, as_json: bool) -> None:
+    """Rebuild indexes offline from the store (re-embedding only when the model changes)."""
+    with obj.open(recorded_model=True) as mem:
+        reports = mem.rebuild(agent=agent, model=new_model or obj.model)
+        model_id = mem.model_id
+    if as_json:
+        _print_json({"model": model_id, "rebuilt": [_dump(r) for r in reports]})
+        return
+    for r in reports:
+        click.echo(f"{r.agent}/{r.tier.value}: {r.records} records, {r.reembedded} re-embedded, {r.seconds:.2f}s")
+    click.echo(f"rebuilt {len(reports)} index(es); model {model_id}")
+
+
+@cli.command()
+@click.option("--agent", help="Only this agent.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def verify(obj: Context, agent: str | None, as_json: bool) -> None:
+    """Check every saved index against the store; exit 3 if any disagree."""
+    with obj.open() as mem:
+        problems = mem.verify(agent=agent)
+    if as_json:
+        _print_json({"ok": not problems, "problems": [_dump(p) for p in problems]})
+    elif problems:
+        for p in problems:
+            click.echo(f"{p.agent}/{p.tier.value}: {p.problem}", err=True)
+    else:
+        click.echo("ok: every index agrees with the store")
+    if problems:
+        sys.exit(EXIT_VERIFY)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def stats(obj: Context, as_json: bool) -> None:
+    """Counts, model, dimensions and index sizes per agent and tier."""
+    with obj.open() as mem:
+        result = mem.stats()
+    if as_json:
+        _print_json(_dump(result))
+        return
+    click.echo(f"home {result.home}  model {result.model_id}  store {result.store_bytes} bytes")
+    for p in result.partitions:
+        click.echo(f"  {p.agent}/{p.tier.value}: {p.records} records, dim {p.dim}, {p.index_kind}, "
+                   f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
+
+
+def run(entry: click.Command, args: list[str] | None = None) -> int:
+    """Run a click command with memvec's exit codes; returns the exit status."""
+    try:
+        entry.main(args=args, prog_name="memvec", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return EXIT_INTERNAL
+    except ValidationError as exc:
+        click.echo(f"error: invalid input: {describe_validation_error(exc)}", err=True)
+        return EXIT_INPUT
+    except (InvalidInputError, NotFoundError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_INPUT
+    except MemvecError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_INTERNAL
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_INTERNAL
+    except Exception as exc:  # the contract: any other failure is exit 1 with a message
+        logging.getLogger("memvec").debug("internal error", exc_info=True)
+        click.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+        return EXIT_INTERNAL
+    return 0
+
+
+def main() -> None:
+    sys.exit(run(cli))
+
+
+if __name__ == "__main__":
+    main()
