@@ -2,8 +2,8 @@
 
 Text is NFKC-normalized and lowercased, split into runs of Unicode word characters (``\\w+``;
 so "don't" -> "don", "t" and "e-mail" -> "e", "mail"), English stopwords are dropped, and each
-remaining token is reduced with the Snowball English stemmer (PyStemmer), so "running" and
-"runs" meet at "run". Numbers and identifiers (UUID pieces, version numbers) are kept as they are.
+remaining alphabetic token is reduced with the Snowball English stemmer (PyStemmer), so "running"
+and "runs" meet at "run". Tokens with digits (UUID pieces, versions, codes) are kept as they are.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def tokenize(text: str) -> list[str]:
     """Index and query tokens of ``text`` (duplicates kept: BM25 counts term frequency)."""
     words = _WORD.findall(unicodedata.normalize("NFKC", text).lower())
     kept = [w for w in words if w not in STOPWORDS]
-    return list(_stemmer().stemWords(kept))
+    stemmer = _stemmer()
+    # Only alphabetic words are stemmed: "3f2a9c1e" must stay a different token from "3f2a9c1".
+    return [stemmer.stemWord(w) if w.isalpha() else w for w in kept]
 
 
 def plain_tokens(text: str) -> set[str]:

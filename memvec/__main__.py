@@ -1,0 +1,3 @@
+from memvec.cli import main
+
+main()

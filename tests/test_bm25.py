@@ -1,0 +1,159 @@
+"""BM25 against the reference implementation rank_bm25, on real English text."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rank_bm25 import BM25Okapi
+
+from memvec.index.lexical import BM25Index
+from memvec.index.tokenize import plain_tokens, tokenize
+from tests.conftest import LOCOMO
+
+
+def stdlib_docstrings(limit: int = 1500) -> list[str]:
+    """A real corpus that is always present: docstrings of the standard library."""
+    import argparse
+    import collections
+    import email.message
+    import json as json_module
+    import logging
+    import pathlib
+    import sqlite3
+    import string
+    import textwrap
+    import unittest
+
+    docs: list[str] = []
+    modules = (argparse, collections, email.message, json_module, pathlib, sqlite3, string, textwrap,
+               inspect, unittest.case, logging)
+    for module in modules:
+        for _, obj in inspect.getmembers(module):
+            doc = inspect.getdoc(obj)
+            if doc and len(tokenize(doc)) >= 3 and doc not in docs:
+                docs.append(doc)
+    return docs[:limit]
+
+
+def locomo_turns(limit: int = 1500) -> list[str]:
+    if not LOCOMO.exists():
+        return []
+    turns = []
+    for sample in json.loads(Path(LOCOMO).read_text()):
+        conversation = sample["conversation"]
+        for key, session in conversation.items():
+            if key.startswith("session_") and isinstance(session, list):
+                turns += [f"{t['speaker']}: {t['text']}" for t in session if tokenize(t["text"])]
+    return turns[:limit]
+
+
+QUERIES = ["how to read a file path", "json decode error", "default dictionary of lists",
+           "escape special characters in a string", "the database connection cursor",
+           "what did she paint last weekend", "adoption agency interview", "running a marathon"]
+
+
+class LuceneIdfBM25(BM25Okapi):
+    """rank_bm25's Okapi BM25 with only its idf swapped for the Lucene form memvec documents
+    (rank_bm25 floors negative idf at eps * mean idf instead); tf saturation and length
+    normalization are rank_bm25's own code."""
+
+    def _calc_idf(self, nd: dict[str, int]) -> None:
+        n = self.corpus_size
+        self.idf = {term: math.log1p((n - df + 0.5) / (df + 0.5)) for term, df in nd.items()}
+
+
+def reference(corpus_tokens: list[list[str]], k1: float, b: float) -> BM25Okapi:
+    return LuceneIdfBM25(corpus_tokens, k1=k1, b=b)
+
+
+@pytest.mark.parametrize("corpus_name", ["stdlib", "locomo"])
+@pytest.mark.parametrize("k1, b", [(1.2, 0.75), (1.5, 0.75), (0.9, 0.4)])
+def test_scores_equal_rank_bm25_on_a_real_corpus(corpus_name: str, k1: float, b: float) -> None:
+    corpus = stdlib_docstrings() if corpus_name == "stdlib" else locomo_turns()
+    if not corpus:
+        pytest.skip(f"{LOCOMO} is absent")
+    assert len(corpus) > 200
+    index = BM25Index(k1=k1, b=b)
+    index.add(list(range(1, len(corpus) + 1)), corpus)
+    ref = reference([tokenize(doc) for doc in corpus], k1, b)
+    for query in QUERIES:
+        ours = index.scores_for(index.slot_scores(query), list(range(1, len(corpus) + 1)))
+        expected = ref.get_scores(tokenize(query))
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+        top_ids, top_scores = index.search(query, 10)
+        positive = expected[expected > 0]
+        assert len(top_ids) == min(10, len(positive))
+        np.testing.assert_allclose(top_scores, np.sort(positive)[::-1][:10], rtol=1e-5)
+
+
+def test_incremental_add_and_remove_equal_a_fresh_build() -> None:
+    corpus = stdlib_docstrings(400)
+    ids = list(range(1, len(corpus) + 1))
+    grown = BM25Index()
+    grown.add(ids, corpus)
+    removed = ids[::3]
+    grown.remove(removed)  # two thirds survive: compaction runs
+    grown.add([9999], ["a late document about json files"])
+    survivors = [(i, d) for i, d in zip(ids, corpus, strict=True) if i not in set(removed)]
+    fresh = BM25Index()
+    fresh.add([i for i, _ in survivors] + [9999], [d for _, d in survivors] + ["a late document about json files"])
+    assert len(grown) == len(fresh)
+    for query in QUERIES:
+        a_ids, a_scores = grown.search(query, 20)
+        b_ids, b_scores = fresh.search(query, 20)
+        np.testing.assert_array_equal(a_ids, b_ids)
+        np.testing.assert_allclose(a_scores, b_scores, rtol=1e-5)
+
+
+words = st.sampled_from(["apple", "banana", "cherry", "date", "elder", "fig", "grape", "honey", "iris", "jade", "kiwi", "lemon"])
+documents = st.lists(st.lists(words, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=25)
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=documents, drop=st.sets(st.integers(0, 24)), query=st.lists(words, min_size=1, max_size=3))
+def test_property_add_remove_matches_fresh(docs: list[str], drop: set[int], query: list[str]) -> None:
+    ids = list(range(len(docs)))
+    grown = BM25Index()
+    grown.add(ids, docs)
+    grown.remove([i for i in drop if i < len(docs)])
+    keep = [i for i in ids if i not in drop]
+    fresh = BM25Index()
+    fresh.add(keep, [docs[i] for i in keep])
+    q = " ".join(query)
+    np.testing.assert_allclose(grown.scores_for(grown.slot_scores(q), keep),
+                               fresh.scores_for(fresh.slot_scores(q), keep), rtol=1e-5, atol=1e-6)
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    corpus = stdlib_docstrings(300)
+    index = BM25Index(k1=1.4, b=0.6)
+    index.add(list(range(len(corpus))), corpus)
+    index.remove([0, 1, 2])
+    index.save(tmp_path / "lexical.npz")
+    loaded = BM25Index.load(tmp_path / "lexical.npz")
+    assert (loaded.k1, loaded.b, len(loaded)) == (1.4, 0.6, len(index))
+    for query in QUERIES:
+        np.testing.assert_array_equal(loaded.search(query, 10)[0], index.search(query, 10)[0])
+    loaded.add([5000], ["a brand new json document"])
+    assert 5000 in loaded.search("json document", 3)[0]
+
+
+def test_allowed_ids_restrict_results() -> None:
+    index = BM25Index()
+    index.add([1, 2, 3], ["json parser", "json writer", "yaml parser"])
+    ids, _ = index.search("json", 10, allowed=np.array([2, 3]))
+    assert ids.tolist() == [2]
+
+
+def test_tokenizer_stems_drops_stopwords_and_keeps_identifiers() -> None:
+    assert tokenize("The runner was running; she RUNS!") == ["runner", "run", "run"]
+    assert "3f2a9c1e" in tokenize("key 3f2a9c1e-77b0 is set")
+    assert tokenize("not no") == ["not", "no"]
+    assert plain_tokens("The The cat") == {"the", "cat"}

@@ -1,0 +1,165 @@
+"""The engine through the Python API, with the deterministic hashing embedder."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memvec import CoreBlock, CoreMemoryError, InvalidInputError, Memory, NewRecord, NotFoundError, Tier
+from memvec.embed import HashingEmbedder
+
+
+def test_insert_search_round_trips_citations(memory: Memory) -> None:
+    archival = memory.archival("app")
+    result = archival.insert("The Eiffel tower is 330 metres tall", tags=["paris", "facts"],
+                             source_url="https://example.org/eiffel", session_id="s1", turn_id=4)
+    assert result.created
+    hit = archival.search("how tall is the eiffel tower", k=1)[0]
+    assert hit.id == result.record.id
+    assert hit.citation.model_dump() == {"session_id": "s1", "turn_id": "4",
+                                         "source_url": "https://example.org/eiffel"}
+    assert hit.tags == ["paris", "facts"]
+    assert hit.scores.vector is not None and hit.scores.bm25 is not None
+    assert archival.get(result.record.id).text == result.record.text
+
+
+def test_exact_duplicates_are_not_stored_twice(memory: Memory) -> None:
+    archival = memory.archival("app")
+    first = archival.insert("Paris is in France")
+    again = archival.insert("  paris IS in   france ")
+    assert not again.created and again.record.id == first.record.id
+    batch = archival.insert_many([
+        NewRecord(agent="app", tier=Tier.ARCHIVAL, text="new fact"),
+        NewRecord(agent="app", tier=Tier.ARCHIVAL, text="New fact"),
+    ])
+    assert [r.created for r in batch] == [True, False]
+    assert batch[0].record.id == batch[1].record.id
+    assert archival.count() == 2
+    # the same words in two recall turns are two messages
+    recall = memory.recall("app")
+    recall.append("user", "ok", session_id="s", turn_id=1)
+    recall.append("user", "ok", session_id="s", turn_id=2)
+    assert recall.count() == 2
+
+
+def test_filters_tags_dates_session_and_role(memory: Memory) -> None:
+    archival = memory.archival("app")
+    day = lambda d: datetime(2024, 1, d, tzinfo=UTC)  # noqa: E731
+    archival.insert("alpha report on rockets", tags=["space", "draft"], created_at=day(1))
+    archival.insert("beta report on rockets", tags=["space"], created_at=day(10))
+    archival.insert("gamma report on rockets", tags=["draft"], created_at=day(20))
+    texts = lambda hits: sorted(h.text.split()[0] for h in hits)  # noqa: E731
+    for mode in ("hybrid", "vector", "bm25", "token"):
+        assert texts(archival.search("rockets report", mode=mode, tags=["space"])) == ["alpha", "beta"]
+        assert texts(archival.search("rockets report", mode=mode, tags=["space", "draft"], tag_match="all")) == ["alpha"]
+        assert texts(archival.search("rockets report", mode=mode, start=day(5), end=day(15))) == ["beta"]
+    recall = memory.recall("app")
+    recall.append("user", "I like green tea", session_id="s1")
+    recall.append("assistant", "green tea noted", session_id="s1")
+    recall.append("user", "green tea again", session_id="s2")
+    assert {h.role for h in recall.search("green tea", roles=["assistant"])} == {"assistant"}
+    assert {h.citation.session_id for h in recall.search("green tea", session_id="s2")} == {"s2"}
+
+
+def test_agents_are_isolated_in_results_and_scores(memory: Memory) -> None:
+    alice, bob = memory.archival("alice"), memory.archival("bob")
+    alice.insert("the secret launch code is swordfish")
+    bob.insert("bob likes swordfish sushi")
+    before = [(h.id, h.score, h.scores) for h in bob.search("swordfish", mode="bm25")]
+    for i in range(50):  # many documents in alice would change bob's idf if statistics were shared
+        alice.insert(f"swordfish note number {i}")
+    after = [(h.id, h.score, h.scores) for h in bob.search("swordfish", mode="bm25")]
+    assert before == after
+    for mode in ("hybrid", "vector", "bm25", "token"):
+        assert all(h.agent == "bob" for h in bob.search("secret launch code", mode=mode))
+    with pytest.raises(NotFoundError):
+        bob.get(alice.list(limit=1)[0].id)
+
+
+def test_delete_removes_from_both_indexes(memory: Memory) -> None:
+    archival = memory.archival("app")
+    keep = archival.insert("keep this memory about volcanoes")
+    gone = archival.insert("delete this memory about volcanoes")
+    archival.delete(gone.record.id)
+    for mode in ("hybrid", "vector", "bm25", "token"):
+        assert [h.id for h in archival.search("volcanoes memory", mode=mode)] == [keep.record.id]
+    with pytest.raises(NotFoundError):
+        archival.delete(gone.record.id)
+
+
+def test_a_keyword_only_match_can_win_in_hybrid(memory: Memory) -> None:
+    archival = memory.archival("app")
+    for i in range(40):
+        archival.insert(f"meeting notes about the quarterly budget review, item {i}")
+    target = archival.insert("XK9-PLUTONIUM")
+    hybrid = archival.search("quarterly budget XK9-PLUTONIUM", k=3)
+    assert target.record.id in [h.id for h in hybrid]
+
+
+def test_search_validates_input(memory: Memory) -> None:
+    archival = memory.archival("app")
+    with pytest.raises(ValueError):
+        archival.search("", k=3)
+    with pytest.raises(ValueError):
+        archival.search("x", k=0)
+    with pytest.raises(ValueError):
+        archival.search("x", mode="fuzzy")
+    with pytest.raises(InvalidInputError):
+        memory.archival("bad agent")
+
+
+def test_another_process_writes_are_seen(home: Path) -> None:
+    writer = Memory.open(home, embedder=HashingEmbedder(64))
+    reader = Memory.open(home, embedder=HashingEmbedder(64))
+    reader.archival("app").search("anything")  # loads the (empty) index
+    record = writer.archival("app").insert("written by the other process").record
+    assert [h.id for h in reader.archival("app").search("other process")] == [record.id]
+    writer.archival("app").delete(record.id)
+    assert reader.archival("app").search("other process") == []
+    writer.close()
+    reader.close()
+
+
+def test_core_memory_blocks(memory: Memory, home: Path) -> None:
+    core = memory.core("app")
+    core.ensure_defaults()
+    assert [b.label for b in core.blocks()] == ["persona", "human"]
+    core.put(CoreBlock(label="human", value="Name: Ana", limit=30))
+    core.append("human", "Likes tea")
+    core.replace("human", "tea", "coffee")
+    assert core.get("human").value == "Name: Ana\nLikes coffee"
+    with pytest.raises(CoreMemoryError, match="limit is 30"):
+        core.append("human", "x" * 30)
+    with pytest.raises(CoreMemoryError, match="does not occur"):
+        core.replace("human", "juice", "water")
+    core.put(CoreBlock(label="rules", value="be kind", read_only=True))
+    with pytest.raises(CoreMemoryError, match="read-only"):
+        core.append("rules", "and fast")
+    with pytest.raises(NotFoundError, match="no core memory block 'nope'"):
+        core.append("nope", "x")
+    assert '<human characters="22/30">' in core.render()
+    memory.close()
+    reopened = Memory.open(home, embedder=HashingEmbedder(64))
+    assert reopened.core("app").get("human").value == "Name: Ana\nLikes coffee"
+    reopened.close()
+
+
+def test_recall_lists_in_time_order(memory: Memory) -> None:
+    recall = memory.recall("app")
+    for i, when in enumerate([3, 1, 2]):
+        recall.append("user", f"message {i}", created_at=datetime(2024, 1, when, tzinfo=UTC))
+    assert [r.text for r in recall.list()] == ["message 1", "message 2", "message 0"]
+    assert [r.text for r in recall.list(newest_first=True, limit=1)] == ["message 0"]
+
+
+def test_indexes_hold_exactly_the_store(memory: Memory) -> None:
+    archival = memory.archival("app")
+    ids = [archival.insert(f"fact number {i}").record.id for i in range(30)]
+    for record_id in ids[::4]:
+        archival.delete(record_id)
+    index = memory.engine.tier_index("app", Tier.ARCHIVAL)
+    assert index.disagreement() == ""
+    np.testing.assert_array_equal(index.vector.ids(), np.sort(memory.store.ids("app", Tier.ARCHIVAL)))

@@ -1,0 +1,138 @@
+"""The store is the truth: index files are checked on load and rebuilt when they disagree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memvec import Memory, ModelMismatchError, Tier
+from memvec.embed import HashingEmbedder
+from memvec.index.files import LEXICAL_FILE, MANIFEST_FILE, VECTOR_FILE, read_manifest
+
+
+def fill(home: Path, n: int = 40, dim: int = 64) -> list[int]:
+    with Memory.open(home, embedder=HashingEmbedder(dim)) as mem:
+        return [mem.archival("app").insert(f"note {i} about topic {i % 7}").record.id for i in range(n)]
+
+
+def index_dir(home: Path) -> Path:
+    return home / "index" / "app" / "archival"
+
+
+def reopen_and_search(home: Path, dim: int = 64) -> tuple[Memory, list[int]]:
+    mem = Memory.open(home, embedder=HashingEmbedder(dim))
+    hits = mem.archival("app").search("topic 3", k=100, mode="bm25")
+    return mem, [h.id for h in hits]
+
+
+def test_index_is_saved_with_a_manifest(home: Path) -> None:
+    ids = fill(home)
+    manifest = read_manifest(index_dir(home))
+    assert (manifest.model_id, manifest.dim, manifest.record_count) == ("hash:64", 64, len(ids))
+    assert manifest.last_change == len(ids)
+    assert set(manifest.checksums) == {VECTOR_FILE, LEXICAL_FILE}
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        assert mem.verify() == []
+
+
+@pytest.mark.parametrize("damage", ["delete-vector", "delete-lexical", "corrupt-vector", "corrupt-lexical",
+                                    "delete-manifest", "garbage-manifest"])
+def test_missing_or_corrupt_files_are_rebuilt_never_trusted(home: Path, damage: str) -> None:
+    fill(home)
+    _, expected = reopen_and_search(home)
+    action, which = damage.split("-")
+    path = index_dir(home) / {"vector": VECTOR_FILE, "lexical": LEXICAL_FILE, "manifest": MANIFEST_FILE}[which]
+    if action == "delete":
+        path.unlink()
+    elif action == "corrupt":
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    else:
+        path.write_text("{not json")
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        problems = mem.verify()  # verify reads what is on disk before anything repairs it
+    assert problems and problems[0].tier is Tier.ARCHIVAL
+    mem, found = reopen_and_search(home)
+    report = mem.engine.load_reports[("app", Tier.ARCHIVAL)]
+    assert report.rebuilt and report.reembedded == 0
+    assert found == expected
+    assert mem.verify() == []
+    mem.close()
+
+
+def test_index_behind_the_store_catches_up_from_the_change_log(home: Path) -> None:
+    fill(home, 10)
+    manifest_before = (index_dir(home) / MANIFEST_FILE).read_bytes()
+    vector_before = (index_dir(home) / VECTOR_FILE).read_bytes()
+    lexical_before = (index_dir(home) / LEXICAL_FILE).read_bytes()
+    fill(home, 15)  # 5 new notes; the first 10 are duplicates
+    # put back the old, consistent files: as if the process died before saving
+    (index_dir(home) / VECTOR_FILE).write_bytes(vector_before)
+    (index_dir(home) / LEXICAL_FILE).write_bytes(lexical_before)
+    (index_dir(home) / MANIFEST_FILE).write_bytes(manifest_before)
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        assert any("5 store changes behind" in p.problem for p in mem.verify())
+    mem, _ = reopen_and_search(home)
+    report = mem.engine.load_reports[("app", Tier.ARCHIVAL)]
+    assert not report.rebuilt and report.changes_applied == 5
+    assert mem.verify() == []
+    mem.close()
+
+
+def test_opening_with_another_model_is_refused(home: Path) -> None:
+    fill(home)
+    with pytest.raises(ModelMismatchError, match="memvec rebuild --model hash:32"):
+        Memory.open(home, model="hash:32")
+
+
+def test_model_change_re_embeds_and_rebuilds(home: Path) -> None:
+    ids = fill(home)
+    with Memory.open(home) as mem:
+        assert mem.model_id == "hash:64"
+        reports = mem.rebuild(model="hash:32")
+        assert [(r.records, r.reembedded) for r in reports] == [(len(ids), len(ids))]
+        assert mem.verify() == []
+    manifest = read_manifest(index_dir(home))
+    assert (manifest.model_id, manifest.dim) == ("hash:32", 32)
+    with Memory.open(home) as mem:
+        assert mem.model_id == "hash:32"
+        batch = next(mem.store.embeddings("app", Tier.ARCHIVAL))
+        assert set(batch.models) == {"hash:32"} and batch.vectors.shape[1] == 32
+        expected = HashingEmbedder(32).embed_documents(batch.texts)
+        np.testing.assert_allclose(batch.vectors, expected, rtol=1e-6)
+        assert mem.archival("app").search("note 5", k=1, mode="vector")[0].text.startswith("note 5 ")
+
+
+def test_index_built_with_another_model_is_rebuilt_on_load(home: Path) -> None:
+    fill(home)
+    # simulate a rebuild to another model that crashed after writing the index, before the home switched
+    with Memory.open(home) as mem:
+        from memvec.index.tier import TierIndex
+
+        TierIndex("app", Tier.ARCHIVAL, store=mem.store, embedder=HashingEmbedder(16),
+                  directory=index_dir(home), settings=mem.index_settings).rebuild()
+    mem, found = reopen_and_search(home)
+    report = mem.engine.load_reports[("app", Tier.ARCHIVAL)]
+    assert report.rebuilt and "model_id" in report.reason and report.reembedded == 40
+    assert found and mem.verify() == []
+    mem.close()
+
+
+def test_rebuild_without_model_change_does_not_re_embed(home: Path) -> None:
+    fill(home)
+    with Memory.open(home) as mem:
+        reports = mem.rebuild(agent="app")
+        assert [r.reembedded for r in reports] == [0]
+
+
+def test_switching_index_kind_rebuilds_to_hnsw(home: Path) -> None:
+    fill(home)
+    with Memory.open(home, index={"kind": "hnsw"}) as mem:
+        assert mem.archival("app").search("note 3", k=1, mode="vector")[0].text.startswith("note 3 ")
+    assert read_manifest(index_dir(home)).index_kind == "hnsw"
+    with Memory.open(home) as mem:  # the home remembers the kind
+        assert mem.index_settings.kind == "hnsw"
+        assert mem.verify() == []
