@@ -112,7 +112,8 @@ def test_incremental_add_and_remove_equal_a_fresh_build() -> None:
         np.testing.assert_allclose(a_scores, b_scores, rtol=1e-5)
 
 
-words = st.sampled_from(["apple", "banana", "cherry", "date", "elder", "fig", "grape", "honey", "iris", "jade", "kiwi", "lemon"])
+FRUIT = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "honey", "iris", "jade", "kiwi", "lemon"]
+words = st.sampled_from(FRUIT)
 documents = st.lists(st.lists(words, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=25)
 
 

@@ -54,7 +54,8 @@ def test_filters_tags_dates_session_and_role(memory: Memory) -> None:
     texts = lambda hits: sorted(h.text.split()[0] for h in hits)  # noqa: E731
     for mode in ("hybrid", "vector", "bm25", "token"):
         assert texts(archival.search("rockets report", mode=mode, tags=["space"])) == ["alpha", "beta"]
-        assert texts(archival.search("rockets report", mode=mode, tags=["space", "draft"], tag_match="all")) == ["alpha"]
+        both = archival.search("rockets report", mode=mode, tags=["space", "draft"], tag_match="all")
+        assert texts(both) == ["alpha"]
         assert texts(archival.search("rockets report", mode=mode, start=day(5), end=day(15))) == ["beta"]
     recall = memory.recall("app")
     recall.append("user", "I like green tea", session_id="s1")
