@@ -1,0 +1,136 @@
+"""The CLI contract, run in-process through the same entry point as `memvec` (exit codes included)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memvec.cli import cli, run
+from memvec.index.files import VECTOR_FILE
+
+
+class Cli:
+    def __init__(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.home, self.capsys = home, capsys
+
+    def __call__(self, *args: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        code = run(cli, ["--home", str(self.home), "--model", "hash:64", *args])
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+
+@pytest.fixture
+def memvec(home: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(home, capsys)
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_add_then_search_json_carries_the_citation(memvec: Cli) -> None:
+    code, out, _ = memvec("add", "Ana adopted a beagle named Toby", "--agent", "a", "--tier", "recall",
+                          "--role", "Ana", "--session", "S3", "--turn", "D3:7", "--source", "https://chat/3",
+                          "--tag", "pets", "--json")
+    assert code == 0 and json.loads(out)["created"] is True
+    code, out, _ = memvec("search", "beagle Toby", "--agent", "a", "--tier", "recall", "--json", "-k", "3")
+    assert code == 0
+    [hit] = json.loads(out)
+    assert set(hit) >= {"id", "text", "score", "scores", "citation", "tags", "created_at", "role"}
+    assert set(hit["scores"]) >= {"vector", "bm25"}
+    assert hit["citation"] == {"session_id": "S3", "turn_id": "D3:7", "source_url": "https://chat/3"}
+    assert (hit["tags"], hit["role"]) == (["pets"], "Ana")
+    code, out, _ = memvec("search", "beagle", "--agent", "a", "--tier", "recall")
+    assert code == 0 and "turn_id=D3:7" in out and "Ana: Ana adopted" in out
+
+
+def test_ingest_validates_the_whole_file_before_writing(memvec: Cli, tmp_path: Path) -> None:
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"text": "fine"}, {"text": "also fine"}, {"text": "   "}])
+    code, _, err = memvec("ingest", str(bad), "--agent", "a", "--tier", "archival")
+    assert code == 2 and "bad.jsonl:3" in err and "text is empty" in err
+    code, out, _ = memvec("stats", "--json")
+    assert json.loads(out)["partitions"] == []  # nothing half-written
+    unknown = write_jsonl(tmp_path / "unknown.jsonl", [{"text": "x", "colour": "red"}])
+    code, _, err = memvec("ingest", str(unknown), "--agent", "a", "--tier", "archival")
+    assert code == 2 and "colour" in err
+
+
+def test_ingest_and_batch_search(memvec: Cli, tmp_path: Path) -> None:
+    rows = [{"text": f"fact {i}: the {w} is {c}", "tags": ["colours"], "source_url": f"https://f/{i}",
+             "created_at": f"2024-01-{i + 1:02d}T00:00:00Z"}
+            for i, (w, c) in enumerate([("sky", "blue"), ("grass", "green"), ("sun", "yellow")])]
+    rows.append(rows[0])
+    code, out, _ = memvec("ingest", str(write_jsonl(tmp_path / "facts.jsonl", rows)), "--agent", "a",
+                          "--tier", "archival", "--json")
+    assert code == 0 and json.loads(out) == {"file": str(tmp_path / "facts.jsonl"), "records": 4, "added": 3,
+                                             "duplicates": 1}
+    queries = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "query": "grass"}, {"id": 2, "query": "sun"}])
+    code, out, _ = memvec("search", "--queries", str(queries), "--agent", "a", "--tier", "archival", "-k", "1",
+                          "--mode", "bm25")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [(r["id"], r["hits"][0]["citation"]["source_url"]) for r in lines] == [("q1", "https://f/1"),
+                                                                                  (2, "https://f/2")]
+    code, out, _ = memvec("search", "fact", "--agent", "a", "--tier", "archival", "--since", "2024-01-02",
+                          "--json")
+    assert sorted(h["citation"]["source_url"] for h in json.loads(out)) == ["https://f/1", "https://f/2"]
+
+
+def test_verify_fails_on_a_corrupt_index_and_rebuild_fixes_it(memvec: Cli, home: Path) -> None:
+    assert memvec("add", "something to index", "--agent", "a", "--tier", "archival")[0] == 0
+    assert memvec("verify")[0] == 0
+    (home / "index" / "a" / "archival" / VECTOR_FILE).write_bytes(b"garbage")
+    code, _, err = memvec("verify")
+    assert code == 3 and "a/archival" in err and "corrupt" in err
+    code, out, _ = memvec("rebuild", "--json")
+    assert code == 0 and json.loads(out)["rebuilt"][0]["records"] == 1
+    assert memvec("verify")[0] == 0
+
+
+def test_stats_list_and_delete(memvec: Cli) -> None:
+    memvec("add", "one", "--agent", "a", "--tier", "archival")
+    memvec("add", "two", "--agent", "a", "--tier", "archival")
+    code, out, _ = memvec("stats", "--json")
+    stats = json.loads(out)
+    assert stats["model_id"] == "hash:64"
+    assert [(p["agent"], p["tier"], p["records"], p["dim"]) for p in stats["partitions"]] == [("a", "archival", 2, 64)]
+    code, out, _ = memvec("list", "--agent", "a", "--tier", "archival")
+    first = json.loads(out.splitlines()[0])
+    assert memvec("delete", str(first["id"]), "--agent", "a")[0] == 0
+    code, _, err = memvec("delete", str(first["id"]), "--agent", "a")
+    assert code == 2 and "no record" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["search", "x", "--agent", "a", "--tier", "archival", "--mode", "fuzzy"], "fuzzy"),
+    (["search", "--agent", "a", "--tier", "archival"], "exactly one of QUERY"),
+    (["search", "x", "--agent", "a", "--tier", "archival", "-k", "0"], "k"),
+    (["search", "x", "--agent", "a b", "--tier", "archival"], "agent"),
+    (["add", "x" * 40_000, "--agent", "a", "--tier", "archival"], "limit is 32768"),
+    (["rebuild", "--agent", "a", "--model", "hash:32"], "whole home"),
+])
+def test_bad_input_exits_2_with_a_message(memvec: Cli, args: list[str], message: str) -> None:
+    code, _, err = memvec(*args)
+    assert code == 2 and message in err
+
+
+def test_model_mismatch_exits_2(memvec: Cli, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    memvec("add", "x", "--agent", "a", "--tier", "archival")
+    code = run(cli, ["--home", str(home), "--model", "hash:32", "stats"])
+    assert code == 2 and "memvec rebuild --model hash:32" in capsys.readouterr().err
+
+
+def test_internal_error_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    assert run(cli, ["--home", str(blocker), "stats"]) == 1
+    assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["add", "ingest", "search", "list", "delete", "rebuild", "verify", "stats"])
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(cli, [command, "--help"]) == 0
+    assert "Usage: memvec" in capsys.readouterr().out
