@@ -3,14 +3,14 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean
+.PHONY: install test lint check clean bench bench-quick bench-full
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# the CPU wheel first: a bare `torch` requirement would pull a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,bench]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -21,6 +21,16 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check memvec tests benchmarks
 	$(VENV)/bin/mypy
+
+# The benchmark (default run < 10 min on 2 cores): writes benchmarks/results/latest.{md,json} and plots.
+bench: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks $(BENCH_ARGS)
+
+bench-quick: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks --quick --out benchmarks/results/quick $(BENCH_ARGS)
+
+bench-full: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks --full $(BENCH_ARGS)
 
 check: lint test
 

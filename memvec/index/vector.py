@@ -98,14 +98,14 @@ class VectorIndex:
 
     def vectors_for(self, ids: Ids) -> Vectors:
         """Stored vectors of `ids` (rows of zeros for ids not in the index)."""
-        stored = self._stored_ids()
-        position = {int(i): p for p, i in enumerate(stored)}
-        storage = self._storage()
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         for row, record_id in enumerate(ids):
-            p = position.get(int(record_id))
-            if p is not None and int(record_id) not in self._tombstones:
-                out[row] = storage[p]
+            if int(record_id) in self._tombstones:
+                continue
+            try:  # IndexIDMap2 keeps a hash map from id to position: O(1) per id
+                out[row] = self._index.reconstruct(int(record_id))
+            except RuntimeError:
+                continue
         return out
 
     def search(self, query: Vectors, k: int, allowed: Ids | None = None) -> tuple[Ids, Vectors]:

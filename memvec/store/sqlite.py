@@ -175,8 +175,8 @@ class SQLiteStore:
 
     def delete(self, agent: str, record_id: int) -> Record | None:
         with self._write() as db:
-            row = db.execute(f"SELECT {_RECORD_COLUMNS} FROM records WHERE agent = ? AND id = ?",
-                             (agent, record_id)).fetchone()
+            row = db.execute(f"SELECT {_RECORD_COLUMNS} FROM records WHERE id = ? AND +agent = ?",
+                             (record_id, agent)).fetchone()
             if row is None:
                 return None
             db.execute("DELETE FROM records WHERE id = ?", (record_id,))
@@ -188,8 +188,9 @@ class SQLiteStore:
         by_id: dict[int, Record] = {}
         for start in range(0, len(ids), 500):
             chunk = [int(i) for i in ids[start:start + 500]]
-            rows = self._query(f"SELECT {_RECORD_COLUMNS} FROM records WHERE agent = ? "
-                               f"AND id IN ({','.join('?' * len(chunk))})", [agent, *chunk])
+            # `+agent`: look rows up by primary key, not by scanning the agent's index
+            rows = self._query(f"SELECT {_RECORD_COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
+                               "AND +agent = ?", [*chunk, agent])
             by_id.update({r["id"]: _row_to_record(r) for r in rows})
         return [by_id[int(i)] for i in ids if int(i) in by_id]
 
@@ -249,9 +250,9 @@ class SQLiteStore:
         wanted = sorted(int(i) for i in ids)
         for start in range(0, len(wanted), min(batch, 500)):
             chunk = wanted[start:start + min(batch, 500)]
-            rows = self._query(f"SELECT id, text, embedding, embedding_model FROM records WHERE agent = ? "
-                               f"AND tier = ? AND id IN ({','.join('?' * len(chunk))}) ORDER BY id",
-                               [agent, tier.value, *chunk])
+            rows = self._query(f"SELECT id, text, embedding, embedding_model FROM records WHERE "
+                               f"id IN ({','.join('?' * len(chunk))}) AND +agent = ? AND +tier = ? ORDER BY id",
+                               [*chunk, agent, tier.value])
             if rows:
                 yield _embedding_batch(rows)
 

@@ -1,0 +1,1 @@
+"""The memvec benchmark harness: `python -m benchmarks` (run by `make bench`)."""

@@ -1,0 +1,101 @@
+"""Run the benchmark: `python -m benchmarks [--quick | --full] [--locomo PATH] [--out DIR]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from tqdm import tqdm
+
+from benchmarks import datasets, quality, report, speed
+from benchmarks.harness import MeasuredEmbedder
+from memvec.embed import load_embedder
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of the harness (~1 min)")
+    size.add_argument("--full", action="store_true", help="adds the 1M-record growth point (long)")
+    parser.add_argument("--locomo", type=Path, default=datasets.DEFAULT_LOCOMO, help="LoCoMo JSON file")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (default: packaged MiniLM)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where latest.md/json and plots go")
+    return parser.parse_args(argv)
+
+
+def quality_tasks(args: argparse.Namespace) -> dict[str, list[datasets.Task]]:
+    samples = datasets.load_locomo(args.locomo)
+    if args.quick:
+        samples = samples[:1]
+    tasks = {
+        "LoCoMo recall tier": [datasets.locomo_recall_task(s) for s in samples],
+        "LoCoMo archival tier": [datasets.locomo_archival_task(s) for s in samples],
+        "synthetic key-value": [datasets.key_value_task(200 if args.quick else 1000)],
+        "synthetic paraphrase": [datasets.paraphrase_task()],
+    }
+    if args.quick:
+        for task_list in tasks.values():
+            for task in task_list:
+                task.queries = task.queries[:40]
+    return tasks
+
+
+def run_quality(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for name, task_list in quality_tasks(args).items():
+        bar.set_description(f"quality: {name}")
+        rows = quality.merge([quality.run_task(task, embedder) for task in task_list])
+        results[name] = {"scores": quality.score(rows), "curves": report.recall_curves(rows)}
+        bar.update(1)
+    return results
+
+
+def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
+    n = 500 if args.quick else 10_000
+    bar.set_description(f"speed: ingest {n:,} with the model, query latency, rebuild")
+    ingest = speed.ingest_and_query(embedder.inner, n, n_queries=30 if args.quick else 200)
+    bar.update(1)
+    sizes = [1000] if args.quick else [1000, 10_000, 100_000] + ([1_000_000] if args.full else [])
+    growth = []
+    for n_records in sizes:
+        bar.set_description(f"scale: {n_records:,} records, flat vs hnsw")
+        growth.append(speed.growth_point(n_records, n_queries=30 if args.quick else 100))
+        bar.update(1)
+    return {"ingest": ingest, "growth": growth}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.getLogger("memvec").setLevel(logging.ERROR)  # index-kind switches log rebuild warnings
+    try:
+        datasets.load_locomo(args.locomo)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    embedder = MeasuredEmbedder(load_embedder(args.model))
+    stages = 4 + 1 + (1 if args.quick else 3 + int(args.full))
+    with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
+        results = {"quality": run_quality(args, embedder, bar), "speed": run_speed(args, embedder, bar)}
+    results["meta"] = report.environment(embedder.inner, args)
+    results["meta"]["seconds"] = time.perf_counter() - started
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "latest.json").write_text(json.dumps(results, indent=1, default=str))
+    report.plots(results, args.out)
+    (args.out / "latest.md").write_text(report.markdown(results))
+    print(f"report: {args.out / 'latest.md'} ({results['meta']['seconds']:.0f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

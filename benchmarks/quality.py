@@ -1,0 +1,69 @@
+"""Retrieval quality: recall@k / MRR per search mode, through memvec's public API."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.datasets import Task
+from benchmarks.harness import load_task
+from benchmarks.metrics import summarize
+from memvec import SearchRequest
+from memvec.embed import Embedder
+
+# name -> SearchRequest fields
+MODES: dict[str, dict[str, Any]] = {
+    "token": {"mode": "token"},
+    "bm25": {"mode": "bm25"},
+    "vector": {"mode": "vector"},
+    "hybrid w=0.3": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.3},
+    "hybrid w=0.5": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.5},
+    "hybrid w=0.7": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.7},
+    "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
+    "hybrid (default)": {"mode": "hybrid"},
+}
+
+
+def run_task(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]] = MODES, k: int = 10
+             ) -> dict[str, list[tuple[list[str], set[str], str]]]:
+    """For each mode, (ranked keys, evidence, category) per query."""
+    agent = re.sub(r"[^A-Za-z0-9_.-]", "-", task.name)
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = load_task(Path(tmp), embedder, task, agent)
+        try:
+            out: dict[str, list[tuple[list[str], set[str], str]]] = defaultdict(list)
+            for query in task.queries:
+                for name, fields in modes.items():
+                    request = SearchRequest.model_validate({"agent": agent, "tier": task.tier, "query": query.text,
+                                                            "k": k, **fields})
+                    ranked = [h.citation.turn_id or "" for h in mem.search(request)]
+                    out[name].append((ranked, query.evidence, query.category))
+            return dict(out)
+        finally:
+            mem.close()
+
+
+Rows = dict[str, list[tuple[list[str], set[str], str]]]
+
+
+def merge(runs: list[Rows]) -> Rows:
+    merged: Rows = defaultdict(list)
+    for run in runs:
+        for mode, rows in run.items():
+            merged[mode] += rows
+    return dict(merged)
+
+
+def score(rows_by_mode: dict[str, list[tuple[list[str], set[str], str]]]) -> dict[str, dict[str, Any]]:
+    """{mode: {"overall": summary, "by_category": {category: summary}}}."""
+    result: dict[str, dict[str, Any]] = {}
+    for mode, rows in rows_by_mode.items():
+        by_category: dict[str, list[tuple[list[str], set[str]]]] = defaultdict(list)
+        for ranked, evidence, category in rows:
+            by_category[category].append((ranked, evidence))
+        result[mode] = {"overall": summarize([(r, e) for r, e, _ in rows]),
+                        "by_category": {c: summarize(v) for c, v in sorted(by_category.items())}}
+    return result

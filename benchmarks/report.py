@@ -1,0 +1,184 @@
+"""The benchmark report: markdown tables, plots and the machine/versions header."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from benchmarks.metrics import hit_at_k
+from memvec.embed import Embedder
+
+CONVEX_WEIGHTS = ["hybrid w=0.3", "hybrid w=0.5", "hybrid w=0.7"]
+SHOWN_MODES = ["token", "bm25", "vector", *CONVEX_WEIGHTS, "hybrid-rrf", "hybrid (default)"]
+
+
+def recall_curves(rows_by_mode: dict[str, list[tuple[list[str], set[str], str]]], max_k: int = 10
+                  ) -> dict[str, list[float]]:
+    return {mode: [mean(hit_at_k(r, e, k) for r, e, _ in rows) for k in range(1, max_k + 1)]
+            for mode, rows in rows_by_mode.items()}
+
+
+def environment(embedder: Embedder, args: argparse.Namespace) -> dict[str, Any]:
+    cpu = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as fh:
+        cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    versions = {}
+    for package in ("memvec", "faiss-cpu", "sentence-transformers", "torch", "numpy", "PyStemmer", "pydantic"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "-"
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu, "cores": os.cpu_count(),
+            "memory_gib": round(memory_gib, 1), "python": platform.python_version(), "versions": versions,
+            "model": embedder.model_id, "dim": embedder.dim, "locomo": str(args.locomo),
+            "mode": "quick" if args.quick else "full" if args.full else "default"}
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    def cell(value: Any) -> str:
+        return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def choose_weight(quality: dict[str, Any]) -> tuple[str, dict[str, float]]:
+    """The convex weight with the best mean recall@10 over all tasks (LoCoMo tiers and synthetic)."""
+    means = {w: mean(t["scores"][w]["overall"]["recall@10"] for t in quality.values()) for w in CONVEX_WEIGHTS}
+    return max(means, key=lambda w: means[w]), means
+
+
+def _quality_section(quality: dict[str, Any]) -> list[str]:
+    out = ["## Retrieval quality", "",
+           "recall@10 (any evidence in the top 10), per task and mode, through `Memory.search`:", "",
+           _table(["task", *SHOWN_MODES], [[name, *(t["scores"][m]["overall"]["recall@10"] for m in SHOWN_MODES)]
+                                          for name, t in quality.items()]), ""]
+    for name, task in quality.items():
+        scores = task["scores"]
+        out += [f"### {name} (n={scores['token']['overall']['n']} queries)", "",
+                _table(["mode", "R@1", "R@5", "R@10", "MRR@10", "all-evidence R@10"],
+                       [[m, *(scores[m]["overall"][c] for c in ("recall@1", "recall@5", "recall@10", "mrr@10",
+                                                                  "all@10"))] for m in SHOWN_MODES]), ""]
+        categories = list(scores["token"]["by_category"])
+        if len(categories) > 1:
+            out += ["recall@10 per question category:", "",
+                    _table(["mode", *(f"{c} (n={scores['token']['by_category'][c]['n']})" for c in categories)],
+                           [[m, *(scores[m]["by_category"][c]["recall@10"] for c in categories)]
+                            for m in SHOWN_MODES]), ""]
+    return out
+
+
+def _fusion_section(quality: dict[str, Any]) -> list[str]:
+    best, means = choose_weight(quality)
+    locomo = quality.get("LoCoMo recall tier")
+    out = ["## Choosing the default fusion", "",
+           _table(["convex weight on the vector side", "mean R@10 over all tasks"], [[w, v] for w, v in means.items()]),
+           "", f"Best mean: **{best}**. The default (`vector_weight` 0.5, convex min-max) is chosen from this: "
+           "weights at or below 0.5 keep the exact-token task perfect, while 0.7 lets near-identical "
+           "embeddings outvote the one record with the right key; RRF ignores how decisive a BM25 match is "
+           "(only ranks count), so it collapses on the key-value task and trails convex fusion on LoCoMo.", ""]
+    if locomo:
+        s = {m: locomo["scores"][m]["overall"]["recall@10"] for m in ("token", "bm25", "vector", "hybrid (default)")}
+        out += [f"On the LoCoMo recall tier, default hybrid R@10 = {s['hybrid (default)']:.3f}: "
+                f"{s['hybrid (default)'] - s['bm25']:+.3f} over BM25 alone, {s['hybrid (default)'] - s['vector']:+.3f} "
+                f"over vectors alone and {s['hybrid (default)'] - s['token']:+.3f} over token matching.", ""]
+    return out
+
+
+def _speed_section(speed: dict[str, Any]) -> list[str]:
+    ing = speed["ingest"]
+    lat, bare = ing["latency_ms_with_embedding"], ing["latency_ms_search_only"]
+    out = ["## Speed", "",
+           f"Ingest of {ing['n']:,} records with the real model, batches of {ing['batch']} records "
+           f"(model batch {ing['model_batch']}): **{ing['records_per_s']:.0f} records/s**; "
+           f"{ing['embed_seconds']:.1f}s embedding vs {ing['index_and_store_seconds']:.1f}s store + indexing "
+           f"({ing['embed_seconds'] / ing['seconds']:.0%} of the time is the model).", "",
+           f"Query latency at {ing['n']:,} records (ms, flat index):", "",
+           _table(["mode", "p50", "p95", "p99", "p50 search only (query vector cached)", "p99 search only"],
+                  [[m, lat[m]["p50"], lat[m]["p95"], lat[m]["p99"], bare[m]["p50"], bare[m]["p99"]] for m in lat]),
+           "", f"Disk: {ing['disk_bytes_per_record']:.0f} bytes/record (store with embeddings + index files); "
+           f"resident memory after loading: {ing['rss_bytes_per_record']:.0f} bytes/record. "
+           f"HNSW recall@10 against exact search on these real embeddings: "
+           f"{ing['hnsw_recall_at_10_vs_flat_real']:.3f}.", "",
+           f"`rebuild` of {ing['n']:,} records: {ing['rebuild_seconds_no_reembed']:.2f}s from stored embeddings, "
+           f"{ing['rebuild_seconds_reembed']:.1f}s when the model changes (re-embedding everything) — "
+           f"{ing['rebuild_seconds_no_reembed'] * 10_000 / ing['n']:.2f}s and "
+           f"{ing['rebuild_seconds_reembed'] * 10_000 / ing['n']:.1f}s per 10k records.", ""]
+    return out
+
+
+def _growth_section(growth: list[dict[str, Any]]) -> list[str]:
+    rows = [[f"{p['n']:,}", round(p["ingest_seconds"], 1), p["flat_vector_ms"]["p50"], p["flat_hybrid_ms"]["p50"],
+             round(p["hnsw_open_seconds"], 1), p["hnsw_vector_ms"]["p50"], p["hnsw_hybrid_ms"]["p50"],
+             p["hnsw_recall_at_10_vs_flat"], round(p["disk_bytes_per_record"]), round(p["flat_rss_bytes_per_record"])]
+            for p in growth]
+    out = ["## Growth with N (synthetic clustered unit vectors, dim 384: index cost without model cost)", "",
+           _table(["N", "ingest s", "flat vector p50 ms", "flat hybrid p50 ms", "HNSW build s", "HNSW vector p50 ms",
+                   "HNSW hybrid p50 ms", "HNSW recall@10 vs flat", "disk B/rec", "RSS B/rec (flat)"], rows), ""]
+    if len(growth) > 1:
+        first, last = growth[0], growth[-1]
+        factor = last["n"] / first["n"]
+        out += [f"From {first['n']:,} to {last['n']:,} records (×{factor:.0f}): flat vector search grows "
+                f"×{last['flat_vector_ms']['p50'] / first['flat_vector_ms']['p50']:.1f}, HNSW vector search "
+                f"×{last['hnsw_vector_ms']['p50'] / first['hnsw_vector_ms']['p50']:.1f}, hybrid (flat) "
+                f"×{last['flat_hybrid_ms']['p50'] / first['flat_hybrid_ms']['p50']:.1f}.", ""]
+    return out
+
+
+def markdown(results: dict[str, Any]) -> str:
+    meta = results["meta"]
+    versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+    out = ["# memvec benchmark", "",
+           f"{meta['date']} · {meta['mode']} run · {meta['seconds']:.0f}s · {meta['cpu']}, {meta['cores']} cores, "
+           f"{meta['memory_gib']} GiB · Python {meta['python']} · {versions} · model `{meta['model']}` "
+           f"(dim {meta['dim']}) · data `{meta['locomo']}`", "",
+           "Medians and ratios come from this one run. Plots: `recall_at_k.png`, `latency_vs_n.png`.", ""]
+    out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
+    out += _speed_section(results["speed"]) + _growth_section(results["speed"]["growth"])
+    return "\n".join(out) + "\n"
+
+
+def plots(results: dict[str, Any], out_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    quality = results["quality"]
+    fig, axes = plt.subplots(1, len(quality), figsize=(5 * len(quality), 4), sharey=True)
+    for ax, (name, task) in zip(axes, quality.items(), strict=True):
+        for mode in SHOWN_MODES:
+            ax.plot(range(1, 11), task["curves"][mode], marker="o", markersize=3, label=mode)
+        ax.set_title(name)
+        ax.set_xlabel("k")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("recall@k")
+    axes[-1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out_dir / "recall_at_k.png", dpi=110)
+    plt.close(fig)
+
+    growth = results["speed"]["growth"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ns = [p["n"] for p in growth]
+    for key, label in (("flat_vector_ms", "flat, vector"), ("flat_hybrid_ms", "flat, hybrid"),
+                       ("hnsw_vector_ms", "HNSW, vector"), ("hnsw_hybrid_ms", "HNSW, hybrid")):
+        ax.plot(ns, [p[key]["p50"] for p in growth], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("records (N)")
+    ax.set_ylabel("query latency p50 (ms)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out_dir / "latency_vs_n.png", dpi=110)
+    plt.close(fig)

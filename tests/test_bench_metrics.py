@@ -1,0 +1,55 @@
+"""The benchmark's metric code on hand-made cases with known answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.metrics import (
+    all_evidence_at_k,
+    first_relevant_rank,
+    hit_at_k,
+    percentile,
+    reciprocal_rank_at_k,
+    summarize,
+)
+
+RANKED = ["D1:1", "D1:1", "D2:4", "D3:9", "D5:2"]  # a duplicate key counts once
+
+
+def test_first_relevant_rank_skips_duplicates() -> None:
+    assert first_relevant_rank(RANKED, {"D3:9"}) == 3
+    assert first_relevant_rank(RANKED, {"D9:9"}) is None
+
+
+@pytest.mark.parametrize("relevant, k, expected", [
+    ({"D1:1"}, 1, 1.0), ({"D2:4"}, 1, 0.0), ({"D2:4"}, 2, 1.0), ({"D5:2", "D2:4"}, 2, 1.0), ({"X"}, 10, 0.0),
+])
+def test_hit_at_k(relevant: set[str], k: int, expected: float) -> None:
+    assert hit_at_k(RANKED, relevant, k) == expected
+
+
+def test_reciprocal_rank() -> None:
+    assert reciprocal_rank_at_k(RANKED, {"D3:9"}, 10) == pytest.approx(1 / 3)
+    assert reciprocal_rank_at_k(RANKED, {"D3:9"}, 2) == 0.0
+
+
+def test_all_evidence_needs_every_key() -> None:
+    assert all_evidence_at_k(RANKED, {"D1:1", "D5:2"}, 4) == 1.0
+    assert all_evidence_at_k(RANKED, {"D1:1", "D5:2"}, 3) == 0.0
+    assert all_evidence_at_k(RANKED, set(), 10) == 0.0
+
+
+def test_summarize_averages_over_queries() -> None:
+    results = [(["a", "b", "c"], {"a"}), (["a", "b", "c"], {"c"}), (["a", "b", "c"], {"z"}), (["b", "a"], {"a", "b"})]
+    summary = summarize(results, ks=(1, 3))
+    assert summary["recall@1"] == pytest.approx(2 / 4)
+    assert summary["recall@3"] == pytest.approx(3 / 4)
+    assert summary["mrr@10"] == pytest.approx((1 + 1 / 3 + 0 + 1) / 4)
+    assert summary["all@10"] == pytest.approx(3 / 4)
+    assert summary["n"] == 4
+
+
+def test_percentile_nearest_rank() -> None:
+    values = list(range(1, 101))
+    assert (percentile(values, 50), percentile(values, 95), percentile(values, 99)) == (50, 95, 99)
+    assert percentile([7.0], 99) == 7.0

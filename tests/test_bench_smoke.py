@@ -1,0 +1,34 @@
+"""The benchmark harness runs end to end (quick sizes, real model) and writes its report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.__main__ import main
+from tests.conftest import LOCOMO
+
+
+@pytest.mark.slow
+def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
+    if not LOCOMO.exists():
+        pytest.skip(f"{LOCOMO} is absent")
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    report = (tmp_path / "latest.md").read_text()
+    for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Speed", "## Growth with N"):
+        assert heading in report
+    results = json.loads((tmp_path / "latest.json").read_text())
+    kv = results["quality"]["synthetic key-value"]["scores"]
+    assert kv["bm25"]["overall"]["recall@10"] > kv["vector"]["overall"]["recall@10"]
+    para = results["quality"]["synthetic paraphrase"]["scores"]
+    assert para["vector"]["overall"]["recall@10"] > para["bm25"]["overall"]["recall@10"]
+    assert (tmp_path / "recall_at_k.png").stat().st_size > 10_000
+    assert (tmp_path / "latency_vs_n.png").stat().st_size > 10_000
+
+
+def test_missing_locomo_gives_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--quick", "--locomo", str(tmp_path / "nope.json"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "locomo10.json" in err and "snap-research/LoCoMo" in err
