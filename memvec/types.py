@@ -151,6 +151,7 @@ class Record(BaseModel):
     tags: list[str] = Field(default_factory=list)
     citation: Citation = Field(default_factory=Citation)
     created_at: datetime
+    untrusted: bool = Field(default=False, description="the text reads like instructions to a model (memvec.guard)")
 
 
 class CoreBlock(BaseModel):
@@ -220,3 +221,27 @@ class SearchRequest(BaseModel):
     fusion: Fusion | None = None
     vector_weight: float | None = Field(default=None, ge=0.0, le=1.0)
     filters: SearchFilters = Field(default_factory=SearchFilters)
+
+
+class AgentSettings(BaseModel):
+    """An agent's configuration: its LLM (any litellm `provider/model`) and its context budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: AgentName
+    model: str | None = Field(default=None, max_length=256, description="litellm model, e.g. openai/gpt-4o-mini")
+    context_window: int = Field(default=8_192, ge=256, le=2_000_000)
+    pressure: float = Field(default=0.75, gt=0.0, lt=1.0, description="fraction of the window that triggers a warning")
+    keep_last: int = Field(default=4, ge=1, le=100, description="messages never evicted")
+    max_steps: int = Field(default=8, ge=1, le=50, description="model calls per reply")
+    page_in_budget: int = Field(default=3, ge=0, le=50, description="memory searches per reply")
+    system: str | None = Field(default=None, max_length=MAX_TEXT_CHARS, description="replaces the default instructions")
+
+
+class AgentState(BaseModel):
+    """What survives between replies: the recursive summary and which messages are in context."""
+
+    summary: str = ""
+    in_context: list[int] = Field(default_factory=list)
+    turn: int = 0
+    created_at: datetime | None = None

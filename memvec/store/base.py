@@ -10,7 +10,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from memvec.types import CoreBlock, NewRecord, Record, SearchFilters, Tier
+from memvec.types import AgentSettings, AgentState, CoreBlock, NewRecord, Record, SearchFilters, Tier
 
 Ids = npt.NDArray[np.int64]
 
@@ -91,3 +91,11 @@ class Store(Protocol):
     def delete_block(self, agent: str, label: str) -> bool: ...
 
     def storage_bytes(self) -> int: ...
+
+    def get_agent(self, name: str) -> tuple[AgentSettings, AgentState] | None: ...
+
+    def put_agent(self, settings: AgentSettings, state: AgentState | None = None) -> None: ...
+
+    def agent_names(self) -> list[str]: ...
+
+    def delete_agent(self, name: str) -> list[tuple[int, str]]: ...

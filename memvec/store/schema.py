@@ -53,6 +53,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         PRIMARY KEY (agent, label)
     );
     """),
+    (2, """
+    ALTER TABLE records ADD COLUMN untrusted INTEGER NOT NULL DEFAULT 0;
+
+    CREATE TABLE agents (
+        name TEXT PRIMARY KEY,
+        settings TEXT NOT NULL,
+        summary TEXT NOT NULL DEFAULT '',
+        in_context TEXT NOT NULL DEFAULT '[]',
+        turn INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

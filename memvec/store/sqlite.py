@@ -19,11 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.errors import StoreError
+from memvec.guard import looks_untrusted
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
 from memvec.store.schema import LATEST_VERSION, MIGRATIONS
-from memvec.types import Citation, CoreBlock, Record, SearchFilters, Tier
+from memvec.types import AgentSettings, AgentState, Citation, CoreBlock, Record, SearchFilters, Tier
 
-_RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at"
+_RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted"
 
 
 def format_time(value: datetime) -> str:
@@ -39,6 +40,7 @@ def _row_to_record(row: sqlite3.Row) -> Record:
     return Record(
         id=row["id"], agent=row["agent"], tier=Tier(row["tier"]), text=row["text"], role=row["role"],
         tags=json.loads(row["tags"]), created_at=parse_time(row["created_at"]),
+        untrusted=bool(row["untrusted"]) or looks_untrusted(row["text"]),
         citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"],
                           source_url=row["source_url"]),
     )
@@ -157,12 +159,12 @@ class SQLiteStore:
         rec = row.record
         cursor = db.execute(
             "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, "
-            "tags, created_at, embedding, embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+            "tags, created_at, embedding, embedding_model, untrusted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT (agent, tier, dedup_key) DO NOTHING",
             (rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
              rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags),
              format_time(row.created_at), np.asarray(row.embedding, dtype=np.float32).tobytes(),
-             row.model_id))
+             row.model_id, int(looks_untrusted(rec.text))))
         if cursor.rowcount == 0:
             existing = db.execute("SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
                                   (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
@@ -267,8 +269,44 @@ class SQLiteStore:
         return [(r[0], Tier(r[1])) for r in rows]
 
     def agents(self) -> list[str]:
-        rows = self._query("SELECT agent FROM changes UNION SELECT agent FROM core_blocks ORDER BY 1")
+        rows = self._query("SELECT agent FROM changes UNION SELECT agent FROM core_blocks "
+                           "UNION SELECT name FROM agents ORDER BY 1")
         return [r[0] for r in rows]
+
+    # -- agents (settings and conversation state) -----------------------------------------
+    def get_agent(self, name: str) -> tuple[AgentSettings, AgentState] | None:
+        rows = self._query("SELECT settings, summary, in_context, turn, created_at FROM agents WHERE name = ?", (name,))
+        if not rows:
+            return None
+        row = rows[0]
+        state = AgentState(summary=row[1], in_context=json.loads(row[2]), turn=row[3], created_at=parse_time(row[4]))
+        return AgentSettings.model_validate_json(row[0]), state
+
+    def put_agent(self, settings: AgentSettings, state: AgentState | None = None) -> None:
+        """Create or update an agent's settings (and its state, when given)."""
+        now = format_time(datetime.now(UTC))
+        with self._write() as db:
+            db.execute("INSERT INTO agents (name, settings, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                       "ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, "
+                       "updated_at = excluded.updated_at",
+                       (settings.name, settings.model_dump_json(), now, now))
+            if state is not None:
+                db.execute("UPDATE agents SET summary = ?, in_context = ?, turn = ?, updated_at = ? WHERE name = ?",
+                           (state.summary, json.dumps(state.in_context), state.turn, now, settings.name))
+
+    def agent_names(self) -> list[str]:
+        return [r[0] for r in self._query("SELECT name FROM agents ORDER BY name")]
+
+    def delete_agent(self, name: str) -> list[tuple[int, str]]:
+        """Delete an agent with all its records and blocks; returns the (id, tier) of deleted records."""
+        with self._write() as db:
+            rows = db.execute("SELECT id, tier FROM records WHERE agent = ?", (name,)).fetchall()
+            db.execute("DELETE FROM records WHERE agent = ?", (name,))
+            db.executemany("INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, 'delete')",
+                           [(name, r[1], r[0]) for r in rows])
+            db.execute("DELETE FROM core_blocks WHERE agent = ?", (name,))
+            db.execute("DELETE FROM agents WHERE name = ?", (name,))
+        return [(int(r[0]), str(r[1])) for r in rows]
 
     def storage_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())

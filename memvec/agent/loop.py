@@ -1,0 +1,214 @@
+"""The agent loop: call the model, run its memory tools, repeat until it sends a message.
+
+Per reply: every step recounts the context; past `pressure` of the window the model gets one
+memory-pressure alert, past the window the oldest messages are evicted into the recursive summary;
+searches are limited by the page-in budget, model calls by `max_steps`. The returned trace shows
+what paging cost, like a page-fault count.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from memvec.agent import llm
+from memvec.agent.context import MainContext, Message, model_summary
+from memvec.agent.prompts import BUDGET_SPENT, PRESSURE_ALERT
+from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome, tool_schemas
+from memvec.errors import InvalidInputError, NotFoundError
+from memvec.memory import Memory
+from memvec.types import AgentSettings, AgentState, CoreBlock, Record
+
+StopReason = Literal["send_message", "max_steps", "no_tool_call", "no_heartbeat"]
+
+
+class Step(BaseModel):
+    kind: Literal["model_call", "tool", "pressure_warning", "eviction", "budget_spent"]
+    tokens_in_context: int
+    name: str | None = None
+    arguments: dict[str, Any] | None = None
+    ok: bool = True
+    detail: str | None = None
+
+
+class Trace(BaseModel):
+    steps: list[Step] = Field(default_factory=list)
+    model_calls: int = 0
+    tool_calls: int = 0
+    page_ins: int = 0
+    evicted_messages: int = 0
+    pressure_warnings: int = 0
+    max_tokens_in_context: int = 0
+    stopped_by: StopReason | None = None
+
+    def add(self, step: Step) -> None:
+        self.steps.append(step)
+        self.max_tokens_in_context = max(self.max_tokens_in_context, step.tokens_in_context)
+
+
+class Reply(BaseModel):
+    message: str | None = Field(description="the last message sent to the user, if any")
+    messages: list[str] = Field(default_factory=list)
+    session_id: str
+    turn: int
+    trace: Trace
+
+
+class Agent:
+    def __init__(self, memory: Memory, name: str, *, model: str | None = None, session_id: str | None = None) -> None:
+        found = memory.store.get_agent(name)
+        if found is None:
+            raise NotFoundError(f"no agent {name!r}; create it first (memvec agent create {name} ...)")
+        self.memory = memory
+        self.settings, self.state = found
+        if model:
+            self.settings = self.settings.model_copy(update={"model": model})
+        if not self.settings.model:
+            raise InvalidInputError(f"agent {name!r} has no model; pass one (e.g. --model openai/gpt-4o-mini)")
+        self.session_id = session_id or datetime.now(UTC).strftime("session-%Y%m%d-%H%M%S")
+
+    @property
+    def model(self) -> str:
+        assert self.settings.model is not None
+        return self.settings.model
+
+    # -- one reply ------------------------------------------------------------------------
+    def reply(self, text: str, *, role: str = "user") -> Reply:
+        self.state.turn += 1
+        trace = Trace()
+        context = MainContext(self.memory, self.settings, self.state,
+                              count=lambda messages: llm.count_tokens(self.model, messages),
+                              summarize=lambda prev, evicted: self._summarize(prev, evicted, trace))
+        self._remember(role, text, in_context=True)
+        tools = ToolBox(self.memory, self.settings.name, session_id=self.session_id, turn=self.state.turn,
+                        in_context=self.state.in_context,
+                        result_chars=self.settings.context_window)  # ~1/4 of the window, at ~4 chars a token
+        sent: list[str] = []
+        try:
+            trace.stopped_by = self._run(context, tools, trace, sent)
+        finally:
+            self.memory.store.put_agent(self.settings, self.state)
+        return Reply(message=sent[-1] if sent else None, messages=sent, session_id=self.session_id,
+                     turn=self.state.turn, trace=trace)
+
+    def _run(self, context: MainContext, tools: ToolBox, trace: Trace, sent: list[str]) -> StopReason:
+        scratch: list[Message] = []
+        budget_left = self.settings.page_in_budget
+        for _ in range(self.settings.max_steps):
+            tokens = self._fit(context, scratch, trace)
+            trace.model_calls += 1
+            trace.add(Step(kind="model_call", tokens_in_context=tokens, name=self.model))
+            message = llm.complete(self.model, context.messages(scratch), tools=tool_schemas())
+            calls = list(message.tool_calls or [])
+            if not calls:
+                if message.content:
+                    sent.append(self._say(str(message.content)))
+                return "no_tool_call"
+            scratch.append(_assistant_message(message.content, calls))
+            heartbeat, budget_left = self._run_calls(calls, tools, trace, scratch, sent, budget_left, tokens)
+            if sent and any(c.function.name == "send_message" for c in calls):
+                return "send_message"
+            if not heartbeat:
+                return "no_heartbeat"
+        return "max_steps"
+
+    def _run_calls(self, calls: list[Any], tools: ToolBox, trace: Trace, scratch: list[Message],
+                   sent: list[str], budget_left: int, tokens: int) -> tuple[bool, int]:
+        heartbeat = False
+        for call in calls:
+            name, raw = call.function.name, call.function.arguments
+            if name in SEARCH_TOOLS and budget_left <= 0:
+                outcome = ToolOutcome(json.dumps({"error": BUDGET_SPENT.format(budget=self.settings.page_in_budget)}),
+                                      ok=False)
+                trace.add(Step(kind="budget_spent", tokens_in_context=tokens, name=name))
+            else:
+                outcome = tools.run(name, raw)
+                budget_left -= int(outcome.page_in)
+            trace.tool_calls += 1
+            trace.page_ins += int(outcome.page_in)
+            trace.add(Step(kind="tool", tokens_in_context=tokens, name=name, arguments=_arguments(raw),
+                           ok=outcome.ok, detail=None if outcome.ok else outcome.content))
+            if outcome.sent_message is not None:
+                sent.append(self._say(outcome.sent_message))
+            self._remember("tool", f"{name}({raw or ''}) -> {outcome.content}"[:8000], in_context=False)
+            scratch.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.content})
+            heartbeat = heartbeat or outcome.heartbeat
+        if budget_left == 0 and any(c.function.name in SEARCH_TOOLS for c in calls):
+            scratch.append({"role": "user", "content": BUDGET_SPENT.format(budget=self.settings.page_in_budget)})
+        return heartbeat, budget_left
+
+    # -- memory pressure ------------------------------------------------------------------
+    def _fit(self, context: MainContext, scratch: list[Message], trace: Trace) -> int:
+        """Warn once past the pressure threshold; evict past the window. Returns the token count."""
+        window = self.settings.context_window
+        tokens = context.tokens(scratch)
+        if tokens > window:
+            evicted = context.evict(scratch)
+            tokens = _elide_tool_results(context, scratch, window)
+            trace.evicted_messages += evicted
+            trace.add(Step(kind="eviction", tokens_in_context=tokens, detail=f"{evicted} messages to recall"))
+        elif tokens > self.settings.pressure * window and not trace.pressure_warnings:
+            scratch.append({"role": "user", "content": PRESSURE_ALERT.format(used=tokens, window=window,
+                                                                             fraction=tokens / window)})
+            trace.pressure_warnings += 1
+            tokens = context.tokens(scratch)
+            trace.add(Step(kind="pressure_warning", tokens_in_context=tokens))
+        return tokens
+
+    def _summarize(self, previous: str, evicted: list[Record], trace: Trace) -> str:
+        trace.model_calls += 1
+        return model_summary(self.model, previous, evicted, limit=max(400, self.settings.context_window))
+
+    # -- recall ---------------------------------------------------------------------------
+    def _remember(self, role: str, text: str, *, in_context: bool) -> Record:
+        recall = self.memory.recall(self.settings.name)
+        record = recall.append(role, text, session_id=self.session_id, turn_id=self.state.turn).record
+        if in_context and record.id not in self.state.in_context:
+            self.state.in_context.append(record.id)
+        return record
+
+    def _say(self, text: str) -> str:
+        self._remember("assistant", text, in_context=True)
+        return text
+
+
+def _elide_tool_results(context: MainContext, scratch: list[Message], window: int) -> int:
+    """When evicting messages was not enough, blank this reply's oldest tool results (the model can
+    search again). Returns the token count."""
+    tokens = context.tokens(scratch)
+    for message in scratch:
+        if tokens <= window:
+            break
+        if message["role"] == "tool" and not message["content"].startswith("[elided"):
+            message["content"] = "[elided to fit the context window; call the tool again if needed]"
+            tokens = context.tokens(scratch)
+    return tokens
+
+
+def _assistant_message(content: Any, calls: list[Any]) -> Message:
+    return {"role": "assistant", "content": content or None,
+            "tool_calls": [{"id": c.id, "type": "function",
+                            "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}}
+                           for c in calls]}
+
+
+def _arguments(raw: str | None) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def create_agent(memory: Memory, settings: AgentSettings, *, persona: str = "", human: str = "") -> AgentSettings:
+    """Create (or update) an agent with persona and human blocks."""
+    memory.store.put_agent(settings, AgentState() if memory.store.get_agent(settings.name) is None else None)
+    core = memory.core(settings.name)
+    core.ensure_defaults()
+    for label, value in (("persona", persona), ("human", human)):
+        if value:
+            core.put(CoreBlock.model_validate({**core.get(label).model_dump(), "value": value}))
+    return settings
