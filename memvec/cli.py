@@ -380,6 +380,28 @@ def chat(obj: Context, name: str, llm: str | None, session: str | None, messages
                 click.echo(reply.message if reply.message is not None else f"(no reply: {reply.trace.stopped_by})")
 
 
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8283, show_default=True)
+@click.option("--keys-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="API keys, one per line (KEY or KEY=agent1|agent2); also MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.pass_obj
+def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str) -> None:
+    """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from memvec.service.app import create_app
+    from memvec.service.auth import KeyRing
+
+    keys = KeyRing.from_environment(keys_file)
+    with obj.open() as mem:
+        if not keys.open:
+            click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
+        uvicorn.run(create_app(mem, keys), host=host, port=port, log_level=log_level)
+
+
 def _stdin_lines() -> Iterator[str]:
     while True:
         try:

@@ -135,7 +135,15 @@ class Memory:
         return self.engine.search(request)
 
     def agents(self) -> list[str]:
+        """Every agent with settings, core blocks or records in this home."""
         return self.store.agents()
+
+    def delete_agent(self, agent: str) -> int:
+        """Delete an agent, its blocks and all its records; returns how many records went."""
+        deleted = self.store.delete_agent(validate_agent(agent))
+        for tier in Tier:
+            self.engine.tier_index(agent, tier).save()  # applies the deletions from the change log
+        return len(deleted)
 
     # -- maintenance ----------------------------------------------------------------------
     def _partitions(self, agent: str | None) -> list[tuple[str, Tier]]:

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -48,11 +49,28 @@ class Fusion(StrEnum):
     RRF = "rrf"
 
 
+EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
 def _utc(value: datetime) -> datetime:
-    """Naive datetimes are taken as UTC; everything is stored and returned in UTC."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    """Naive datetimes are taken as UTC; everything is stored and returned in UTC, years 1000-9999."""
+    try:
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("datetime out of range") from exc
+    if not EARLIEST <= value <= LATEST:
+        raise ValueError("datetime must be between years 1000 and 9999")
+    return value
+
+
+def _utf8(value: str) -> str:
+    """Refuse lone surrogates (valid in a Python str and in JSON escapes, not in UTF-8 storage)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("text is not valid Unicode (lone surrogate code point)") from exc
+    return value
 
 
 def _id_text(value: object) -> object:
@@ -63,13 +81,16 @@ def _id_text(value: object) -> object:
 
 
 AgentName = Annotated[str, StringConstraints(pattern=AGENT_PATTERN)]
-MetaText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_META_CHARS)]
+Utf8Text = Annotated[str, AfterValidator(_utf8)]
+MetaText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_META_CHARS),
+                     AfterValidator(_utf8)]
 IdText = Annotated[MetaText, BeforeValidator(_id_text)]
 Tag = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TAG_CHARS, pattern=r"^[^\x00-\x1f]+$"),
+    AfterValidator(_utf8),
 ]
-UtcDatetime = Annotated[datetime, BeforeValidator(lambda v: _utc(v) if isinstance(v, datetime) else v)]
+UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -119,17 +140,12 @@ class NewRecord(BaseModel):
             raise ValueError(f"text has {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
         if "\x00" in text:
             raise ValueError("text contains a NUL character")
-        return text
+        return _utf8(text)
 
     @field_validator("tags")
     @classmethod
     def _unique_tags(cls, tags: list[str]) -> list[str]:
         return list(dict.fromkeys(tags))
-
-    @field_validator("created_at")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else _utc(value)
 
     def dedup_key(self) -> str:
         """Archival: the normalized text. Recall: also who said it, in which session and turn,
@@ -160,10 +176,10 @@ class CoreBlock(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     label: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
-    value: str = Field(default="", max_length=MAX_TEXT_CHARS)
+    value: Utf8Text = Field(default="", max_length=MAX_TEXT_CHARS)
     limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
     read_only: bool = False
-    description: str = Field(default="", max_length=MAX_META_CHARS)
+    description: Utf8Text = Field(default="", max_length=MAX_META_CHARS)
 
     @model_validator(mode="after")
     def _value_within_limit(self) -> CoreBlock:
@@ -215,7 +231,8 @@ class SearchRequest(BaseModel):
 
     agent: AgentName
     tier: Tier
-    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS)]
+    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS),
+                     AfterValidator(_utf8)]
     k: int = Field(default=10, ge=1, le=MAX_K)
     mode: SearchMode = SearchMode.HYBRID
     fusion: Fusion | None = None
@@ -229,13 +246,14 @@ class AgentSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: AgentName
-    model: str | None = Field(default=None, max_length=256, description="litellm model, e.g. openai/gpt-4o-mini")
+    model: Utf8Text | None = Field(default=None, max_length=256, description="litellm model, e.g. openai/gpt-4o-mini")
     context_window: int = Field(default=8_192, ge=256, le=2_000_000)
     pressure: float = Field(default=0.75, gt=0.0, lt=1.0, description="fraction of the window that triggers a warning")
     keep_last: int = Field(default=4, ge=1, le=100, description="messages never evicted")
     max_steps: int = Field(default=8, ge=1, le=50, description="model calls per reply")
     page_in_budget: int = Field(default=3, ge=0, le=50, description="memory searches per reply")
-    system: str | None = Field(default=None, max_length=MAX_TEXT_CHARS, description="replaces the default instructions")
+    system: Utf8Text | None = Field(default=None, max_length=MAX_TEXT_CHARS,
+                                    description="replaces the default instructions")
 
 
 class AgentState(BaseModel):

@@ -9,9 +9,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
 from memvec.config import IndexSettings, SearchSettings
 from memvec.embed.base import Embedder
-from memvec.errors import NotFoundError
+from memvec.errors import InvalidInputError, NotFoundError
 from memvec.index.tier import LoadReport, TierIndex
 from memvec.search.hybrid import rank, to_hits
 from memvec.store.base import PreparedRecord, Store
@@ -49,25 +52,33 @@ class Engine:
         return index
 
     # -- writes ---------------------------------------------------------------------------
-    def insert(self, records: Sequence[NewRecord]) -> list[InsertResult]:
-        """Insert records (any mix of agents and tiers); exact duplicates are returned, not stored."""
+    def insert(self, records: Sequence[NewRecord], vectors: npt.NDArray[np.float32] | None = None
+               ) -> list[InsertResult]:
+        """Insert records (any mix of agents and tiers); exact duplicates are returned, not stored.
+        `vectors` (one row per record, from this home's model) skips embedding, e.g. on import."""
+        if vectors is not None and vectors.shape != (len(records), self.embedder.dim):
+            raise InvalidInputError(f"expected vectors of shape ({len(records)}, {self.embedder.dim})")
         groups: dict[tuple[str, Tier], list[int]] = defaultdict(list)
         for position, record in enumerate(records):
             groups[(record.agent, record.tier)].append(position)
         results: dict[int, InsertResult] = {}
         for (agent, tier), positions in groups.items():
-            results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions]))
+            given = None if vectors is None else {p: vectors[p] for p in positions}
+            results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions], given))
         return [results[p] for p in range(len(records))]
 
-    def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]]
-                      ) -> dict[int, InsertResult]:
+    def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]],
+                      given: dict[int, npt.NDArray[np.float32]] | None) -> dict[int, InsertResult]:
         keys = [record.dedup_key() for _, record in items]
         existing = self.store.existing_ids(agent, tier, keys)
         fresh: dict[str, tuple[int, NewRecord]] = {}
         for key, item in zip(keys, items, strict=True):
             if key not in existing:
                 fresh.setdefault(key, item)
-        vectors = self.embedder.embed_documents([record.text for _, record in fresh.values()])
+        if given is None:
+            vectors = self.embedder.embed_documents([record.text for _, record in fresh.values()])
+        else:
+            vectors = np.array([given[position] for position, _ in fresh.values()], dtype=np.float32)
         now = datetime.now(UTC)
         prepared = [PreparedRecord(record=record, dedup_key=key, created_at=record.created_at or now,
                                    embedding=vector, model_id=self.embedder.model_id)

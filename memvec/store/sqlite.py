@@ -28,12 +28,12 @@ _RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url,
 
 
 def format_time(value: datetime) -> str:
-    """Fixed-width UTC ISO text, so string order is time order in SQL."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width UTC ISO text (4-digit year, microseconds), so string order is time order in SQL."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_time(value: str) -> datetime:
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return datetime.fromisoformat(value.removesuffix("Z")).replace(tzinfo=UTC)
 
 
 def _row_to_record(row: sqlite3.Row) -> Record:
@@ -269,7 +269,7 @@ class SQLiteStore:
         return [(r[0], Tier(r[1])) for r in rows]
 
     def agents(self) -> list[str]:
-        rows = self._query("SELECT agent FROM changes UNION SELECT agent FROM core_blocks "
+        rows = self._query("SELECT DISTINCT agent FROM records UNION SELECT agent FROM core_blocks "
                            "UNION SELECT name FROM agents ORDER BY 1")
         return [r[0] for r in rows]
 

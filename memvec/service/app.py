@@ -1,0 +1,200 @@
+"""The HTTP service: a Letta-style REST API over one memory home (`memvec serve`).
+
+Every route but /v1/health needs `Authorization: Bearer KEY` when keys are configured; an agent a
+key may not see answers 404, exactly like an agent that does not exist. Errors are JSON:
+`{"error": kind, "detail": ...}`; malformed input is a 4xx, never a 500.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Path, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memvec.errors import CoreMemoryError, InvalidInputError, MemvecError, NotFoundError
+from memvec.memory import Memory
+from memvec.service.auth import KeyRing, Principal
+from memvec.service.schemas import AgentCreate, AgentOut, AgentPatch, BlockPatch, Health
+from memvec.store import STORE_FILE
+from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, CoreBlock, describe_validation_error
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
+
+
+class ServiceState:
+    """What every request shares: the memory home, the key ring and one lock per agent's conversation."""
+
+    def __init__(self, memory: Memory, keys: KeyRing) -> None:
+        self.memory, self.keys = memory, keys
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def agent_lock(self, agent: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(agent, threading.Lock())
+
+
+def state_of(request: Request) -> ServiceState:
+    service: ServiceState = request.app.state.service
+    return service
+
+
+def caller(request: Request) -> Principal:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    principal = state_of(request).keys.principal(token.strip() if scheme.lower() == "bearer" else None)
+    if principal is None:
+        raise HTTPException(401, "missing or invalid API key", headers={"WWW-Authenticate": "Bearer"})
+    return principal
+
+
+Caller = Annotated[Principal, Depends(caller)]
+Service = Annotated[ServiceState, Depends(state_of)]
+
+
+def visible_agent(agent_id: str, principal: Principal, service: ServiceState) -> tuple[AgentSettings, AgentState]:
+    """The agent's settings and state, or 404 when it does not exist or the caller may not see it."""
+    found = service.memory.store.get_agent(agent_id) if principal.may_see(agent_id) else None
+    if found is None:
+        raise NotFoundError(f"agent {agent_id!r} not found")
+    return found
+
+
+def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
+    return AgentOut(id=settings.name, name=settings.name, model=settings.model, context_window=settings.context_window,
+                    memory_blocks=memory.core(settings.name).blocks(), created_at=state.created_at)
+
+
+def _error(status: int, kind: str, detail: Any) -> JSONResponse:
+    return JSONResponse({"error": kind, "detail": detail}, status_code=status)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"loc": list(e.get("loc", [])), "msg": e.get("msg", "")} for e in exc.errors()]
+        return _error(422, "invalid_request", errors)
+
+    @app.exception_handler(ValidationError)
+    async def invalid_value(_: Request, exc: ValidationError) -> JSONResponse:
+        return _error(422, "invalid_request", describe_validation_error(exc))
+
+    @app.exception_handler(NotFoundError)
+    async def not_found(_: Request, exc: NotFoundError) -> JSONResponse:
+        return _error(404, "not_found", str(exc))
+
+    @app.exception_handler(CoreMemoryError)
+    async def core_refused(_: Request, exc: CoreMemoryError) -> JSONResponse:
+        return _error(409, "core_memory_refused", str(exc))
+
+    @app.exception_handler(InvalidInputError)
+    async def bad_input(_: Request, exc: InvalidInputError) -> JSONResponse:
+        return _error(400, "bad_request", str(exc))
+
+    @app.exception_handler(MemvecError)
+    async def internal(_: Request, exc: MemvecError) -> JSONResponse:
+        return _error(500, "internal_error", str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        response = _error(exc.status_code, "unauthorized" if exc.status_code == 401 else "http_error", exc.detail)
+        response.headers.update(exc.headers or {})
+        return response
+
+
+def install_body_limit(app: FastAPI) -> None:
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            return _error(413, "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes")
+        return await call_next(request)
+
+
+def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
+    from memvec.service import routes_memory
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        memory.save()  # uvicorn re-raises SIGTERM after shutdown: save the indexes here, not after run()
+
+    app = FastAPI(title="memvec", version="0.1.0", lifespan=lifespan,
+                  description="Vector-search memory for LLM agents: core, recall and archival tiers with citations.")
+    app.state.service = ServiceState(memory, keys or KeyRing({}))
+    install_error_handlers(app)
+    install_body_limit(app)
+    add_agent_routes(app)
+    routes_memory.add_routes(app)
+    return app
+
+
+def add_agent_routes(app: FastAPI) -> None:
+    @app.get("/v1/health", response_model=Health, tags=["service"])
+    def health(service: Service) -> Health:
+        memory = service.memory
+        records = sum(memory.store.count(a, t) for a, t in memory.store.partitions())
+        return Health(status="ok", store=str(memory.home / STORE_FILE), model=memory.model_id,
+                      agents=len(memory.store.agent_names()), records=records, auth=not service.keys.open)
+
+    @app.post("/v1/agents", response_model=AgentOut, status_code=201, tags=["agents"])
+    def create_agent(body: AgentCreate, principal: Caller, service: Service) -> AgentOut:
+        memory = service.memory
+        if not principal.may_see(body.name):
+            raise HTTPException(403, f"this key may not create agent {body.name!r}")
+        if memory.store.get_agent(body.name) is not None:
+            raise HTTPException(409, f"agent {body.name!r} already exists")
+        settings = AgentSettings(name=body.name, model=body.model, context_window=body.context_window)
+        memory.store.put_agent(settings, AgentState())
+        for block in body.memory_blocks:
+            memory.core(body.name).put(CoreBlock.model_validate(block.model_dump()))
+        return agent_out(memory, *visible_agent(body.name, principal, service))
+
+    @app.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
+    def list_agents(principal: Caller, service: Service) -> list[AgentOut]:
+        names = [n for n in service.memory.store.agent_names() if principal.may_see(n)]
+        return [agent_out(service.memory, *visible_agent(n, principal, service)) for n in names]
+
+    @app.get("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
+    def get_agent(agent_id: AgentId, principal: Caller, service: Service) -> AgentOut:
+        return agent_out(service.memory, *visible_agent(agent_id, principal, service))
+
+    @app.patch("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
+    def patch_agent(agent_id: AgentId, body: AgentPatch, principal: Caller, service: Service) -> AgentOut:
+        settings, _ = visible_agent(agent_id, principal, service)
+        changes = body.model_dump(exclude_unset=True)
+        service.memory.store.put_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
+        return agent_out(service.memory, *visible_agent(agent_id, principal, service))
+
+    @app.delete("/v1/agents/{agent_id}", status_code=204, tags=["agents"])
+    def delete_agent(agent_id: AgentId, principal: Caller, service: Service) -> Response:
+        visible_agent(agent_id, principal, service)
+        with service.agent_lock(agent_id):
+            service.memory.delete_agent(agent_id)
+        return Response(status_code=204)
+
+    @app.get("/v1/agents/{agent_id}/core-memory/blocks", response_model=list[CoreBlock], tags=["core memory"])
+    def list_blocks(agent_id: AgentId, principal: Caller, service: Service) -> list[CoreBlock]:
+        visible_agent(agent_id, principal, service)
+        return service.memory.core(agent_id).blocks()
+
+    @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=CoreBlock, tags=["core memory"])
+    def get_block(agent_id: AgentId, label: str, principal: Caller, service: Service) -> CoreBlock:
+        visible_agent(agent_id, principal, service)
+        return service.memory.core(agent_id).get(label)
+
+    @app.patch("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=CoreBlock, tags=["core memory"])
+    def patch_block(agent_id: AgentId, label: str, body: BlockPatch, principal: Caller, service: Service) -> CoreBlock:
+        visible_agent(agent_id, principal, service)
+        core = service.memory.core(agent_id)
+        block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.model_dump(exclude_unset=True)})
+        return core.put(block)
+

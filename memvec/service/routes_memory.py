@@ -1,0 +1,155 @@
+"""Archival, recall, messages and export/import routes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import FastAPI, HTTPException, Path, Query, Response
+
+from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
+from memvec.service.auth import Principal
+from memvec.service.schemas import (
+    HitsOut,
+    MessagesIn,
+    MessagesOut,
+    Page,
+    PassageBatch,
+    PassageIn,
+    PassageOut,
+)
+from memvec.transfer import AgentExport, ImportReport, export_agent, import_agent
+from memvec.types import MAX_K, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
+
+PassageId = Annotated[int, Path(ge=1, le=2**62)]
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0, le=2**62)]
+TopK = Annotated[int, Query(ge=1, le=MAX_K)]
+QueryText = Annotated[str, Query(min_length=1, max_length=4096)]
+Tags = Annotated[list[str] | None, Query(max_length=32)]
+
+
+def _page(service: ServiceState, agent: str, tier: Tier, limit: int, offset: int, newest_first: bool) -> Page:
+    items = service.memory.engine.list_records(agent, tier, limit=limit, offset=offset, newest_first=newest_first)
+    return Page(items=items, limit=limit, offset=offset, total=service.memory.store.count(agent, tier))
+
+
+def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: int, mode: SearchMode,
+            filters: dict[str, object]) -> HitsOut:
+    request = SearchRequest(agent=agent, tier=tier, query=query, k=top_k, mode=mode,
+                            filters=SearchFilters.model_validate(filters))
+    return HitsOut(query=query, hits=service.memory.search(request))
+
+
+def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:
+    records = [NewRecord.model_validate({"agent": agent, "tier": Tier.ARCHIVAL, **p.model_dump(exclude_none=True)})
+               for p in passages]
+    return [PassageOut(**r.record.model_dump(), created=r.created) for r in service.memory.insert(records)]
+
+
+def add_routes(app: FastAPI) -> None:
+    @app.post("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"])
+    def insert_passages(agent_id: AgentId, body: PassageIn | PassageBatch, principal: Caller, service: Service,
+                        response: Response) -> list[PassageOut]:
+        """Insert one passage (`{text, tags, citation}`) or a batch (`{passages: [...]}`)."""
+        visible_agent(agent_id, principal, service)
+        passages = body.passages if isinstance(body, PassageBatch) else [body]
+        out = _insert_passages(service, agent_id, passages)
+        response.status_code = 201 if any(p.created for p in out) else 200
+        return out
+
+    @app.get("/v1/agents/{agent_id}/archival-memory", response_model=Page, tags=["archival memory"])
+    def list_passages(agent_id: AgentId, principal: Caller, service: Service, limit: Limit = 50,
+                      offset: Offset = 0, newest_first: bool = False) -> Page:
+        visible_agent(agent_id, principal, service)
+        return _page(service, agent_id, Tier.ARCHIVAL, limit, offset, newest_first)
+
+    @app.get("/v1/agents/{agent_id}/archival-memory/search", response_model=HitsOut, tags=["archival memory"])
+    def search_passages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
+                        top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID, tags: Tags = None,
+                        tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
+                        start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> HitsOut:
+        visible_agent(agent_id, principal, service)
+        return _search(service, agent_id, Tier.ARCHIVAL, query, top_k, mode,
+                       {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime})
+
+    @app.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", status_code=204, tags=["archival memory"])
+    def delete_passage(agent_id: AgentId, passage_id: PassageId, principal: Caller, service: Service) -> Response:
+        visible_agent(agent_id, principal, service)
+        if service.memory.engine.get(agent_id, passage_id).tier is not Tier.ARCHIVAL:
+            raise HTTPException(404, f"agent {agent_id!r} has no passage {passage_id}")
+        service.memory.engine.delete(agent_id, passage_id)
+        return Response(status_code=204)
+
+    @app.post("/v1/agents/{agent_id}/messages", response_model=MessagesOut, tags=["messages"])
+    def send_messages(agent_id: AgentId, body: MessagesIn, principal: Caller, service: Service) -> MessagesOut:
+        """Run the agent on each user message when it has a model; otherwise only record the messages."""
+        settings, _ = visible_agent(agent_id, principal, service)
+        with service.agent_lock(agent_id):
+            if settings.model:
+                return _run_agent(service, agent_id, body)
+            return _record_messages(service, agent_id, body)
+
+    @app.get("/v1/agents/{agent_id}/messages", response_model=Page, tags=["messages"])
+    def list_messages(agent_id: AgentId, principal: Caller, service: Service, limit: Limit = 50,
+                      offset: Offset = 0, newest_first: bool = False) -> Page:
+        visible_agent(agent_id, principal, service)
+        return _page(service, agent_id, Tier.RECALL, limit, offset, newest_first)
+
+    @app.get("/v1/agents/{agent_id}/recall-memory/search", response_model=HitsOut, tags=["messages"])
+    def search_messages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
+                        top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID,
+                        roles: Annotated[list[str] | None, Query(max_length=16)] = None,
+                        session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
+                        start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> HitsOut:
+        visible_agent(agent_id, principal, service)
+        return _search(service, agent_id, Tier.RECALL, query, top_k, mode,
+                       {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime})
+
+    @app.get("/v1/agents/{agent_id}/export", response_model=AgentExport, tags=["export"])
+    def export(agent_id: AgentId, principal: Caller, service: Service, embeddings: bool = True) -> AgentExport:
+        """The agent, its blocks and ALL its passages and messages with citations (and embeddings)."""
+        visible_agent(agent_id, principal, service)
+        return export_agent(service.memory, agent_id, with_embeddings=embeddings)
+
+    @app.post("/v1/agents/import", response_model=ImportReport, status_code=201, tags=["export"])
+    def import_(body: AgentExport, principal: Caller, service: Service,
+                name: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")] = None
+                ) -> ImportReport:
+        """Restore an export into this home (re-embedding when this home's model differs)."""
+        target = name or body.agent.name
+        if not principal.may_see(target):
+            raise HTTPException(403, f"this key may not create agent {target!r}")
+        if target in service.memory.agents():
+            raise HTTPException(409, f"agent {target!r} already exists")
+        with service.agent_lock(target):
+            return import_agent(service.memory, body, name=target)
+
+
+def _record_messages(service: ServiceState, agent: str, body: MessagesIn) -> MessagesOut:
+    settings, state = visible_agent(agent, Principal(), service)
+    records = []
+    for message in body.messages:
+        state.turn += 1
+        records.append(NewRecord.model_validate({
+            "agent": agent, "tier": Tier.RECALL, "text": message.content, "role": message.name or message.role,
+            "citation": {"session_id": body.session_id, "turn_id": state.turn}}))
+    results = service.memory.insert(records)
+    service.memory.store.put_agent(settings, state)
+    return MessagesOut(recorded=[r.record for r in results])
+
+
+def _run_agent(service: ServiceState, agent_id: str, body: MessagesIn) -> MessagesOut:
+    from memvec.agent import Agent
+
+    store = service.memory.store
+    before = store.last_change(agent_id, Tier.RECALL)
+    agent = Agent(service.memory, agent_id, session_id=body.session_id)
+    out = MessagesOut(recorded=[])
+    for message in body.messages:
+        reply = agent.reply(message.content, role=message.name or message.role)
+        out.replies += reply.messages
+        out.traces.append(reply.trace.model_dump())
+    added = [c.record_id for c in store.changes_since(agent_id, Tier.RECALL, before) if c.op == "add"]
+    out.recorded = store.get(agent_id, added)
+    return out
