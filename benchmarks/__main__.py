@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tqdm import tqdm
 
-from benchmarks import datasets, quality, report, speed
+from benchmarks import datasets, load, quality, report, speed
 from benchmarks.harness import MeasuredEmbedder
 from memvec.embed import load_embedder
 
@@ -71,7 +71,10 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
         bar.set_description(f"scale: {n_records:,} records, flat vs hnsw")
         growth.append(speed.growth_point(n_records, n_queries=30 if args.quick else 100))
         bar.update(1)
-    return {"ingest": ingest, "growth": growth}
+    bar.set_description("HTTP load: 1, 8, 32 clients")
+    http = load.run(args.model, preload=200 if args.quick else 2000, seconds=1.5 if args.quick else 6.0)
+    bar.update(1)
+    return {"ingest": ingest, "growth": growth, "http": http}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    stages = 4 + 1 + (1 if args.quick else 3 + int(args.full))
+    stages = 4 + 1 + (1 if args.quick else 3 + int(args.full)) + 1
     with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
         results = {"quality": run_quality(args, embedder, bar), "speed": run_speed(args, embedder, bar)}
     results["meta"] = report.environment(embedder.inner, args)

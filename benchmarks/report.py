@@ -106,7 +106,6 @@ def _speed_section(speed: dict[str, Any]) -> list[str]:
            _table(["mode", "p50", "p95", "p99", "p50 search only (query vector cached)", "p99 search only"],
                   [[m, lat[m]["p50"], lat[m]["p95"], lat[m]["p99"], bare[m]["p50"], bare[m]["p99"]] for m in lat]),
            "", f"Disk: {ing['disk_bytes_per_record']:.0f} bytes/record (store with embeddings + index files); "
-           f"resident memory after loading: {ing['rss_bytes_per_record']:.0f} bytes/record. "
            f"HNSW recall@10 against exact search on these real embeddings: "
            f"{ing['hnsw_recall_at_10_vs_flat_real']:.3f}.", "",
            f"`rebuild` of {ing['n']:,} records: {ing['rebuild_seconds_no_reembed']:.2f}s from stored embeddings, "
@@ -134,6 +133,17 @@ def _growth_section(growth: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _http_section(http: dict[str, Any]) -> list[str]:
+    rows = [[op, level["clients"], level["requests"], level["errors"], round(level["rps"], 1), level["p50_ms"],
+             level["p99_ms"]] for op in ("search", "insert") for level in http[op]]
+    return ["## HTTP service under load", "",
+            f"A real `memvec serve` (uvicorn, default model) on 127.0.0.1 holding {http['preload']:,} passages; "
+            f"each level runs {http['seconds_per_level']:.0f}s of back-to-back requests per client. Clients and "
+            "server share the same cores, so these are lower bounds. Search embeds every query; insert embeds "
+            "and commits (fsync) each passage.", "",
+            _table(["operation", "clients", "requests", "errors", "requests/s", "p50 ms", "p99 ms"], rows), ""]
+
+
 def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
@@ -144,6 +154,8 @@ def markdown(results: dict[str, Any]) -> str:
            "Medians and ratios come from this one run. Plots: `recall_at_k.png`, `latency_vs_n.png`.", ""]
     out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
     out += _speed_section(results["speed"]) + _growth_section(results["speed"]["growth"])
+    if "http" in results["speed"]:
+        out += _http_section(results["speed"]["http"])
     return "\n".join(out) + "\n"
 
 

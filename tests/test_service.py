@@ -264,3 +264,26 @@ def test_export_imported_into_a_fresh_home_returns_the_same_results(tmp_path: Pa
     report = client(other_model).post("/v1/agents/import", json=exported)
     assert report.status_code == 201 and report.json()["reembedded"] is True
     other_model.stop()
+
+
+def test_messages_run_the_agent_when_it_has_a_model(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from memvec import Memory
+    from memvec.embed import HashingEmbedder
+    from memvec.service.app import create_app
+    from tests.scripted_llm import SCRIPTED, call, say
+
+    SCRIPTED.reset()
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, TestClient(create_app(mem)) as api:
+        assert api.post("/v1/agents", json={"name": "bot", "model": "scripted/agent"}).status_code == 201
+        SCRIPTED.script = [call("archival_memory_insert", content="User likes tea"), say("Noted: you like tea.")]
+        body = api.post("/v1/agents/bot/messages", json={"session_id": "web", "messages": [
+            {"role": "user", "content": "I like tea"}]}).json()
+        assert body["replies"] == ["Noted: you like tea."]
+        assert body["traces"][0]["model_calls"] == 2 and body["traces"][0]["stopped_by"] == "send_message"
+        assert [m["role"] for m in body["recorded"]] == ["user", "tool", "assistant"]
+        assert all(m["citation"]["session_id"] == "web" for m in body["recorded"])
+        hits = api.get("/v1/agents/bot/archival-memory/search", params={"query": "tea"}).json()["hits"]
+        assert hits[0]["text"] == "User likes tea" and hits[0]["citation"]["session_id"] == "web"
+    SCRIPTED.reset()

@@ -133,7 +133,8 @@ class Agent:
                            ok=outcome.ok, detail=None if outcome.ok else outcome.content))
             if outcome.sent_message is not None:
                 sent.append(self._say(outcome.sent_message))
-            self._remember("tool", f"{name}({raw or ''}) -> {outcome.content}"[:8000], in_context=False)
+            if outcome.sent_message is None:  # a sent message is already stored as the assistant's
+                self._remember("tool", f"{name}({raw or ''}) -> {outcome.content}"[:8000], in_context=False)
             scratch.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.content})
             heartbeat = heartbeat or outcome.heartbeat
         if budget_left == 0 and any(c.function.name in SEARCH_TOOLS for c in calls):

@@ -1,0 +1,103 @@
+"""Load on the HTTP service: a real `memvec serve` on 127.0.0.1 with the real model, and 1, 8 and 32
+concurrent clients searching or inserting for a fixed time each. Client and server share the
+machine's cores, so these are lower bounds for a dedicated server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.metrics import percentile
+from benchmarks.speed import synthetic_texts
+
+LEVELS = (1, 8, 32)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _start(home: Path, model: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": ""}
+    process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), "--model", model, "serve",
+                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise TimeoutError("memvec serve did not start")
+
+
+def _run_level(url: str, clients: int, seconds: float, request: Any) -> dict[str, float]:
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def worker(worker_id: int) -> None:
+        nonlocal errors
+        with httpx.Client(base_url=url, timeout=120) as api:
+            i = 0
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                ok = request(api, worker_id, i)
+                with lock:
+                    latencies.append((time.perf_counter() - started) * 1000)
+                    errors += 0 if ok else 1
+                i += 1
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    return {"clients": clients, "requests": len(latencies), "errors": errors, "rps": len(latencies) / elapsed,
+            "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99)}
+
+
+def run(model: str = "all-MiniLM-L6-v2", preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]:
+    queries = [t.split(",")[0] for t in synthetic_texts(500, seed=11)]
+
+    def search(api: httpx.Client, worker: int, i: int) -> bool:
+        params = {"query": queries[(worker * 7919 + i) % len(queries)], "top_k": 10}
+        return api.get("/v1/agents/load/archival-memory/search", params=params).status_code == 200
+
+    def insert(api: httpx.Client, worker: int, i: int) -> bool:
+        body = {"text": f"load test note from client {worker}, number {i}, at {time.time_ns()}"}
+        return api.post("/v1/agents/load/archival-memory", json=body).status_code == 201
+
+    with tempfile.TemporaryDirectory() as tmp:
+        process, url = _start(Path(tmp) / "home", model)
+        try:
+            with httpx.Client(base_url=url, timeout=300) as api:
+                api.post("/v1/agents", json={"name": "load"})
+                texts = synthetic_texts(preload, seed=3)
+                for start in range(0, preload, 500):
+                    api.post("/v1/agents/load/archival-memory",
+                             json={"passages": [{"text": t} for t in texts[start:start + 500]]})
+            results = {"search": [_run_level(url, c, seconds, search) for c in LEVELS],
+                       "insert": [_run_level(url, c, seconds, insert) for c in LEVELS]}
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+    return {"preload": preload, "seconds_per_level": seconds, **results}
