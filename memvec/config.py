@@ -41,6 +41,10 @@ class IndexSettings(BaseModel):
     hnsw_ef_search: int = Field(default=128, ge=8)
     bm25_k1: float = Field(default=1.2, gt=0.0)
     bm25_b: float = Field(default=0.75, ge=0.0, le=1.0)
+    context_weight: float = Field(default=0.3, ge=0.0, le=1.0,
+                                  description="BM25 weight of a record's context (e.g. the previous message)")
+    index_dates: bool = Field(default=True, description="index each record's date (e.g. '8 May 2023') for BM25")
+    vector_context: bool = Field(default=True, description="embed a record with its context too (see embed_records)")
     save_every: int = Field(default=2_000, ge=1, description="persist an index after this many unsaved changes")
 
 

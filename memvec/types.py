@@ -129,6 +129,10 @@ class NewRecord(BaseModel):
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     citation: Citation = Field(default_factory=Citation)
     created_at: UtcDatetime | None = None
+    context: Utf8Text | None = Field(
+        default=None, max_length=MAX_TEXT_CHARS,
+        description="index-only text that situates the record (e.g. the previous message); never returned. "
+                    "Records with a session id get the previous record of that session when this is unset.")
 
     @field_validator("text")
     @classmethod

@@ -146,17 +146,17 @@ class Agent:
         """Warn once past the pressure threshold; evict past the window. Returns the token count."""
         window = self.settings.context_window
         tokens = context.tokens(scratch)
-        if tokens > window:
-            evicted = context.evict(scratch)
-            tokens = _elide_tool_results(context, scratch, window)
-            trace.evicted_messages += evicted
-            trace.add(Step(kind="eviction", tokens_in_context=tokens, detail=f"{evicted} messages to recall"))
-        elif tokens > self.settings.pressure * window and not trace.pressure_warnings:
+        if tokens > self.settings.pressure * window and not trace.pressure_warnings:
             scratch.append({"role": "user", "content": PRESSURE_ALERT.format(used=tokens, window=window,
                                                                              fraction=tokens / window)})
             trace.pressure_warnings += 1
             tokens = context.tokens(scratch)
             trace.add(Step(kind="pressure_warning", tokens_in_context=tokens))
+        if tokens > window:
+            evicted = context.evict(scratch)
+            tokens = _elide_tool_results(context, scratch, window)
+            trace.evicted_messages += evicted
+            trace.add(Step(kind="eviction", tokens_in_context=tokens, detail=f"{evicted} messages to recall"))
         return tokens
 
     def _summarize(self, previous: str, evicted: list[Record], trace: Trace) -> str:

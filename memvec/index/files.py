@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from memvec.errors import IndexFileError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 VECTOR_FILE = "vector.npz"
 LEXICAL_FILE = "lexical.npz"
 MANIFEST_FILE = "manifest.json"
@@ -39,6 +39,9 @@ class Manifest(BaseModel):
     checksums: dict[str, str]
     bm25_k1: float
     bm25_b: float
+    context_weight: float
+    index_dates: bool
+    vector_context: bool
 
 
 def sha256_file(path: Path) -> str:

@@ -7,6 +7,9 @@ Postings are compact arrays per term (document slot, term frequency). Document l
 df are read at query time, so adding or removing a document never rewrites other postings;
 removed slots are masked and compacted away once they make up a quarter of the index.
 Statistics are per index, and memvec keeps one index per (agent, tier).
+
+A document may have weighted fields (BM25F-style): a token of a field with weight w adds w to
+the term frequency and to the document length, so context text can count less than the text.
 """
 
 from __future__ import annotations
@@ -44,11 +47,11 @@ class BM25Index:
         self._clear()
 
     def _clear(self) -> None:
-        self._postings: dict[str, tuple[array[int], array[int]]] = {}
+        self._postings: dict[str, tuple[array[int], array[float]]] = {}
         self._slot_ids: array[int] = array("q")
-        self._slot_lens: array[int] = array("i")
+        self._slot_lens: array[float] = array("f")
         self._slot_of: dict[int, int] = {}
-        self._live_len_total = 0
+        self._live_len_total = 0.0
         self._cache: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
 
     # -- size -----------------------------------------------------------------------------
@@ -71,15 +74,25 @@ class BM25Index:
             self.add_tokens(int(record_id), self._tokenize(text))
 
     def add_tokens(self, record_id: int, tokens: Sequence[str]) -> None:
+        self.add_fields(record_id, [(tokens, 1.0)])
+
+    def add_fields(self, record_id: int, fields: Sequence[tuple[Sequence[str], float]]) -> None:
+        """Add a document made of weighted token fields."""
         if record_id in self._slot_of:
             self.remove([record_id])
+        counts: Counter[str] = Counter()
+        length = 0.0
+        for tokens, weight in fields:
+            for token in tokens:
+                counts[token] += weight  # type: ignore[assignment]
+            length += weight * len(tokens)
         slot = len(self._slot_ids)
         self._slot_ids.append(record_id)
-        self._slot_lens.append(len(tokens))
+        self._slot_lens.append(length)
         self._slot_of[record_id] = slot
-        self._live_len_total += len(tokens)
-        for term, tf in Counter(tokens).items():
-            slots, tfs = self._postings.setdefault(term, (array("q"), array("i")))
+        self._live_len_total += length
+        for term, tf in counts.items():
+            slots, tfs = self._postings.setdefault(term, (array("q"), array("f")))
             slots.append(slot)
             tfs.append(tf)
             self._cache.pop(term, None)
@@ -100,17 +113,17 @@ class BM25Index:
         slot_ids = np.frombuffer(self._slot_ids, dtype=np.int64)
         alive = slot_ids >= 0
         new_slot = np.cumsum(alive) - 1
-        postings: dict[str, tuple[array[int], array[int]]] = {}
+        postings: dict[str, tuple[array[int], array[float]]] = {}
         for term, (slots, tfs) in self._postings.items():
             s = np.frombuffer(slots, dtype=np.int64)
             keep = alive[s]
             if keep.any():
                 postings[term] = (array("q", new_slot[s[keep]].tobytes()),
-                                  array("i", np.frombuffer(tfs, dtype=np.int32)[keep].tobytes()))
-        lens = np.frombuffer(self._slot_lens, dtype=np.int32)[alive]
+                                  array("f", np.frombuffer(tfs, dtype=np.float32)[keep].tobytes()))
+        lens = np.frombuffer(self._slot_lens, dtype=np.float32)[alive]
         self._postings = postings
         self._slot_ids = array("q", slot_ids[alive].tobytes())
-        self._slot_lens = array("i", lens.tobytes())
+        self._slot_lens = array("f", lens.tobytes())
         self._slot_of = {int(i): s for s, i in enumerate(self._slot_ids)}
         self._cache.clear()
 
@@ -121,7 +134,7 @@ class BM25Index:
             slots, tfs = self._postings[term]
             s = np.frombuffer(slots, dtype=np.int64)
             live = np.frombuffer(self._slot_ids, dtype=np.int64)[s] >= 0
-            cached = (s[live], np.frombuffer(tfs, dtype=np.int32)[live].astype(np.float32))
+            cached = (s[live], np.frombuffer(tfs, dtype=np.float32)[live].copy())
             self._cache[term] = cached
         return cached
 
@@ -131,7 +144,7 @@ class BM25Index:
         n = len(self)
         if n == 0:
             return scores
-        lens = np.frombuffer(self._slot_lens, dtype=np.int32).astype(np.float32)
+        lens = np.frombuffer(self._slot_lens, dtype=np.float32).copy()
         norm = self.k1 * (1.0 - self.b + self.b * lens / self.avgdl)
         for term in self._tokenize(query):
             if term not in self._postings:
@@ -177,9 +190,9 @@ class BM25Index:
             np.savez(fh, params=np.array([self.k1, self.b]),
                      terms=np.frombuffer(json.dumps(terms).encode(), dtype=np.uint8),
                      offsets=offsets, slots=np.frombuffer(slots, dtype=np.int64),
-                     tfs=np.frombuffer(tfs, dtype=np.int32),
+                     tfs=np.frombuffer(tfs, dtype=np.float32),
                      slot_ids=np.frombuffer(self._slot_ids, dtype=np.int64),
-                     slot_lens=np.frombuffer(self._slot_lens, dtype=np.int32))
+                     slot_lens=np.frombuffer(self._slot_lens, dtype=np.float32))
 
     @classmethod
     def load(cls, path: Path, *, tokenizer: Callable[[str], list[str]] = tokenize) -> BM25Index:
@@ -190,9 +203,10 @@ class BM25Index:
             offsets, slots, tfs = data["offsets"], data["slots"], data["tfs"]
             for i, term in enumerate(terms):
                 lo, hi = int(offsets[i]), int(offsets[i + 1])
-                index._postings[term] = (array("q", slots[lo:hi].tobytes()), array("i", tfs[lo:hi].tobytes()))
+                index._postings[term] = (array("q", slots[lo:hi].tobytes()),
+                                         array("f", tfs[lo:hi].astype(np.float32).tobytes()))
             index._slot_ids = array("q", data["slot_ids"].tobytes())
-            index._slot_lens = array("i", data["slot_lens"].tobytes())
+            index._slot_lens = array("f", data["slot_lens"].astype(np.float32).tobytes())
         index._slot_of = {int(i): s for s, i in enumerate(index._slot_ids) if i >= 0}
-        index._live_len_total = int(sum(index._slot_lens[s] for s in index._slot_of.values()))
+        index._live_len_total = float(sum(index._slot_lens[s] for s in index._slot_of.values()))
         return index

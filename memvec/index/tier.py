@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.config import IndexSettings
-from memvec.embed.base import Embedder
+from memvec.embed.base import Embedder, embed_records
 from memvec.errors import IndexFileError
 from memvec.index.files import (
     LEXICAL_FILE,
@@ -30,6 +30,7 @@ from memvec.index.files import (
     write_manifest,
 )
 from memvec.index.lexical import BM25Index
+from memvec.index.tokenize import date_words, tokenize
 from memvec.index.vector import HnswParams, VectorIndex
 from memvec.store.base import EmbeddingBatch, Store
 from memvec.types import Tier
@@ -96,7 +97,8 @@ class TierIndex:
     def _load(self) -> None:
         manifest = read_manifest(self.directory)
         expected = self._manifest_fields()
-        for key in ("agent", "tier", "model_id", "dim", "index_kind", "bm25_k1", "bm25_b"):
+        for key in ("agent", "tier", "model_id", "dim", "index_kind", "bm25_k1", "bm25_b", "context_weight",
+                    "index_dates", "vector_context"):
             if getattr(manifest, key) != expected[key]:
                 raise IndexFileError(f"index was built with {key}={getattr(manifest, key)!r}, "
                                      f"now {expected[key]!r}")
@@ -111,7 +113,9 @@ class TierIndex:
     def _manifest_fields(self) -> dict[str, object]:
         return {"agent": self.agent, "tier": self.tier.value, "model_id": self.embedder.model_id,
                 "dim": self.embedder.dim, "index_kind": self.settings.kind or "flat",
-                "bm25_k1": self.settings.bm25_k1, "bm25_b": self.settings.bm25_b}
+                "bm25_k1": self.settings.bm25_k1, "bm25_b": self.settings.bm25_b,
+                "context_weight": self.settings.context_weight, "index_dates": self.settings.index_dates,
+                "vector_context": self.settings.vector_context}
 
     def disagreement(self) -> str:
         """Empty when the in-memory indexes hold exactly the store's ids; else what differs."""
@@ -146,15 +150,27 @@ class TierIndex:
         stale = [i for i, m in enumerate(batch.models) if m != self.embedder.model_id]
         vectors = batch.vectors
         if stale:
-            fresh = self.embedder.embed_documents([batch.texts[i] for i in stale])
+            contexts = [batch.contexts[i] if self.settings.vector_context else None for i in stale]
+            fresh = embed_records(self.embedder, [batch.texts[i] for i in stale], contexts)
             self.store.set_embeddings([int(batch.ids[i]) for i in stale], fresh, self.embedder.model_id)
             if vectors.shape[1] != self.embedder.dim:
                 vectors = np.zeros((len(batch.ids), self.embedder.dim), dtype=np.float32)
             vectors = vectors.copy()
             vectors[stale] = fresh
         self.vector.add(batch.ids, vectors)
-        self.lexical.add(batch.ids.tolist(), batch.texts)
+        for row, record_id in enumerate(batch.ids.tolist()):
+            self.lexical.add_fields(record_id, self._lexical_fields(batch, row))
         return len(stale)
+
+    def _lexical_fields(self, batch: EmbeddingBatch, row: int) -> list[tuple[list[str], float]]:
+        """BM25 fields of a record: its text, its date (so "in May 2023" matches), its context."""
+        fields = [(tokenize(batch.texts[row]), 1.0)]
+        if self.settings.index_dates:
+            fields.append((tokenize(date_words(batch.created_at[row])), 1.0))
+        context = batch.contexts[row]
+        if context and self.settings.context_weight > 0:
+            fields.append((tokenize(context), self.settings.context_weight))
+        return fields
 
     def rebuild(self) -> int:
         """Rebuild both indexes from the store and save them; returns how many were re-embedded."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import datetime
 from functools import lru_cache
 
 import Stemmer
@@ -42,6 +43,15 @@ def tokenize(text: str) -> list[str]:
     stemmer = _stemmer()
     # Only alphabetic words are stemmed: "3f2a9c1e" must stay a different token from "3f2a9c1".
     return [stemmer.stemWord(w) if w.isalpha() else w for w in kept]
+
+
+def date_words(iso_time: str) -> str:
+    """'2023-05-08T13:56:00.000000Z' -> '8 May 2023' (the words a question would use)."""
+    try:
+        when = datetime.fromisoformat(iso_time.removesuffix("Z"))
+    except ValueError:
+        return ""
+    return f"{when.day} {when.strftime('%B')} {when.year}"
 
 
 def plain_tokens(text: str) -> set[str]:

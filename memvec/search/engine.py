@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.config import IndexSettings, SearchSettings
-from memvec.embed.base import Embedder
+from memvec.embed.base import Embedder, embed_records
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.index.tier import LoadReport, TierIndex
 from memvec.search.hybrid import rank, to_hits
@@ -75,14 +75,16 @@ class Engine:
         for key, item in zip(keys, items, strict=True):
             if key not in existing:
                 fresh.setdefault(key, item)
+        contexts = self._contexts(agent, tier, [record for _, record in fresh.values()])
         if given is None:
-            vectors = self.embedder.embed_documents([record.text for _, record in fresh.values()])
+            vector_contexts = contexts if self.index_settings.vector_context else [None] * len(contexts)
+            vectors = embed_records(self.embedder, [record.text for _, record in fresh.values()], vector_contexts)
         else:
             vectors = np.array([given[position] for position, _ in fresh.values()], dtype=np.float32)
         now = datetime.now(UTC)
         prepared = [PreparedRecord(record=record, dedup_key=key, created_at=record.created_at or now,
-                                   embedding=vector, model_id=self.embedder.model_id)
-                    for (key, (_, record)), vector in zip(fresh.items(), vectors, strict=True)]
+                                   embedding=vector, model_id=self.embedder.model_id, context=context)
+                    for (key, (_, record)), vector, context in zip(fresh.items(), vectors, contexts, strict=True)]
         outcome = self.store.insert(prepared)
         key_to_id = dict(existing)
         created_ids = set()
@@ -97,6 +99,22 @@ class Engine:
                                        created=key_to_id[key] in created_ids
                                        and first_position.get(key) == position)
                 for key, (position, _) in zip(keys, items, strict=True)}
+
+    def _contexts(self, agent: str, tier: Tier, records: list[NewRecord]) -> list[str | None]:
+        """Each record's context: its own, else the previous record of its session (in this batch,
+        else in the store), so a reply is indexed together with what it answers."""
+        previous: dict[str, str | None] = {}
+        contexts: list[str | None] = []
+        for record in records:
+            session = record.citation.session_id
+            if record.context or session is None:
+                contexts.append(record.context)
+                continue
+            if session not in previous:
+                previous[session] = self.store.last_in_session(agent, tier, session)
+            contexts.append(previous[session])
+            previous[session] = record.text
+        return contexts
 
     def delete(self, agent: str, record_id: int) -> Record:
         record = self.store.delete(agent, record_id)

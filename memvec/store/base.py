@@ -24,6 +24,7 @@ class PreparedRecord:
     created_at: datetime
     embedding: npt.NDArray[np.float32]
     model_id: str
+    context: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,8 @@ class EmbeddingBatch:
     vectors: npt.NDArray[np.float32]
     texts: list[str]
     models: list[str | None]
+    contexts: list[str | None]
+    created_at: list[str]
 
 
 class Store(Protocol):
@@ -67,6 +70,8 @@ class Store(Protocol):
 
     def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None
               ) -> Iterator[tuple[int, str]]: ...
+
+    def last_in_session(self, agent: str, tier: Tier, session_id: str) -> str | None: ...
 
     def last_change(self, agent: str, tier: Tier) -> int: ...
 

@@ -66,6 +66,10 @@ MIGRATIONS: list[tuple[int, str]] = [
         updated_at TEXT NOT NULL
     );
     """),
+    (3, """
+    -- index-only text: what precedes a record in its session (see memvec.embed.base.embed_records)
+    ALTER TABLE records ADD COLUMN context TEXT;
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

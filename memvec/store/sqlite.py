@@ -25,6 +25,7 @@ from memvec.store.schema import LATEST_VERSION, MIGRATIONS
 from memvec.types import AgentSettings, AgentState, Citation, CoreBlock, Record, SearchFilters, Tier
 
 _RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted"
+_EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at"
 
 
 def format_time(value: datetime) -> str:
@@ -159,12 +160,12 @@ class SQLiteStore:
         rec = row.record
         cursor = db.execute(
             "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, "
-            "tags, created_at, embedding, embedding_model, untrusted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+            "tags, created_at, embedding, embedding_model, untrusted, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT (agent, tier, dedup_key) DO NOTHING",
             (rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
              rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags),
              format_time(row.created_at), np.asarray(row.embedding, dtype=np.float32).tobytes(),
-             row.model_id, int(looks_untrusted(rec.text))))
+             row.model_id, int(looks_untrusted(rec.text)), row.context))
         if cursor.rowcount == 0:
             existing = db.execute("SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
                                   (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
@@ -226,6 +227,12 @@ class SQLiteStore:
                            [agent, tier.value, *params])
         return ((int(r[0]), str(r[1])) for r in rows)
 
+    def last_in_session(self, agent: str, tier: Tier, session_id: str) -> str | None:
+        """Text of the latest record of a session (the context of the next one)."""
+        rows = self._query("SELECT text FROM records WHERE agent = ? AND tier = ? AND session_id = ? "
+                           "ORDER BY id DESC LIMIT 1", (agent, tier.value, session_id))
+        return str(rows[0][0]) if rows else None
+
     # -- change log and embeddings --------------------------------------------------------
     def last_change(self, agent: str, tier: Tier) -> int:
         rows = self._query("SELECT MAX(seq) FROM changes WHERE agent = ? AND tier = ?", (agent, tier.value))
@@ -242,7 +249,7 @@ class SQLiteStore:
         if ids is None:
             last = 0
             while True:
-                rows = self._query("SELECT id, text, embedding, embedding_model FROM records WHERE agent = ? "
+                rows = self._query(f"SELECT {_EMBEDDING_COLUMNS} FROM records WHERE agent = ? "
                                    "AND tier = ? AND id > ? ORDER BY id LIMIT ?", (agent, tier.value, last, batch))
                 if not rows:
                     return
@@ -252,7 +259,7 @@ class SQLiteStore:
         wanted = sorted(int(i) for i in ids)
         for start in range(0, len(wanted), min(batch, 500)):
             chunk = wanted[start:start + min(batch, 500)]
-            rows = self._query(f"SELECT id, text, embedding, embedding_model FROM records WHERE "
+            rows = self._query(f"SELECT {_EMBEDDING_COLUMNS} FROM records WHERE "
                                f"id IN ({','.join('?' * len(chunk))}) AND +agent = ? AND +tier = ? ORDER BY id",
                                [*chunk, agent, tier.value])
             if rows:
@@ -354,4 +361,5 @@ def _embedding_batch(rows: list[sqlite3.Row]) -> EmbeddingBatch:
             models.append(row[3])
         else:
             models.append(None)
-    return EmbeddingBatch(ids=ids, vectors=vectors, texts=[r[1] for r in rows], models=models)
+    return EmbeddingBatch(ids=ids, vectors=vectors, texts=[r[1] for r in rows], models=models,
+                          contexts=[r[4] for r in rows], created_at=[r[5] for r in rows])
