@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean bench bench-quick bench-full
+.PHONY: install test lint check clean bench bench-quick bench-full bench-ablation
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -31,6 +31,10 @@ bench-quick: install
 
 bench-full: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks --full $(BENCH_ARGS)
+
+# Retrieval-quality levers, each alone, on both halves of the LoCoMo dev set (~10 min).
+bench-ablation: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.ablation $(BENCH_ARGS)
 
 check: lint test
 

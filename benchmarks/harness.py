@@ -6,6 +6,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,11 +19,13 @@ from memvec.embed.base import Vectors, l2_normalize
 class MeasuredEmbedder:
     """Wraps an embedder: counts seconds spent embedding and caches query vectors on demand."""
 
-    def __init__(self, inner: Embedder, *, cache_queries: bool = True) -> None:
+    def __init__(self, inner: Embedder, *, cache_queries: bool = True, cache_documents: bool = False) -> None:
         self.inner = inner
         self.cache_queries = cache_queries
+        self.cache_documents = cache_documents
         self.seconds = 0.0
         self._queries: dict[str, Vectors] = {}
+        self._documents: dict[str, Vectors] = {}
 
     @property
     def model_id(self) -> str:
@@ -33,6 +36,14 @@ class MeasuredEmbedder:
         return self.inner.dim
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if self.cache_documents:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._documents))
+            if missing:
+                self._documents.update(zip(missing, self._embed(missing), strict=True))
+            return np.stack([self._documents[t] for t in texts]) if texts else self._embed([])
+        return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> Vectors:
         started = time.perf_counter()
         try:
             return self.inner.embed_documents(texts)
@@ -88,8 +99,8 @@ def records_for(task: Task, agent: str) -> list[NewRecord]:
         "citation": {"session_id": doc.session, "turn_id": doc.key}}) for doc in task.docs]
 
 
-def load_task(home: Path, embedder: Embedder, task: Task, agent: str, batch: int = 256) -> Memory:
-    mem = Memory.open(home, embedder=embedder)
+def load_task(home: Path, embedder: Embedder, task: Task, agent: str, batch: int = 256, **settings: Any) -> Memory:
+    mem = Memory.open(home, embedder=embedder, **settings)
     records = records_for(task, agent)
     for start in range(0, len(records), batch):
         mem.insert(records[start:start + batch])

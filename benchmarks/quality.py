@@ -27,12 +27,12 @@ MODES: dict[str, dict[str, Any]] = {
 }
 
 
-def run_task(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]] = MODES, k: int = 10
-             ) -> dict[str, list[tuple[list[str], set[str], str]]]:
-    """For each mode, (ranked keys, evidence, category) per query."""
+def run_task(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]] = MODES, k: int = 10,
+             **settings: Any) -> dict[str, list[tuple[list[str], set[str], str]]]:
+    """For each mode, (ranked keys, evidence, category) per query; `settings` go to Memory.open."""
     agent = re.sub(r"[^A-Za-z0-9_.-]", "-", task.name)
     with tempfile.TemporaryDirectory() as tmp:
-        mem = load_task(Path(tmp), embedder, task, agent)
+        mem = load_task(Path(tmp), embedder, task, agent, **settings)
         try:
             out: dict[str, list[tuple[list[str], set[str], str]]] = defaultdict(list)
             for query in task.queries:

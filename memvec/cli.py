@@ -107,26 +107,38 @@ def add(obj: Context, text: str, agent: str, tier: str, role: str | None, sessio
         click.echo(f"{'added' if result.created else 'duplicate of'} record {result.record.id}")
 
 
-def _read_jsonl(path: Path, agent: str, tier: str, role: str | None) -> Iterator[NewRecord]:
+def _jsonl_objects(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) for each non-blank line; a line that is not JSON is an input error."""
     with open(path, encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise ValueError("each line must be a JSON object")
-                unknown = set(data) - _INGEST_FIELDS
-                if unknown:
-                    raise ValueError(f"unknown fields {sorted(unknown)}; allowed: {sorted(_INGEST_FIELDS)}")
-                yield NewRecord.model_validate({
-                    "agent": agent, "tier": tier, "text": data.get("text"), "role": data.get("role", role),
-                    "tags": data.get("tags", []), "created_at": data.get("created_at"),
-                    "citation": _citation(data.get("session_id"), data.get("turn_id"), data.get("source_url"))})
-            except ValidationError as exc:
-                raise InvalidInputError(f"{path}:{number}: {describe_validation_error(exc)}") from exc
+                yield number, json.loads(line)
             except ValueError as exc:
-                raise InvalidInputError(f"{path}:{number}: {exc}") from exc
+                raise InvalidInputError(f"{path}:{number}: not JSON: {exc}") from exc
+
+
+def _ingest_record(data: Any, agent: str, tier: str, role: str | None) -> NewRecord:
+    if not isinstance(data, dict):
+        raise ValueError("each line must be a JSON object")
+    unknown = set(data) - _INGEST_FIELDS
+    if unknown:
+        raise ValueError(f"unknown fields {sorted(unknown)}; allowed: {sorted(_INGEST_FIELDS)}")
+    return NewRecord.model_validate({
+        "agent": agent, "tier": tier, "text": data.get("text"), "role": data.get("role", role),
+        "tags": data.get("tags", []), "created_at": data.get("created_at"),
+        "citation": _citation(data.get("session_id"), data.get("turn_id"), data.get("source_url"))})
+
+
+def _read_jsonl(path: Path, agent: str, tier: str, role: str | None) -> Iterator[NewRecord]:
+    for number, data in _jsonl_objects(path):
+        try:
+            yield _ingest_record(data, agent, tier, role)
+        except ValidationError as exc:
+            raise InvalidInputError(f"{path}:{number}: {describe_validation_error(exc)}") from exc
+        except ValueError as exc:
+            raise InvalidInputError(f"{path}:{number}: {exc}") from exc
 
 
 def _batches(records: Iterator[NewRecord], size: int) -> Iterator[list[NewRecord]]:
@@ -177,15 +189,11 @@ def _format_hit(rank: int, hit: Hit) -> str:
 
 
 def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
-    with open(file, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                yield data["id"], str(data["query"])
-            except (ValueError, KeyError, TypeError) as exc:
-                raise InvalidInputError(f'{file}:{number}: expected {{"id": ..., "query": "..."}}: {exc}') from exc
+    for number, data in _jsonl_objects(file):
+        try:
+            yield data["id"], str(data["query"])
+        except (KeyError, TypeError) as exc:
+            raise InvalidInputError(f'{file}:{number}: expected {{"id": ..., "query": "..."}}: {exc}') from exc
 
 
 @cli.command()

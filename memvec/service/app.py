@@ -77,6 +77,22 @@ def _error(status: int, kind: str, detail: Any) -> JSONResponse:
     return JSONResponse({"error": kind, "detail": detail}, status_code=status)
 
 
+# most specific first: handlers are looked up along the exception's class hierarchy
+ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
+    NotFoundError: (404, "not_found"),
+    CoreMemoryError: (409, "core_memory_refused"),
+    InvalidInputError: (400, "bad_request"),
+    MemvecError: (500, "internal_error"),
+}
+
+
+def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handle(_: Request, exc: Exception) -> JSONResponse:
+        return _error(status, kind, str(exc))
+
+    return handle
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -87,21 +103,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def invalid_value(_: Request, exc: ValidationError) -> JSONResponse:
         return _error(422, "invalid_request", describe_validation_error(exc))
 
-    @app.exception_handler(NotFoundError)
-    async def not_found(_: Request, exc: NotFoundError) -> JSONResponse:
-        return _error(404, "not_found", str(exc))
-
-    @app.exception_handler(CoreMemoryError)
-    async def core_refused(_: Request, exc: CoreMemoryError) -> JSONResponse:
-        return _error(409, "core_memory_refused", str(exc))
-
-    @app.exception_handler(InvalidInputError)
-    async def bad_input(_: Request, exc: InvalidInputError) -> JSONResponse:
-        return _error(400, "bad_request", str(exc))
-
-    @app.exception_handler(MemvecError)
-    async def internal(_: Request, exc: MemvecError) -> JSONResponse:
-        return _error(500, "internal_error", str(exc))
+    for error_type, (status, kind) in ERROR_STATUS.items():
+        app.add_exception_handler(error_type, _memvec_error_handler(status, kind))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

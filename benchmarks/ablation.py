@@ -1,0 +1,100 @@
+"""Ablation of the retrieval-quality levers on LoCoMo, each alone and together, on both halves of the
+dev conversations (A = conversations 1, 3, 5 and B = 2, 4 in file order): tune on A, confirm on B.
+
+`python -m benchmarks.ablation [--locomo PATH] [--out DIR]` (run by `make bench-ablation`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from tqdm import tqdm
+
+from benchmarks import datasets, quality
+from benchmarks.harness import MeasuredEmbedder
+from benchmarks.report import _table
+from memvec.embed import load_embedder
+
+NONE = {"context_weight": 0.0, "index_dates": False, "vector_context": False}
+LEVERS: dict[str, dict[str, Any]] = {
+    "baseline (no lever)": {"index": NONE},
+    "+ dates in BM25": {"index": {**NONE, "index_dates": True}},
+    "+ context in BM25 (weight 0.3)": {"index": {**NONE, "context_weight": 0.3}},
+    "+ context in the vector": {"index": {**NONE, "vector_context": True}},
+    "all three (default)": {},
+    "all, BM25 context weight 0.5": {"index": {"context_weight": 0.5}},
+    "all, vector weight 0.3": {"search": {"vector_weight": 0.3}},
+    "all, vector weight 0.7": {"search": {"vector_weight": 0.7}},
+    "all, RRF fusion": {"search": {"fusion": "rrf"}},
+    "all, candidates 5·k": {"search": {"candidate_factor": 5, "min_candidates": 20}},
+    "all, BM25 k1=0.9 b=0.4": {"index": {"bm25_k1": 0.9, "bm25_b": 0.4}},
+}
+MODES = {"hybrid": {"mode": "hybrid"}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"}}
+
+
+def measure(samples: list[dict], make: Any, embedder: MeasuredEmbedder, settings: dict[str, Any]) -> dict[str, Any]:
+    halves = {"A": samples[0::2], "B": samples[1::2]}
+    out: dict[str, Any] = {}
+    rows_all: quality.Rows = {}
+    for half, part in halves.items():
+        rows = quality.merge([quality.run_task(make(s), embedder, MODES, **settings) for s in part])
+        out[half] = quality.score(rows)
+        rows_all = quality.merge([rows_all, rows])
+    out["all"] = quality.score(rows_all)
+    return out
+
+
+def markdown(results: dict[str, Any], seconds: float) -> str:
+    lines = ["# Retrieval-quality ablation (LoCoMo dev conversations)", "",
+             f"Each lever alone and together, through `Memory.search`; {seconds:.0f}s. Halves: A = conversations "
+             "1, 3, 5, B = 2, 4 (file order). Levers were chosen on A and confirmed on B.", ""]
+    for tier, by_lever in results.items():
+        header = ["setting", "hybrid R@10 A", "hybrid R@10 B", "hybrid R@10 all", "hybrid MRR@10 all",
+                  "BM25 R@10 all", "vector R@10 all", "lowest category (R@10)"]
+        rows = []
+        for lever, r in by_lever.items():
+            cats = {c: v["recall@10"] for c, v in r["all"]["hybrid"]["by_category"].items() if c != "open-domain"}
+            low = min(cats, key=lambda c: cats[c])
+            rows.append([lever, r["A"]["hybrid"]["overall"]["recall@10"], r["B"]["hybrid"]["overall"]["recall@10"],
+                         r["all"]["hybrid"]["overall"]["recall@10"], r["all"]["hybrid"]["overall"]["mrr@10"],
+                         r["all"]["bm25"]["overall"]["recall@10"], r["all"]["vector"]["overall"]["recall@10"],
+                         f"{low} {cats[low]:.2f}"])
+        lines += [f"## {tier}", "", _table(header, rows), ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ablation", description=__doc__)
+    parser.add_argument("--locomo", type=Path, default=datasets.DEFAULT_LOCOMO)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    args = parser.parse_args(argv)
+    logging.getLogger("memvec").setLevel(logging.ERROR)
+    samples = datasets.load_locomo(args.locomo)
+    embedder = MeasuredEmbedder(load_embedder(), cache_documents=True)
+    tiers = {"LoCoMo recall tier": datasets.locomo_recall_task, "LoCoMo archival tier": datasets.locomo_archival_task}
+    started = time.perf_counter()
+    results: dict[str, dict[str, Any]] = {tier: {} for tier in tiers}
+    with tqdm(total=len(tiers) * len(LEVERS), file=sys.stderr) as bar:
+        for tier, make in tiers.items():
+            for lever, settings in LEVERS.items():
+                bar.set_description(f"{tier}: {lever}")
+                results[tier][lever] = measure(samples, make, embedder, settings)
+                bar.update(1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ablation.json").write_text(json.dumps(results, indent=1))
+    (args.out / "ablation.md").write_text(markdown(results, time.perf_counter() - started))
+    print(f"ablation: {args.out / 'ablation.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""What the archival and recall tiers share: building records and requests for one agent's tier."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, ClassVar
+
+from memvec.search.engine import Engine
+from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchRequest, Tier
+
+
+class TierView:
+    tier: ClassVar[Tier]
+
+    def __init__(self, engine: Engine, agent: str) -> None:
+        self._engine = engine
+        self.agent = agent
+
+    def _insert_one(self, text: str, *, role: str | None = None, tags: Sequence[str] = (),
+                    session_id: str | None = None, turn_id: str | int | None = None,
+                    source_url: str | None = None, created_at: datetime | None = None) -> InsertResult:
+        record = NewRecord.model_validate({
+            "agent": self.agent, "tier": self.tier, "text": text, "role": role, "tags": list(tags),
+            "created_at": created_at,
+            "citation": {"session_id": session_id, "turn_id": turn_id, "source_url": source_url}})
+        return self._engine.insert([record])[0]
+
+    def _search(self, query: str, *, k: int, mode: Any, filters: dict[str, Any], **fusion: Any) -> list[Hit]:
+        return self._engine.search(SearchRequest.model_validate({
+            "agent": self.agent, "tier": self.tier, "query": query, "k": k, "mode": mode,
+            "filters": SearchFilters.model_validate(filters), **fusion}))
+
+    def _list(self, *, limit: int, offset: int, newest_first: bool, filters: dict[str, Any] | None = None
+              ) -> list[Record]:
+        return self._engine.list_records(self.agent, self.tier, limit=limit, offset=offset, newest_first=newest_first,
+                                         filters=SearchFilters.model_validate(filters or {}))
+
+    def get(self, record_id: int) -> Record:
+        return self._engine.get(self.agent, record_id)
+
+    def delete(self, record_id: int) -> Record:
+        return self._engine.delete(self.agent, record_id)
+
+    def count(self) -> int:
+        return self._engine.store.count(self.agent, self.tier)
