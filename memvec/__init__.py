@@ -6,6 +6,7 @@ from memvec.errors import (
     IndexFileError,
     InvalidInputError,
     MemvecError,
+    ModelCallError,
     ModelMismatchError,
     NotFoundError,
     StoreError,
@@ -29,6 +30,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Citation", "CoreBlock", "CoreMemoryError", "Fusion", "Hit", "IndexFileError", "InsertResult",
-    "InvalidInputError", "Memory", "MemoryConfig", "MemvecError", "ModelMismatchError", "NewRecord",
+    "InvalidInputError", "Memory", "MemoryConfig", "MemvecError", "ModelCallError", "ModelMismatchError", "NewRecord",
     "NotFoundError", "Record", "SearchFilters", "SearchMode", "SearchRequest", "StoreError", "Tier",
 ]

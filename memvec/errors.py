@@ -8,6 +8,7 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     │   └── ModelMismatchError   the home was built with another embedding model
     ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
     ├── StoreError               the transactional store failed (CLI exit 1)
+    ├── ModelCallError           the LLM provider failed or refused a call (HTTP 502, CLI exit 1)
     └── IndexFileError           an index file cannot be used; it is rebuilt from the store
 
 Callers who only want "my fault or not" can catch ``InvalidInputError`` / ``NotFoundError``
@@ -39,6 +40,10 @@ class NotFoundError(MemvecError, LookupError):
 
 class StoreError(MemvecError):
     """The transactional store failed or is from an unknown schema version."""
+
+
+class ModelCallError(MemvecError):
+    """The LLM provider (through litellm) failed, refused the request or is unknown."""
 
 
 class IndexFileError(MemvecError):

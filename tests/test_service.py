@@ -287,3 +287,17 @@ def test_messages_run_the_agent_when_it_has_a_model(tmp_path: Path) -> None:
         hits = api.get("/v1/agents/bot/archival-memory/search", params={"query": "tea"}).json()["hits"]
         assert hits[0]["text"] == "User likes tea" and hits[0]["citation"]["session_id"] == "web"
     SCRIPTED.reset()
+
+
+def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from memvec import Memory
+    from memvec.embed import HashingEmbedder
+    from memvec.service.app import create_app
+
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, TestClient(create_app(mem)) as api:
+        api.post("/v1/agents", json={"name": "bot", "model": "no-such-provider-xyz/model"})
+        response = api.post("/v1/agents/bot/messages", json={"messages": [{"content": "hi"}]})
+        assert response.status_code == 502 and response.json()["error"] == "model_error"
+        assert api.get("/v1/agents/bot/messages").json()["total"] == 1  # the user's message was still kept

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from memvec.errors import ModelCallError
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
@@ -24,8 +26,11 @@ def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, A
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = "auto"
-    response = litellm_module().completion(**kwargs)
-    return response.choices[0].message
+    try:
+        response = litellm_module().completion(**kwargs)
+        return response.choices[0].message
+    except Exception as exc:  # litellm raises per-provider types; callers need one
+        raise ModelCallError(f"model {model!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:

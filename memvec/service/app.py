@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memvec.errors import CoreMemoryError, InvalidInputError, MemvecError, NotFoundError
+from memvec.errors import CoreMemoryError, InvalidInputError, MemvecError, ModelCallError, NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
 from memvec.service.schemas import AgentCreate, AgentOut, AgentPatch, BlockPatch, Health
@@ -82,6 +82,7 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
     NotFoundError: (404, "not_found"),
     CoreMemoryError: (409, "core_memory_refused"),
     InvalidInputError: (400, "bad_request"),
+    ModelCallError: (502, "model_error"),
     MemvecError: (500, "internal_error"),
 }
 
