@@ -24,19 +24,19 @@ from benchmarks.harness import MeasuredEmbedder
 from benchmarks.report import _table
 from memvec.embed import load_embedder
 
-NONE = {"context_weight": 0.0, "index_dates": False, "vector_context": False}
+NONE = {"context_weight": 0.0, "index_dates": False, "vector_context": False, "bm25_k1": 1.2, "bm25_b": 0.75}
 LEVERS: dict[str, dict[str, Any]] = {
-    "baseline (no lever)": {"index": NONE},
+    "baseline (no lever; BM25 k1=1.2 b=0.75)": {"index": NONE},
     "+ dates in BM25": {"index": {**NONE, "index_dates": True}},
     "+ context in BM25 (weight 0.3)": {"index": {**NONE, "context_weight": 0.3}},
     "+ context in the vector": {"index": {**NONE, "vector_context": True}},
-    "all three (default)": {},
+    "all three, BM25 k1=1.2 b=0.75": {"index": {"bm25_k1": 1.2, "bm25_b": 0.75}},
+    "all, BM25 k1=0.9 b=0.4 (default)": {},
     "all, BM25 context weight 0.5": {"index": {"context_weight": 0.5}},
     "all, vector weight 0.3": {"search": {"vector_weight": 0.3}},
     "all, vector weight 0.7": {"search": {"vector_weight": 0.7}},
     "all, RRF fusion": {"search": {"fusion": "rrf"}},
     "all, candidates 5·k": {"search": {"candidate_factor": 5, "min_candidates": 20}},
-    "all, BM25 k1=0.9 b=0.4": {"index": {"bm25_k1": 0.9, "bm25_b": 0.4}},
 }
 MODES = {"hybrid": {"mode": "hybrid"}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"}}
 

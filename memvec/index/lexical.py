@@ -39,7 +39,7 @@ def top_k(ids: Ids, scores: Scores, k: int) -> tuple[Ids, Scores]:
 
 
 class BM25Index:
-    def __init__(self, *, k1: float = 1.2, b: float = 0.75,
+    def __init__(self, *, k1: float = 0.9, b: float = 0.4,
                  tokenizer: Callable[[str], list[str]] = tokenize) -> None:
         self.k1 = k1
         self.b = b
