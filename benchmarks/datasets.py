@@ -24,7 +24,7 @@ _DIA_ID = re.compile(r"D\d+:\d+")
 class Doc:
     key: str
     text: str
-    session: str
+    session: str | None
     created_at: datetime | None = None
     role: str | None = None
 
@@ -108,7 +108,7 @@ def key_value_task(n: int = 1000, seed: int = 13) -> Task:
     most of their digits, so an embedding sees near-identical records; only exact matching tells them apart."""
     rng = random.Random(seed)
     keys = rng.sample(range(4_300_000, 4_400_000), n)
-    docs = [Doc(f"kv{i}", f"The locker code for parcel {key} is {rng.randrange(1000, 9999)}.", "kv")
+    docs = [Doc(f"kv{i}", f"The locker code for parcel {key} is {rng.randrange(1000, 9999)}.", None)
             for i, key in enumerate(keys)]
     queries = [Query(f"kv{i}", f"What is the locker code for parcel {key}?", {f"kv{i}"}, "key-value")
                for i, key in enumerate(keys) if i % 4 == 0]
@@ -136,7 +136,7 @@ def paraphrase_task(seed: int = 13) -> Task:
     rng.shuffle(combos)
     docs, queries = [], []
     for i, ((verb, verb_q), (obj, obj_q), (when, when_q)) in enumerate(combos):
-        docs.append(Doc(f"p{i}", f"{rng.choice(_PEOPLE)} {verb} the {obj} {when}.", "p"))
+        docs.append(Doc(f"p{i}", f"{rng.choice(_PEOPLE)} {verb} the {obj} {when}.", None))
         if i % 2 == 0:
             queries.append(Query(f"p{i}", f"Who {verb_q} the {obj_q} {when_q}?", {f"p{i}"}, "paraphrase"))
     return Task("synthetic/paraphrase", "archival", docs, queries)

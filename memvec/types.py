@@ -132,7 +132,7 @@ class NewRecord(BaseModel):
     context: Utf8Text | None = Field(
         default=None, max_length=MAX_TEXT_CHARS,
         description="index-only text that situates the record (e.g. the previous message); never returned. "
-                    "Records with a session id get the previous record of that session when this is unset.")
+                    "Recall messages with a session id get the previous message of that session when unset.")
 
     @field_validator("text")
     @classmethod

@@ -164,3 +164,31 @@ def test_indexes_hold_exactly_the_store(memory: Memory) -> None:
     index = memory.engine.tier_index("app", Tier.ARCHIVAL)
     assert index.disagreement() == ""
     np.testing.assert_array_equal(index.vector.ids(), np.sort(memory.store.ids("app", Tier.ARCHIVAL)))
+
+
+def test_recall_messages_are_indexed_with_the_previous_message_of_their_session(memory: Memory) -> None:
+    recall = memory.recall("app")
+    recall.append("user", "Where did you go on holiday?", session_id="s1", turn_id=1)
+    reply = recall.append("assistant", "Lisbon, with my sister.", session_id="s1", turn_id=2).record
+    recall.append("user", "Unrelated message in another session", session_id="s2", turn_id=1)
+    # the reply does not say "holiday"; its context (the question) does, at a lower BM25 weight
+    hits = recall.search("holiday", mode="bm25")
+    assert [h.id for h in hits][:2] == [reply.id - 1, reply.id]
+    assert hits[0].score > hits[1].score  # the message itself ranks above the one answering it
+    assert "holiday" not in hits[1].text  # context is index-only, never returned
+    batch = next(memory.store.embeddings("app", Tier.RECALL))
+    assert batch.contexts == [None, "Where did you go on holiday?", None]
+    archival = memory.archival("app")
+    archival.insert("first passage about boats", session_id="s1")
+    archival.insert("second passage about trains", session_id="s1")
+    assert next(memory.store.embeddings("app", Tier.ARCHIVAL)).contexts == [None, None]
+    assert [h.text for h in archival.search("boats", mode="bm25")] == ["first passage about boats"]
+
+
+def test_dates_are_searchable_words(memory: Memory) -> None:
+    archival = memory.archival("app")
+    archival.insert("Signed the lease", created_at=datetime(2023, 5, 8, tzinfo=UTC))
+    archival.insert("Painted the kitchen", created_at=datetime(2023, 7, 1, tzinfo=UTC))
+    hits = archival.search("what happened in May 2023", mode="bm25")
+    assert [h.text for h in hits] == ["Signed the lease", "Painted the kitchen"]  # "2023" matches both
+    assert hits[0].score > hits[1].score

@@ -101,13 +101,14 @@ class Engine:
                 for key, (position, _) in zip(keys, items, strict=True)}
 
     def _contexts(self, agent: str, tier: Tier, records: list[NewRecord]) -> list[str | None]:
-        """Each record's context: its own, else the previous record of its session (in this batch,
-        else in the store), so a reply is indexed together with what it answers."""
+        """Each record's context: its own, else, for a recall message, the previous message of its
+        session (in this batch, else in the store), so a reply is indexed with what it answers.
+        Archival passages get none by default: two passages saved in one session need not be related."""
         previous: dict[str, str | None] = {}
         contexts: list[str | None] = []
         for record in records:
             session = record.citation.session_id
-            if record.context or session is None:
+            if record.context or session is None or tier is not Tier.RECALL:
                 contexts.append(record.context)
                 continue
             if session not in previous:
