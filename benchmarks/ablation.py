@@ -56,7 +56,9 @@ def measure(samples: list[dict], make: Any, embedder: MeasuredEmbedder, settings
 def markdown(results: dict[str, Any], seconds: float) -> str:
     lines = ["# Retrieval-quality ablation (LoCoMo dev conversations)", "",
              f"Each lever alone and together, through `Memory.search`; {seconds:.0f}s. Halves: A = conversations "
-             "1, 3, 5, B = 2, 4 (file order). Levers were chosen on A and confirmed on B.", ""]
+             "1, 3, 5, B = 2, 4 (file order). Levers were chosen on A and confirmed on B. Only recall messages "
+             "get an automatic context (the previous message of their session), so the context rows equal the "
+             "baseline on the archival tier.", ""]
     for tier, by_lever in results.items():
         header = ["setting", "hybrid R@10 A", "hybrid R@10 B", "hybrid R@10 all", "hybrid MRR@10 all",
                   "BM25 R@10 all", "vector R@10 all", "lowest category (R@10)"]
