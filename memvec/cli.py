@@ -67,7 +67,8 @@ def _dump(model: BaseModel) -> dict[str, Any]:
               help="Embedding model (sentence-transformers name or path, or hash:DIM). Default: the one the "
                    "home was built with; all-MiniLM-L6-v2 for a new home [env MEMVEC_MODEL].")
 @click.option("--index-kind", type=click.Choice(["flat", "hnsw"]), default=None,
-              help="FAISS index kind: exact 'flat' (default) or approximate 'hnsw' for large tiers.")
+              help="FAISS index kind: exact 'flat' or approximate 'hnsw' for large tiers. Default: the kind the "
+                   "home was built with (flat for a new home); a new kind is remembered and indexes rebuild.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what memvec does (index loads, rebuilds).")
 @click.version_option(package_name="memvec")
 @click.pass_context
