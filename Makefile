@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean bench bench-quick bench-full bench-ablation
+.PHONY: install test lint check clean bench bench-quick bench-full bench-ablation bench-peers
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -31,6 +31,18 @@ bench-quick: install
 
 bench-full: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks --full $(BENCH_ARGS)
+
+# Peers side by side (txtai, chromadb) in their own environment, so they never touch memvec's.
+PEERS_VENV := .venv-peers
+$(PEERS_VENV)/.installed-stamp: pyproject.toml
+	test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(PEERS_VENV)/bin/python -m pip install -q -e '.[bench,peers]'
+	touch $@
+
+bench-peers: $(PEERS_VENV)/.installed-stamp
+	HF_HUB_OFFLINE=1 ANONYMIZED_TELEMETRY=False $(PEERS_VENV)/bin/python -m benchmarks.peers $(BENCH_ARGS)
 
 # Retrieval-quality levers, each alone, on both halves of the LoCoMo dev set (~10 min).
 bench-ablation: install
