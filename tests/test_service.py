@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -216,12 +217,14 @@ def test_sigkill_under_write_load_keeps_every_acknowledged_write(tmp_path: Path)
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
     for thread in threads:
         thread.start()
-    while len(acknowledged) < 150:
-        threading.Event().wait(0.05)
+    deadline = time.monotonic() + 120
+    while len(acknowledged) < 150 and time.monotonic() < deadline:
+        time.sleep(0.05)
     srv.kill()
     stop.set()
     for thread in threads:
         thread.join()
+    assert len(acknowledged) >= 150, "the server must acknowledge writes before it is killed"
 
     srv = Server(home).start()
     api = client(srv)
