@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from memvec.config import MemoryConfig
+from memvec.cli_agents import agent, chat, serve
+from memvec.cli_common import Context, dump, print_json
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError
-from memvec.memory import Memory
 from memvec.types import (
-    AgentSettings,
     Fusion,
     Hit,
     NewRecord,
@@ -38,26 +37,6 @@ _INGEST_FIELDS = {"text", "role", "session_id", "turn_id", "source_url", "tags",
 
 TIER = click.Choice([t.value for t in Tier])
 MODE = click.Choice([m.value for m in SearchMode])
-
-
-class Context:
-    def __init__(self, home: str | None, model: str | None, index_kind: str | None) -> None:
-        self.home, self.model, self.index_kind = home, model, index_kind
-
-    def open(self, *, recorded_model: bool = False) -> Memory:
-        """Open the home; `recorded_model` ignores --model/MEMVEC_MODEL (rebuild reads them itself)."""
-        config = MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind})
-        if recorded_model:
-            config = config.model_copy(update={"model": None})
-        return Memory(config)
-
-
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False))
-
-
-def _dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="json")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -103,7 +82,7 @@ def add(obj: Context, text: str, agent: str, tier: str, role: str | None, sessio
     with obj.open() as mem:
         result = mem.insert([record])[0]
     if as_json:
-        _print_json({**_dump(result.record), "created": result.created})
+        print_json({**dump(result.record), "created": result.created})
     else:
         click.echo(f"{'added' if result.created else 'duplicate of'} record {result.record.id}")
 
@@ -176,7 +155,7 @@ def ingest(obj: Context, file: Path, agent: str, tier: str, role: str | None, as
             bar.update(len(batch))
     summary = {"file": str(file), "records": total, "added": added, "duplicates": duplicates}
     if as_json:
-        _print_json(summary)
+        print_json(summary)
     else:
         click.echo(f"ingested {total} records from {file}: {added} added, {duplicates} duplicates skipped")
 
@@ -234,12 +213,12 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
     with obj.open() as mem:
         if queries is not None:
             for query_id, text in _search_queries(queries):
-                _print_json({"id": query_id, "hits": [_dump(h) for h in mem.search(request(text))]})
+                print_json({"id": query_id, "hits": [dump(h) for h in mem.search(request(text))]})
             return
         assert query is not None
         hits = mem.search(request(query))
     if as_json:
-        _print_json([_dump(h) for h in hits])
+        print_json([dump(h) for h in hits])
     elif not hits:
         click.echo("no hits")
     else:
@@ -258,7 +237,7 @@ def list_command(obj: Context, agent: str, tier: str, limit: int, offset: int, n
     with obj.open() as mem:
         rows = mem.engine.list_records(agent, Tier(tier), limit=limit, offset=offset, newest_first=newest_first)
     for record in rows:
-        _print_json(_dump(record))
+        print_json(dump(record))
 
 
 @cli.command()
@@ -283,7 +262,7 @@ def rebuild(obj: Context, agent: str | None, new_model: str | None, as_json: boo
         reports = mem.rebuild(agent=agent, model=new_model or obj.model)
         model_id = mem.model_id
     if as_json:
-        _print_json({"model": model_id, "rebuilt": [_dump(r) for r in reports]})
+        print_json({"model": model_id, "rebuilt": [dump(r) for r in reports]})
         return
     for r in reports:
         click.echo(f"{r.agent}/{r.tier.value}: {r.records} records, {r.reembedded} re-embedded, {r.seconds:.2f}s")
@@ -299,7 +278,7 @@ def verify(obj: Context, agent: str | None, as_json: bool) -> None:
     with obj.open() as mem:
         problems = mem.verify(agent=agent)
     if as_json:
-        _print_json({"ok": not problems, "problems": [_dump(p) for p in problems]})
+        print_json({"ok": not problems, "problems": [dump(p) for p in problems]})
     elif problems:
         for p in problems:
             click.echo(f"{p.agent}/{p.tier.value}: {p.problem}", err=True)
@@ -317,7 +296,7 @@ def stats(obj: Context, as_json: bool) -> None:
     with obj.open() as mem:
         result = mem.stats()
     if as_json:
-        _print_json(_dump(result))
+        print_json(dump(result))
         return
     click.echo(f"home {result.home}  model {result.model_id}  store {result.store_bytes} bytes")
     for p in result.partitions:
@@ -325,100 +304,8 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-@cli.group()
-def agent() -> None:
-    """Create and inspect agents (an LLM, a context budget, persona/human core blocks)."""
-
-
-@agent.command(name="create")
-@click.argument("name")
-@click.option("--model", "llm", help="litellm model for chat, e.g. openai/gpt-4o-mini or ollama/llama3.")
-@click.option("--persona", default="", help="Initial persona block.")
-@click.option("--human", default="", help="Initial human block.")
-@click.option("--context-window", type=int, default=8192, show_default=True, help="Token budget of the main context.")
-@click.option("--max-steps", type=int, default=8, show_default=True, help="Model calls per reply.")
-@click.option("--page-in-budget", type=int, default=3, show_default=True, help="Memory searches per reply.")
-@click.pass_obj
-def agent_create(obj: Context, name: str, llm: str | None, persona: str, human: str, context_window: int,
-                 max_steps: int, page_in_budget: int) -> None:
-    """Create (or update) agent NAME."""
-    from memvec.agent.loop import create_agent
-
-    settings = AgentSettings.model_validate({"name": name, "model": llm, "context_window": context_window,
-                                             "max_steps": max_steps, "page_in_budget": page_in_budget})
-    with obj.open() as mem:
-        create_agent(mem, settings, persona=persona, human=human)
-    click.echo(f"agent {name} ready" + (f" (model {llm})" if llm else ""))
-
-
-@agent.command(name="show")
-@click.argument("name")
-@click.pass_obj
-def agent_show(obj: Context, name: str) -> None:
-    """Print an agent's settings, state and core memory as JSON."""
-    with obj.open() as mem:
-        found = mem.store.get_agent(name)
-        if found is None:
-            raise NotFoundError(f"no agent {name!r}")
-        settings, state = found
-        blocks = [_dump(b) for b in mem.core(name).blocks()]
-    _print_json({"settings": _dump(settings), "state": _dump(state), "core_memory": blocks})
-
-
-@cli.command()
-@click.option("--agent", "name", required=True, help="Agent to talk to (see `memvec agent create`).")
-@click.option("--model", "llm", help="litellm model for this chat (overrides the agent's).")
-@click.option("--session", help="Session id recorded in citations (default: one per chat).")
-@click.option("--message", "messages", multiple=True, help="Send this message and exit (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print each reply and its trace as JSON.")
-@click.pass_obj
-def chat(obj: Context, name: str, llm: str | None, session: str | None, messages: tuple[str, ...],
-         as_json: bool) -> None:
-    """Chat with an agent that manages its own memory. Without --message it reads lines from stdin.
-    The model's address and key come from litellm's usual settings (e.g. OPENAI_API_BASE)."""
-    from memvec.agent import Agent
-
-    with obj.open() as mem:
-        bot = Agent(mem, name, model=llm, session_id=session)
-        inputs = messages or _stdin_lines()
-        for text in inputs:
-            reply = bot.reply(text)
-            if as_json:
-                _print_json(_dump(reply))
-            else:
-                click.echo(reply.message if reply.message is not None else f"(no reply: {reply.trace.stopped_by})")
-
-
-@cli.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8283, show_default=True)
-@click.option("--keys-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="API keys, one per line (KEY or KEY=agent1|agent2); also MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
-@click.pass_obj
-def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str) -> None:
-    """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs)."""
-    import uvicorn
-
-    from memvec.service.app import create_app
-    from memvec.service.auth import KeyRing
-
-    keys = KeyRing.from_environment(keys_file)
-    with obj.open() as mem:
-        if not keys.open:
-            click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
-        uvicorn.run(create_app(mem, keys), host=host, port=port, log_level=log_level)
-
-
-def _stdin_lines() -> Iterator[str]:
-    while True:
-        try:
-            line = input("you> " if sys.stdin.isatty() else "")
-        except EOFError:
-            return
-        if line.strip():
-            yield line
+for command in (agent, chat, serve):
+    cli.add_command(command)
 
 
 def run(entry: click.Command, args: list[str] | None = None) -> int:

@@ -1,0 +1,109 @@
+"""`memvec agent`, `memvec chat` and `memvec serve`: the commands above the memory engine."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from memvec.cli_common import Context, dump, print_json
+from memvec.errors import NotFoundError
+from memvec.types import AgentSettings
+
+
+@click.group()
+def agent() -> None:
+    """Create and inspect agents (an LLM, a context budget, persona/human core blocks)."""
+
+
+@agent.command(name="create")
+@click.argument("name")
+@click.option("--model", "llm", help="litellm model for chat, e.g. openai/gpt-4o-mini or ollama/llama3.")
+@click.option("--persona", default="", help="Initial persona block.")
+@click.option("--human", default="", help="Initial human block.")
+@click.option("--context-window", type=int, default=8192, show_default=True, help="Token budget of the main context.")
+@click.option("--max-steps", type=int, default=8, show_default=True, help="Model calls per reply.")
+@click.option("--page-in-budget", type=int, default=3, show_default=True, help="Memory searches per reply.")
+@click.pass_obj
+def agent_create(obj: Context, name: str, llm: str | None, persona: str, human: str, context_window: int,
+                 max_steps: int, page_in_budget: int) -> None:
+    """Create (or update) agent NAME."""
+    from memvec.agent.loop import create_agent
+
+    settings = AgentSettings.model_validate({"name": name, "model": llm, "context_window": context_window,
+                                             "max_steps": max_steps, "page_in_budget": page_in_budget})
+    with obj.open() as mem:
+        create_agent(mem, settings, persona=persona, human=human)
+    click.echo(f"agent {name} ready" + (f" (model {llm})" if llm else ""))
+
+
+@agent.command(name="show")
+@click.argument("name")
+@click.pass_obj
+def agent_show(obj: Context, name: str) -> None:
+    """Print an agent's settings, state and core memory as JSON."""
+    with obj.open() as mem:
+        found = mem.store.get_agent(name)
+        if found is None:
+            raise NotFoundError(f"no agent {name!r}")
+        settings, state = found
+        blocks = [dump(b) for b in mem.core(name).blocks()]
+    print_json({"settings": dump(settings), "state": dump(state), "core_memory": blocks})
+
+
+@click.command()
+@click.option("--agent", "name", required=True, help="Agent to talk to (see `memvec agent create`).")
+@click.option("--model", "llm", help="litellm model for this chat (overrides the agent's).")
+@click.option("--session", help="Session id recorded in citations (default: one per chat).")
+@click.option("--message", "messages", multiple=True, help="Send this message and exit (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print each reply and its trace as JSON.")
+@click.pass_obj
+def chat(obj: Context, name: str, llm: str | None, session: str | None, messages: tuple[str, ...],
+         as_json: bool) -> None:
+    """Chat with an agent that manages its own memory. Without --message it reads lines from stdin.
+    The model's address and key come from litellm's usual settings (e.g. OPENAI_API_BASE)."""
+    from memvec.agent import Agent
+
+    with obj.open() as mem:
+        bot = Agent(mem, name, model=llm, session_id=session)
+        inputs = messages or _stdin_lines()
+        for text in inputs:
+            reply = bot.reply(text)
+            if as_json:
+                print_json(dump(reply))
+            else:
+                click.echo(reply.message if reply.message is not None else f"(no reply: {reply.trace.stopped_by})")
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8283, show_default=True)
+@click.option("--keys-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="API keys, one per line (KEY or KEY=agent1|agent2); also MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.pass_obj
+def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str) -> None:
+    """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from memvec.service.app import create_app
+    from memvec.service.auth import KeyRing
+
+    keys = KeyRing.from_environment(keys_file)
+    with obj.open() as mem:
+        if not keys.open:
+            click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
+        uvicorn.run(create_app(mem, keys), host=host, port=port, log_level=log_level)
+
+
+def _stdin_lines() -> Iterator[str]:
+    while True:
+        try:
+            line = input("you> " if sys.stdin.isatty() else "")
+        except EOFError:
+            return
+        if line.strip():
+            yield line

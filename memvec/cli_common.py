@@ -1,0 +1,32 @@
+"""What every `memvec` command shares: how to open the home and how to print JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from pydantic import BaseModel
+
+from memvec.config import MemoryConfig
+from memvec.memory import Memory
+
+
+class Context:
+    def __init__(self, home: str | None, model: str | None, index_kind: str | None) -> None:
+        self.home, self.model, self.index_kind = home, model, index_kind
+
+    def open(self, *, recorded_model: bool = False) -> Memory:
+        """Open the home; `recorded_model` ignores --model/MEMVEC_MODEL (rebuild reads them itself)."""
+        config = MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind})
+        if recorded_model:
+            config = config.model_copy(update={"model": None})
+        return Memory(config)
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False))
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json")
