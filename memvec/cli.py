@@ -48,14 +48,18 @@ MODE = click.Choice([m.value for m in SearchMode])
 @click.option("--index-kind", type=click.Choice(["flat", "hnsw"]), default=None,
               help="FAISS index kind: exact 'flat' or approximate 'hnsw' for large tiers. Default: the kind the "
                    "home was built with (flat for a new home); a new kind is remembered and indexes rebuild.")
+@click.option("--store", envvar="MEMVEC_STORE", default=None, metavar="URL",
+              help="Store: SQLite in the home (default) or postgresql://... shared by several servers "
+                   "[env MEMVEC_STORE]. Index files stay in the home.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what memvec does (index loads, rebuilds).")
 @click.version_option(package_name="memvec")
 @click.pass_context
-def cli(ctx: click.Context, home: str | None, model: str | None, index_kind: str | None, verbose: bool) -> None:
+def cli(ctx: click.Context, home: str | None, model: str | None, index_kind: str | None, store: str | None,
+        verbose: bool) -> None:
     """memvec: vector-search memory for LLM agents (archival and recall tiers, hybrid BM25 + FAISS)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="memvec: %(message)s")
-    ctx.obj = Context(home, model, index_kind)
+    ctx.obj = Context(home, model, index_kind, store)
 
 
 def _citation(session: str | None, turn: str | None, source: str | None) -> dict[str, str | None]:

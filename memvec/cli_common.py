@@ -13,12 +13,13 @@ from memvec.memory import Memory
 
 
 class Context:
-    def __init__(self, home: str | None, model: str | None, index_kind: str | None) -> None:
-        self.home, self.model, self.index_kind = home, model, index_kind
+    def __init__(self, home: str | None, model: str | None, index_kind: str | None, store: str | None = None) -> None:
+        self.home, self.model, self.index_kind, self.store = home, model, index_kind, store
 
     def open(self, *, recorded_model: bool = False) -> Memory:
         """Open the home; `recorded_model` ignores --model/MEMVEC_MODEL (rebuild reads them itself)."""
-        config = MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind})
+        config = MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind},
+                                      store=self.store)
         if recorded_model:
             config = config.model_copy(update={"model": None})
         return Memory(config)

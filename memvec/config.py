@@ -54,6 +54,7 @@ class MemoryConfig(BaseModel):
 
     home: Path
     model: str | None = None
+    store: str | None = Field(default=None, description="None: SQLite in the home; or a postgresql:// URL")
     embed_batch_size: int = Field(default=64, ge=1)
     index: IndexSettings = Field(default_factory=IndexSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
@@ -63,4 +64,5 @@ class MemoryConfig(BaseModel):
                 **settings: object) -> MemoryConfig:
         resolved_home = Path(home or os.environ.get("MEMVEC_HOME") or DEFAULT_HOME)
         resolved_model = model or os.environ.get("MEMVEC_MODEL") or None
-        return cls.model_validate({"home": resolved_home, "model": resolved_model, **settings})
+        store = settings.pop("store", None) or os.environ.get("MEMVEC_STORE") or None
+        return cls.model_validate({"home": resolved_home, "model": resolved_model, "store": store, **settings})

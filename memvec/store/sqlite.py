@@ -21,57 +21,17 @@ import numpy.typing as npt
 from memvec.errors import StoreError
 from memvec.guard import looks_untrusted
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
+from memvec.store.rows import (
+    EMBEDDING_COLUMNS,
+    RECORD_COLUMNS,
+    embedding_batch,
+    filter_sql,
+    format_time,
+    parse_time,
+    row_to_record,
+)
 from memvec.store.schema import LATEST_VERSION, MIGRATIONS
-from memvec.types import AgentSettings, AgentState, Citation, CoreBlock, Record, SearchFilters, Tier
-
-_RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted"
-_EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at"
-
-
-def format_time(value: datetime) -> str:
-    """Fixed-width UTC ISO text (4-digit year, microseconds), so string order is time order in SQL."""
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
-def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.removesuffix("Z")).replace(tzinfo=UTC)
-
-
-def _row_to_record(row: sqlite3.Row) -> Record:
-    return Record(
-        id=row["id"], agent=row["agent"], tier=Tier(row["tier"]), text=row["text"], role=row["role"],
-        tags=json.loads(row["tags"]), created_at=parse_time(row["created_at"]),
-        untrusted=bool(row["untrusted"]) or looks_untrusted(row["text"]),
-        citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"],
-                          source_url=row["source_url"]),
-    )
-
-
-def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
-    """SQL conditions (to AND onto `agent = ? AND tier = ?`) for the search filters."""
-    if filters is None or filters.is_empty():
-        return "", []
-    clauses: list[str] = []
-    params: list[Any] = []
-    if filters.start:
-        clauses.append("created_at >= ?")
-        params.append(format_time(filters.start))
-    if filters.end:
-        clauses.append("created_at <= ?")
-        params.append(format_time(filters.end))
-    if filters.session_id:
-        clauses.append("session_id = ?")
-        params.append(filters.session_id)
-    if filters.roles:
-        clauses.append(f"role IN ({','.join('?' * len(filters.roles))})")
-        params += filters.roles
-    if filters.tags:
-        marks = ",".join("?" * len(filters.tags))
-        having = f"HAVING COUNT(DISTINCT tag) = {len(set(filters.tags))}" if filters.tag_match == "all" else ""
-        clauses.append(f"id IN (SELECT record_id FROM record_tags WHERE tag IN ({marks}) "
-                       f"GROUP BY record_id {having})")
-        params += filters.tags
-    return " AND " + " AND ".join(clauses), params
+from memvec.types import AgentSettings, AgentState, CoreBlock, Record, SearchFilters, Tier
 
 
 class SQLiteStore:
@@ -178,23 +138,23 @@ class SQLiteStore:
 
     def delete(self, agent: str, record_id: int) -> Record | None:
         with self._write() as db:
-            row = db.execute(f"SELECT {_RECORD_COLUMNS} FROM records WHERE id = ? AND +agent = ?",
+            row = db.execute(f"SELECT {RECORD_COLUMNS} FROM records WHERE id = ? AND +agent = ?",
                              (record_id, agent)).fetchone()
             if row is None:
                 return None
             db.execute("DELETE FROM records WHERE id = ?", (record_id,))
             db.execute("INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, 'delete')",
                        (agent, row["tier"], record_id))
-        return _row_to_record(row)
+        return row_to_record(row)
 
     def get(self, agent: str, ids: Sequence[int]) -> list[Record]:
         by_id: dict[int, Record] = {}
         for start in range(0, len(ids), 500):
             chunk = [int(i) for i in ids[start:start + 500]]
             # `+agent`: look rows up by primary key, not by scanning the agent's index
-            rows = self._query(f"SELECT {_RECORD_COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
+            rows = self._query(f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
                                "AND +agent = ?", [*chunk, agent])
-            by_id.update({r["id"]: _row_to_record(r) for r in rows})
+            by_id.update({r["id"]: row_to_record(r) for r in rows})
         return [by_id[int(i)] for i in ids if int(i) in by_id]
 
     def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
@@ -202,10 +162,10 @@ class SQLiteStore:
         where, params = filter_sql(filters)
         order = "DESC" if newest_first else "ASC"
         rows = self._query(
-            f"SELECT {_RECORD_COLUMNS} FROM records WHERE agent = ? AND tier = ?{where} "
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE agent = ? AND tier = ?{where} "
             f"ORDER BY created_at {order}, id {order} LIMIT ? OFFSET ?",
             [agent, tier.value, *params, limit, offset])
-        return [_row_to_record(r) for r in rows]
+        return [row_to_record(r) for r in rows]
 
     def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters) -> Ids:
         where, params = filter_sql(filters)
@@ -249,21 +209,21 @@ class SQLiteStore:
         if ids is None:
             last = 0
             while True:
-                rows = self._query(f"SELECT {_EMBEDDING_COLUMNS} FROM records WHERE agent = ? "
+                rows = self._query(f"SELECT {EMBEDDING_COLUMNS} FROM records WHERE agent = ? "
                                    "AND tier = ? AND id > ? ORDER BY id LIMIT ?", (agent, tier.value, last, batch))
                 if not rows:
                     return
                 last = int(rows[-1][0])
-                yield _embedding_batch(rows)
+                yield embedding_batch(rows)
             return
         wanted = sorted(int(i) for i in ids)
         for start in range(0, len(wanted), min(batch, 500)):
             chunk = wanted[start:start + min(batch, 500)]
-            rows = self._query(f"SELECT {_EMBEDDING_COLUMNS} FROM records WHERE "
+            rows = self._query(f"SELECT {EMBEDDING_COLUMNS} FROM records WHERE "
                                f"id IN ({','.join('?' * len(chunk))}) AND +agent = ? AND +tier = ? ORDER BY id",
                                [*chunk, agent, tier.value])
             if rows:
-                yield _embedding_batch(rows)
+                yield embedding_batch(rows)
 
     def set_embeddings(self, ids: Sequence[int], vectors: npt.NDArray[np.float32], model_id: str) -> None:
         with self._write() as db:
@@ -345,21 +305,3 @@ class SQLiteStore:
         with self._write() as db:
             return db.execute("DELETE FROM core_blocks WHERE agent = ? AND label = ?",
                               (agent, label)).rowcount == 1
-
-
-def _embedding_batch(rows: list[sqlite3.Row]) -> EmbeddingBatch:
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
-    blobs = [r[2] for r in rows]
-    dims = {len(b) // 4 for b in blobs if b}
-    dim = dims.pop() if len(dims) == 1 else 0
-    vectors = np.zeros((len(rows), dim), dtype=np.float32)
-    models: list[str | None] = []
-    for i, row in enumerate(rows):
-        blob = row[2]
-        if blob and len(blob) // 4 == dim:
-            vectors[i] = np.frombuffer(blob, dtype=np.float32)
-            models.append(row[3])
-        else:
-            models.append(None)
-    return EmbeddingBatch(ids=ids, vectors=vectors, texts=[r[1] for r in rows], models=models,
-                          contexts=[r[4] for r in rows], created_at=[r[5] for r in rows])

@@ -1,0 +1,83 @@
+"""Row mapping shared by the SQL stores: time format, record rows, embedding batches, filter SQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from memvec.guard import looks_untrusted
+from memvec.store.base import EmbeddingBatch
+from memvec.types import Citation, Record, SearchFilters, Tier
+
+RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted"
+EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at"
+
+
+def format_time(value: datetime) -> str:
+    """Fixed-width UTC ISO text (4-digit year, microseconds), so string order is time order in SQL."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.removesuffix("Z")).replace(tzinfo=UTC)
+
+
+def row_to_record(row: Any) -> Record:
+    """A row with the RECORD_COLUMNS, by name (sqlite3.Row or a psycopg dict row)."""
+    return Record(
+        id=row["id"], agent=row["agent"], tier=Tier(row["tier"]), text=row["text"], role=row["role"],
+        tags=json.loads(row["tags"]), created_at=parse_time(row["created_at"]),
+        untrusted=bool(row["untrusted"]) or looks_untrusted(row["text"]),
+        citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"],
+                          source_url=row["source_url"]),
+    )
+
+
+def filter_sql(filters: SearchFilters | None, mark: str = "?") -> tuple[str, list[Any]]:
+    """SQL conditions (to AND onto `agent = ? AND tier = ?`) for the search filters; `mark` is the
+    driver's placeholder (`?` for sqlite3, `%s` for psycopg)."""
+    if filters is None or filters.is_empty():
+        return "", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    if filters.start:
+        clauses.append(f"created_at >= {mark}")
+        params.append(format_time(filters.start))
+    if filters.end:
+        clauses.append(f"created_at <= {mark}")
+        params.append(format_time(filters.end))
+    if filters.session_id:
+        clauses.append(f"session_id = {mark}")
+        params.append(filters.session_id)
+    if filters.roles:
+        clauses.append(f"role IN ({','.join([mark] * len(filters.roles))})")
+        params += filters.roles
+    if filters.tags:
+        marks = ",".join([mark] * len(filters.tags))
+        having = f"HAVING COUNT(DISTINCT tag) = {len(set(filters.tags))}" if filters.tag_match == "all" else ""
+        clauses.append(f"id IN (SELECT record_id FROM record_tags WHERE tag IN ({marks}) "
+                       f"GROUP BY record_id {having})")
+        params += filters.tags
+    return " AND " + " AND ".join(clauses), params
+
+
+def embedding_batch(rows: Sequence[Any]) -> EmbeddingBatch:
+    """Rows with id, text, embedding, embedding_model, context, created_at (by name) -> a batch."""
+    ids = np.array([r["id"] for r in rows], dtype=np.int64)
+    blobs = [bytes(r["embedding"]) if r["embedding"] is not None else b"" for r in rows]
+    dims = {len(b) // 4 for b in blobs if b}
+    dim = dims.pop() if len(dims) == 1 else 0
+    vectors = np.zeros((len(rows), dim), dtype=np.float32)
+    models: list[str | None] = []
+    for i, (row, blob) in enumerate(zip(rows, blobs, strict=True)):
+        if blob and len(blob) // 4 == dim:
+            vectors[i] = np.frombuffer(blob, dtype=np.float32)
+            models.append(row["embedding_model"])
+        else:
+            models.append(None)
+    return EmbeddingBatch(ids=ids, vectors=vectors, texts=[r["text"] for r in rows], models=models,
+                          contexts=[r["context"] for r in rows], created_at=[r["created_at"] for r in rows])

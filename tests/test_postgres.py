@@ -1,0 +1,117 @@
+"""The PostgreSQL store against the real server on 127.0.0.1:5432 (started if it is down), each test
+in a fresh schema: the engine behaves as with SQLite, and two homes can share one database."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
+from memvec.embed import HashingEmbedder
+from memvec.transfer import export_agent, import_agent
+
+BASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def ensure_postgres() -> None:
+    import psycopg
+
+    try:
+        psycopg.connect(BASE_URL, connect_timeout=3).close()
+        return
+    except psycopg.OperationalError:
+        pass
+    versions = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()
+    for version in versions:
+        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"], check=False,
+                       capture_output=True, timeout=60)
+    try:
+        psycopg.connect(BASE_URL, connect_timeout=10).close()
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL is not available and could not be started: {exc}")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    import psycopg
+
+    ensure_postgres()
+    schema = f"memvec_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(BASE_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    yield f"{BASE_URL}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(BASE_URL, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def open_pg(home: Path, url: str) -> Memory:
+    return Memory.open(home, embedder=HashingEmbedder(64), store=url)
+
+
+def test_engine_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    with open_pg(tmp_path / "a", pg_url) as mem:
+        archival = mem.archival("app")
+        first = archival.insert("The Eiffel tower is 330 metres tall", tags=["paris"], source_url="https://e/1",
+                                session_id="s1", turn_id=4, created_at=datetime(2024, 1, 5, tzinfo=UTC))
+        assert not archival.insert("the eiffel  tower is 330 metres tall").created
+        archival.insert("Bananas are a yellow fruit", tags=["food"], created_at=datetime(2024, 2, 1, tzinfo=UTC))
+        hit = archival.search("eiffel tower height", k=1)[0]
+        assert (hit.id, hit.citation.turn_id, hit.citation.source_url) == (first.record.id, "4", "https://e/1")
+        for mode in ("hybrid", "vector", "bm25", "token"):
+            fruit = archival.search("fruit", mode=mode, tags=["food"])
+            assert [h.text for h in fruit] == ["Bananas are a yellow fruit"]
+            assert [h.tags for h in archival.search("tower", mode=mode, end=datetime(2024, 1, 31, tzinfo=UTC))] == [
+                ["paris"]]
+        archival.delete(first.record.id)
+        with pytest.raises(NotFoundError):
+            archival.get(first.record.id)
+        assert [h.text for h in archival.search("eiffel", mode="bm25")] == []
+        core = mem.core("app")
+        core.put(CoreBlock(label="human", value="Name: Ana", limit=40))
+        core.append("human", "Likes tea")
+        assert core.get("human").value == "Name: Ana\nLikes tea"
+        mem.insert([NewRecord(agent="other", tier=Tier.RECALL, text="hello", role="user")])
+        assert sorted(mem.agents()) == ["app", "other"]
+        assert mem.verify() == []
+        assert type(mem.store).__name__ == "PostgresStore"
+    assert not (tmp_path / "a" / "store.sqlite3").exists()  # the home holds only index files
+
+
+def test_cli_with_a_postgres_store(tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from memvec.cli import cli, run
+
+    base = ["--home", str(tmp_path / "h"), "--model", "hash:64", "--store", pg_url]
+    assert run(cli, [*base, "add", "Ana adopted a beagle", "--agent", "a", "--tier", "archival", "--turn", "7"]) == 0
+    capsys.readouterr()
+    assert run(cli, [*base, "search", "beagle", "--agent", "a", "--tier", "archival", "--json"]) == 0
+    assert '"turn_id": "7"' in capsys.readouterr().out
+    assert run(cli, [*base, "verify"]) == 0
+
+
+def test_two_homes_share_one_postgres_store(tmp_path: Path, pg_url: str) -> None:
+    writer, reader = open_pg(tmp_path / "server-1", pg_url), open_pg(tmp_path / "server-2", pg_url)
+    reader.archival("app").search("anything")
+    record = writer.archival("app").insert("written by the other server").record
+    assert [h.id for h in reader.archival("app").search("other server")] == [record.id]
+    writer.close()
+    reader.close()
+    with open_pg(tmp_path / "server-3", pg_url) as third:  # a new server builds its indexes from the store
+        assert [h.id for h in third.archival("app").search("other server", mode="bm25")] == [record.id]
+        assert third.verify() == []
+
+
+def test_export_from_sqlite_imports_into_postgres(tmp_path: Path, pg_url: str) -> None:
+    with Memory.open(tmp_path / "sqlite", embedder=HashingEmbedder(64)) as source:
+        source.recall("ana").append("user", "I moved to Lisbon", session_id="s", turn_id=1)
+        source.archival("ana").insert("Ana likes tea", tags=["food"])
+        document = export_agent(source, "ana")
+    with open_pg(tmp_path / "pg", pg_url) as target:
+        report = import_agent(target, document)
+        assert (report.passages, report.messages, report.reembedded) == (1, 1, False)
+        assert target.recall("ana").search("Lisbon")[0].citation.session_id == "s"
+        assert target.archival("ana").search("tea", tags=["food"])[0].text == "Ana likes tea"
