@@ -18,7 +18,7 @@ from memvec.errors import InvalidInputError, NotFoundError
 from memvec.index.tier import LoadReport, TierIndex
 from memvec.search.hybrid import rank, to_hits
 from memvec.store.base import PreparedRecord, Store
-from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchRequest, Tier
+from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchMode, SearchRequest, Tier
 
 log = logging.getLogger("memvec.engine")
 
@@ -139,7 +139,7 @@ class Engine:
     def search(self, request: SearchRequest) -> list[Hit]:
         index = self.tier_index(request.agent, request.tier)
         allowed = None
-        if not request.filters.is_empty():
+        if not request.filters.is_empty() and request.mode is not SearchMode.TOKEN:
             allowed = self.store.filter_ids(request.agent, request.tier, request.filters)
         with index.lock:
             ranked = rank(index, request, self.search_settings, allowed)

@@ -40,7 +40,7 @@ class Ranked:
 
 def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None) -> Ranked:
     if request.mode is SearchMode.TOKEN:
-        return _token(index, request, allowed)
+        return _token(index, request)
     if request.mode is SearchMode.BM25:
         ids, scores = index.lexical.search(request.query, request.k, allowed)
         return Ranked(ids, scores, bm25=scores)
@@ -71,15 +71,15 @@ def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings,
     return Ranked(union[order], fused[order], vector=vector[order], bm25=bm25[order])
 
 
-def _token(index: TierIndex, request: SearchRequest, allowed: Ids | None) -> Ranked:
-    """The naive baseline: how many distinct lowercase words a record shares with the query."""
+def _token(index: TierIndex, request: SearchRequest) -> Ranked:
+    """The naive baseline: how many distinct lowercase words a record shares with the query.
+    It reads the texts from the store with the filters applied there, so it needs no id set."""
     query = plain_tokens(request.query)
-    rows = [(rid, len(query & plain_tokens(text))) for rid, text in index.store.texts(index.agent, index.tier)]
+    texts = index.store.texts(index.agent, index.tier, request.filters)
+    rows = [(rid, len(query & plain_tokens(text))) for rid, text in texts]
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     counts = np.array([r[1] for r in rows], dtype=np.float32)
     keep = counts > 0
-    if allowed is not None:
-        keep &= np.isin(ids, allowed)
     ids, counts = top_k(ids[keep], counts[keep], request.k)
     return Ranked(ids, counts, token=counts)
 
