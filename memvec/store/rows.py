@@ -37,9 +37,10 @@ def row_to_record(row: Any) -> Record:
     )
 
 
-def filter_sql(filters: SearchFilters | None, mark: str = "?") -> tuple[str, list[Any]]:
-    """SQL conditions (to AND onto `agent = ? AND tier = ?`) for the search filters; `mark` is the
-    driver's placeholder (`?` for sqlite3, `%s` for psycopg)."""
+def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
+    """SQL conditions (to AND onto `agent = ? AND tier = ?`) for the search filters, with `?`
+    placeholders (`memvec.store.sql.SQLStore` turns them into the driver's)."""
+    mark = "?"
     if filters is None or filters.is_empty():
         return "", []
     clauses: list[str] = []

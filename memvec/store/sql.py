@@ -1,0 +1,273 @@
+"""The record, change-log, agent and core-block logic shared by the SQL stores.
+
+Statements are written once with `?` placeholders; a backend sets `PLACEHOLDER` (psycopg wants
+`%s`) and supplies the connection plumbing (`_write`, `_query`, migrations, `storage_bytes`).
+Rows are read by column name, which both sqlite3.Row and psycopg's dict rows support.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memvec.guard import looks_untrusted
+from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
+from memvec.store.rows import (
+    EMBEDDING_COLUMNS,
+    RECORD_COLUMNS,
+    embedding_batch,
+    filter_sql,
+    format_time,
+    parse_time,
+    row_to_record,
+)
+from memvec.types import AgentSettings, AgentState, CoreBlock, Record, SearchFilters, Tier
+
+CHUNK = 500  # ids per IN list: well under SQLite's variable limit
+RECORD_INSERT = (
+    "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, tags, created_at, "
+    "embedding, embedding_model, untrusted, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id")
+LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
+
+
+def marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SQLStore:
+    """Everything but the connection. Subclasses set the class attributes and the plumbing."""
+
+    PLACEHOLDER = "?"
+    META_TABLE = "meta"
+    ROW_HINT = ""  # prefix on `agent`/`tier` where the planner must look rows up by primary key
+    BLOCK_ORDER = "position"
+
+    # -- plumbing (backend) ---------------------------------------------------------------
+    def _write(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        raise NotImplementedError
+
+    def _sql(self, sql: str) -> str:
+        return sql if self.PLACEHOLDER == "?" else sql.replace("?", self.PLACEHOLDER)
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._rows(self._sql(sql), params)
+
+    def _run(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Execute inside a `_write` transaction; returns the cursor."""
+        return db.execute(self._sql(sql), params)
+
+    # -- meta -----------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query(f"SELECT value FROM {self.META_TABLE} WHERE key = ?", (key,))
+        return str(rows[0]["value"]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as db:
+            self._run(db, f"INSERT INTO {self.META_TABLE} VALUES (?, ?) "
+                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # -- records --------------------------------------------------------------------------
+    def existing_ids(self, agent: str, tier: Tier, keys: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), CHUNK):
+            chunk = list(keys[start:start + CHUNK])
+            rows = self._query(f"SELECT dedup_key, id FROM records WHERE agent = ? AND tier = ? "
+                               f"AND dedup_key IN ({marks(len(chunk))})", [agent, tier.value, *chunk])
+            found.update({r["dedup_key"]: int(r["id"]) for r in rows})
+        return found
+
+    def insert(self, rows: Sequence[PreparedRecord]) -> list[tuple[int, bool]]:
+        """Insert all rows in one transaction; an exact duplicate returns the existing id."""
+        with self._write() as db:
+            return [self._insert_one(db, row) for row in rows]
+
+    def _insert_one(self, db: Any, row: PreparedRecord) -> tuple[int, bool]:
+        rec = row.record
+        # fetchall, not fetchone: SQLite finishes a RETURNING statement only once its rows are read
+        returned = self._run(db, RECORD_INSERT, (
+            rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
+            rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags), format_time(row.created_at),
+            np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, looks_untrusted(rec.text),
+            row.context)).fetchall()
+        if not returned:
+            existing = self._run(db, "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
+                                 (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
+            return int(existing["id"]), False
+        record_id = int(returned[0]["id"])
+        for tag in rec.tags:
+            self._run(db, "INSERT INTO record_tags VALUES (?, ?)", (record_id, tag))
+        self._run(db, LOG_CHANGE, (rec.agent, rec.tier.value, record_id, "add"))
+        return record_id, True
+
+    def delete(self, agent: str, record_id: int) -> Record | None:
+        with self._write() as db:
+            row = self._run(db, f"SELECT {RECORD_COLUMNS} FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?",
+                            (record_id, agent)).fetchone()
+            if row is None:
+                return None
+            self._run(db, "DELETE FROM records WHERE id = ?", (record_id,))
+            self._run(db, LOG_CHANGE, (agent, row["tier"], record_id, "delete"))
+        return row_to_record(row)
+
+    def get(self, agent: str, ids: Sequence[int]) -> list[Record]:
+        by_id: dict[int, Record] = {}
+        for start in range(0, len(ids), CHUNK):
+            chunk = [int(i) for i in ids[start:start + CHUNK]]
+            rows = self._query(f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({marks(len(chunk))}) "
+                               f"AND {self.ROW_HINT}agent = ?", [*chunk, agent])
+            by_id.update({int(r["id"]): row_to_record(r) for r in rows})
+        return [by_id[int(i)] for i in ids if int(i) in by_id]
+
+    def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
+                     newest_first: bool = False, filters: SearchFilters | None = None) -> list[Record]:
+        where, params = filter_sql(filters)
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(f"SELECT {RECORD_COLUMNS} FROM records WHERE agent = ? AND tier = ?{where} "
+                           f"ORDER BY created_at {order}, id {order} LIMIT ? OFFSET ?",
+                           [agent, tier.value, *params, limit, offset])
+        return [row_to_record(r) for r in rows]
+
+    def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters) -> Ids:
+        where, params = filter_sql(filters)
+        rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ?{where}", [agent, tier.value, *params])
+        return np.fromiter((r["id"] for r in rows), dtype=np.int64, count=len(rows))
+
+    def ids(self, agent: str, tier: Tier) -> Ids:
+        return self.filter_ids(agent, tier, SearchFilters())
+
+    def count(self, agent: str, tier: Tier) -> int:
+        rows = self._query("SELECT COUNT(*) AS n FROM records WHERE agent = ? AND tier = ?", (agent, tier.value))
+        return int(rows[0]["n"])
+
+    def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None) -> Iterator[tuple[int, str]]:
+        where, params = filter_sql(filters)
+        rows = self._query(f"SELECT id, text FROM records WHERE agent = ? AND tier = ?{where}",
+                           [agent, tier.value, *params])
+        return ((int(r["id"]), str(r["text"])) for r in rows)
+
+    def last_in_session(self, agent: str, tier: Tier, session_id: str) -> str | None:
+        """Text of the latest record of a session (the context of the next one)."""
+        rows = self._query("SELECT text FROM records WHERE agent = ? AND tier = ? AND session_id = ? "
+                           "ORDER BY id DESC LIMIT 1", (agent, tier.value, session_id))
+        return str(rows[0]["text"]) if rows else None
+
+    # -- change log and embeddings --------------------------------------------------------
+    def last_change(self, agent: str, tier: Tier) -> int:
+        rows = self._query("SELECT MAX(seq) AS seq FROM changes WHERE agent = ? AND tier = ?", (agent, tier.value))
+        return int(rows[0]["seq"] or 0)
+
+    def changes_since(self, agent: str, tier: Tier, seq: int) -> list[Change]:
+        rows = self._query("SELECT seq, record_id, op FROM changes WHERE agent = ? AND tier = ? AND seq > ? "
+                           "ORDER BY seq", (agent, tier.value, seq))
+        return [Change(int(r["seq"]), int(r["record_id"]), r["op"]) for r in rows]
+
+    def embeddings(self, agent: str, tier: Tier, ids: Sequence[int] | None = None,
+                   *, batch: int = 4096) -> Iterator[EmbeddingBatch]:
+        """Stored embeddings (with text, for re-embedding), in id order, `batch` rows at a time."""
+        if ids is None:
+            yield from self._all_embeddings(agent, tier, batch)
+            return
+        wanted = sorted(int(i) for i in ids)
+        step = min(batch, CHUNK)
+        for start in range(0, len(wanted), step):
+            chunk = wanted[start:start + step]
+            rows = self._query(f"SELECT {EMBEDDING_COLUMNS} FROM records WHERE id IN ({marks(len(chunk))}) "
+                               f"AND {self.ROW_HINT}agent = ? AND {self.ROW_HINT}tier = ? ORDER BY id",
+                               [*chunk, agent, tier.value])
+            if rows:
+                yield embedding_batch(rows)
+
+    def _all_embeddings(self, agent: str, tier: Tier, batch: int) -> Iterator[EmbeddingBatch]:
+        last = 0
+        while rows := self._query(f"SELECT {EMBEDDING_COLUMNS} FROM records WHERE agent = ? AND tier = ? "
+                                  "AND id > ? ORDER BY id LIMIT ?", (agent, tier.value, last, batch)):
+            last = int(rows[-1]["id"])
+            yield embedding_batch(rows)
+
+    def set_embeddings(self, ids: Sequence[int], vectors: npt.NDArray[np.float32], model_id: str) -> None:
+        with self._write() as db:
+            for record_id, vector in zip(ids, vectors, strict=True):
+                self._run(db, "UPDATE records SET embedding = ?, embedding_model = ? WHERE id = ?",
+                          (np.asarray(vector, dtype=np.float32).tobytes(), model_id, int(record_id)))
+
+    def partitions(self) -> list[tuple[str, Tier]]:
+        rows = self._query("SELECT DISTINCT agent, tier FROM changes ORDER BY agent, tier")
+        return [(r["agent"], Tier(r["tier"])) for r in rows]
+
+    def agents(self) -> list[str]:
+        rows = self._query("SELECT DISTINCT agent AS name FROM records UNION SELECT agent FROM core_blocks "
+                           "UNION SELECT name FROM agents ORDER BY 1")
+        return [r["name"] for r in rows]
+
+    # -- agents (settings and conversation state) -----------------------------------------
+    def get_agent(self, name: str) -> tuple[AgentSettings, AgentState] | None:
+        rows = self._query("SELECT settings, summary, in_context, turn, created_at FROM agents WHERE name = ?", (name,))
+        if not rows:
+            return None
+        r = rows[0]
+        state = AgentState(summary=r["summary"], in_context=json.loads(r["in_context"]), turn=r["turn"],
+                           created_at=parse_time(r["created_at"]))
+        return AgentSettings.model_validate_json(r["settings"]), state
+
+    def put_agent(self, settings: AgentSettings, state: AgentState | None = None) -> None:
+        """Create or update an agent's settings (and its state, when given)."""
+        now = format_time(datetime.now(UTC))
+        with self._write() as db:
+            self._run(db, "INSERT INTO agents (name, settings, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                          "ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, "
+                          "updated_at = excluded.updated_at", (settings.name, settings.model_dump_json(), now, now))
+            if state is not None:
+                self._run(db, "UPDATE agents SET summary = ?, in_context = ?, turn = ?, updated_at = ? WHERE name = ?",
+                          (state.summary, json.dumps(state.in_context), state.turn, now, settings.name))
+
+    def agent_names(self) -> list[str]:
+        return [r["name"] for r in self._query("SELECT name FROM agents ORDER BY name")]
+
+    def delete_agent(self, name: str) -> list[tuple[int, str]]:
+        """Delete an agent with all its records and blocks; returns the (id, tier) of deleted records."""
+        with self._write() as db:
+            rows = self._run(db, "SELECT id, tier FROM records WHERE agent = ?", (name,)).fetchall()
+            self._run(db, "DELETE FROM records WHERE agent = ?", (name,))
+            for r in rows:
+                self._run(db, LOG_CHANGE, (name, r["tier"], r["id"], "delete"))
+            self._run(db, "DELETE FROM core_blocks WHERE agent = ?", (name,))
+            self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
+        return [(int(r["id"]), str(r["tier"])) for r in rows]
+
+    # -- core memory blocks ---------------------------------------------------------------
+    def blocks(self, agent: str) -> list[CoreBlock]:
+        rows = self._query("SELECT label, value, char_limit, read_only, description FROM core_blocks "
+                           f"WHERE agent = ? ORDER BY {self.BLOCK_ORDER}", (agent,))
+        return [CoreBlock(label=r["label"], value=r["value"], limit=r["char_limit"], read_only=bool(r["read_only"]),
+                          description=r["description"]) for r in rows]
+
+    def put_block(self, agent: str, block: CoreBlock) -> None:
+        with self._write() as db:
+            self._run(db, "INSERT INTO core_blocks (agent, label, value, char_limit, read_only, description, "
+                          "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (agent, label) DO UPDATE SET "
+                          "value = excluded.value, char_limit = excluded.char_limit, read_only = excluded.read_only, "
+                          "description = excluded.description, updated_at = excluded.updated_at",
+                      (agent, block.label, block.value, block.limit, block.read_only, block.description,
+                       format_time(datetime.now(UTC))))
+
+    def compare_and_set_block(self, agent: str, label: str, expected: str, value: str) -> bool:
+        """Set a block's value only if it still is `expected` (no lost update between editors)."""
+        with self._write() as db:
+            cursor = self._run(db, "UPDATE core_blocks SET value = ?, updated_at = ? WHERE agent = ? AND label = ? "
+                                   "AND value = ?", (value, format_time(datetime.now(UTC)), agent, label, expected))
+            return bool(cursor.rowcount == 1)
+
+    def delete_block(self, agent: str, label: str) -> bool:
+        with self._write() as db:
+            cursor = self._run(db, "DELETE FROM core_blocks WHERE agent = ? AND label = ?", (agent, label))
+            return bool(cursor.rowcount == 1)
