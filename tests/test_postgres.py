@@ -4,6 +4,7 @@ in a fresh schema: the engine behaves as with SQLite, and two homes can share on
 from __future__ import annotations
 
 import subprocess
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -115,3 +116,28 @@ def test_export_from_sqlite_imports_into_postgres(tmp_path: Path, pg_url: str) -
         assert (report.passages, report.messages, report.reembedded) == (1, 1, False)
         assert target.recall("ana").search("Lisbon")[0].citation.session_id == "s"
         assert target.archival("ana").search("tea", tags=["food"])[0].text == "Ana likes tea"
+
+
+def test_a_slow_writer_on_another_server_is_not_skipped(tmp_path: Path, pg_url: str) -> None:
+    """Two servers write at once: the later change may commit first. A reader that catches up in
+    between must still see the earlier one once it commits (change numbers follow commit order)."""
+    slow, fast, reader = (open_pg(tmp_path / name, pg_url) for name in ("slow", "fast", "reader"))
+    try:
+        reader.archival("app").search("warm up")
+
+        def fast_write_then_read() -> None:
+            fast.archival("app").insert("the fast writer's note")
+            reader.archival("app").search("anything")  # catches up past whatever has committed
+
+        with slow.store._write():  # hold the slow writer's transaction open
+            slow.archival("app").insert("the slow writer's note")
+            other = threading.Thread(target=fast_write_then_read)
+            other.start()
+            other.join(timeout=1.0)  # with commit-ordered changes the fast writer waits for us
+        other.join(timeout=30)
+        texts = {h.text for h in reader.archival("app").search("writer's note", mode="bm25")}
+        assert texts == {"the slow writer's note", "the fast writer's note"}
+        assert reader.verify() == []
+    finally:
+        for mem in (slow, fast, reader):
+            mem.close()

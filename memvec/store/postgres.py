@@ -43,6 +43,9 @@ CREATE TABLE IF NOT EXISTS agents (
 """
 
 
+MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys
+
+
 class PostgresStore(SQLStore):
     PLACEHOLDER = "%s"
     META_TABLE = "memvec_meta"
@@ -56,7 +59,7 @@ class PostgresStore(SQLStore):
         try:
             self._db = psycopg.connect(url, autocommit=True, row_factory=dict_row)
             with self._db.transaction():
-                self._db.execute("SELECT pg_advisory_xact_lock(7406153)")  # one migrator at a time
+                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))  # one migrator at a time
                 for statement in filter(str.strip, SCHEMA.split(";")):
                     self._db.execute(statement)
         except psycopg.Error as exc:
@@ -64,7 +67,11 @@ class PostgresStore(SQLStore):
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
+        """One transaction, holding the store's write lock until it ends: change numbers come from a
+        sequence when a writer starts, so without the lock a later number could commit first and a
+        reader that caught up in between would skip the earlier change for good."""
         with self._lock, self._db.transaction():
+            self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             yield self._db
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
