@@ -21,8 +21,8 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64") -> None:
-        self.home, self.keys, self.model = home, keys, model
+    def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64", store: str | None = None) -> None:
+        self.home, self.keys, self.model, self.store = home, keys, model, store
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -30,10 +30,11 @@ class Server:
 
     def start(self, timeout: float = 120) -> Server:
         env = {**os.environ, "MEMVEC_API_KEYS": self.keys, "HF_HUB_OFFLINE": "1"}
+        store = ["--store", self.store] if self.store else []
         self.home.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "memvec", "--home", str(self.home), "--model", self.model, "serve",
+                [sys.executable, "-m", "memvec", "--home", str(self.home), "--model", self.model, *store, "serve",
                  "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
