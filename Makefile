@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean bench bench-quick bench-full bench-ablation bench-peers
+.PHONY: install test lint check clean bench bench-quick bench-full bench-ablation bench-headroom bench-peers
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -47,6 +47,10 @@ bench-peers: $(PEERS_VENV)/.installed-stamp
 # Retrieval-quality levers, each alone, on both halves of the LoCoMo dev set (~10 min).
 bench-ablation: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.ablation $(BENCH_ARGS)
+
+# Upper bounds on LoCoMo (ceiling, deeper k, oracle fusion weight) from the raw per-method scores (~3 min).
+bench-headroom: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.headroom $(BENCH_ARGS)
 
 check: lint test
 
