@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tqdm import tqdm
 
-from benchmarks import datasets, load, quality, report, speed
+from benchmarks import datasets, load, quality, report, speed, stores
 from benchmarks.harness import MeasuredEmbedder
 from memvec.embed import load_embedder
 
@@ -30,6 +30,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--locomo", type=Path, default=datasets.DEFAULT_LOCOMO, help="LoCoMo JSON file")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (default: packaged MiniLM)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where latest.md/json and plots go")
+    parser.add_argument("--pg", default=stores.DEFAULT_PG, metavar="URL",
+                        help="PostgreSQL server for the store comparison (a fresh schema is made and dropped)")
     return parser.parse_args(argv)
 
 
@@ -71,10 +73,13 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
         bar.set_description(f"scale: {n_records:,} records, flat vs hnsw")
         growth.append(speed.growth_point(n_records, n_queries=30 if args.quick else 100))
         bar.update(1)
+    bar.set_description("stores: SQLite vs PostgreSQL")
+    backends = stores.compare(1000 if args.quick else 10_000, n_queries=30 if args.quick else 200, pg_url=args.pg)
+    bar.update(1)
     bar.set_description("HTTP load: 1, 8, 32 clients")
     http = load.run(args.model, preload=200 if args.quick else 2000, seconds=1.5 if args.quick else 6.0)
     bar.update(1)
-    return {"ingest": ingest, "growth": growth, "http": http}
+    return {"ingest": ingest, "growth": growth, "stores": backends, "http": http}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    stages = 4 + 1 + (1 if args.quick else 3 + int(args.full)) + 1
+    stages = 4 + 1 + (1 if args.quick else 3 + int(args.full)) + 2
     with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
         results = {"quality": run_quality(args, embedder, bar), "speed": run_speed(args, embedder, bar)}
     results["meta"] = report.environment(embedder.inner, args)

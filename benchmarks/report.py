@@ -133,6 +133,20 @@ def _growth_section(growth: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _stores_section(backends: dict[str, Any]) -> list[str]:
+    rows = []
+    for name in ("sqlite", "postgresql"):
+        b = backends[name]
+        rows.append([name, "skipped: " + b["skipped"], "", "", ""] if "skipped" in b else
+                    [name, round(b["records_per_s"]), b["hybrid_ms"]["p50"], b["hybrid_ms"]["p99"],
+                     round(b["cold_start_s"], 2)])
+    return [f"## Store backends ({backends['n']:,} records, synthetic vectors: no model cost)", "",
+            "Same records and index code; ingest in batches of 256 (one transaction each); the cold start is "
+            "the first search of a home without index files, rebuilt from the store's embeddings (what a new "
+            "server sharing a PostgreSQL database does).", "",
+            _table(["store", "ingest records/s", "hybrid p50 ms", "hybrid p99 ms", "cold start s"], rows), ""]
+
+
 def _http_section(http: dict[str, Any]) -> list[str]:
     rows = [[op, level["clients"], level["requests"], level["errors"], round(level["rps"], 1), level["p50_ms"],
              level["p99_ms"]] for op in ("search", "insert") for level in http[op]]
@@ -154,6 +168,8 @@ def markdown(results: dict[str, Any]) -> str:
            "Medians and ratios come from this one run. Plots: `recall_at_k.png`, `latency_vs_n.png`.", ""]
     out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
     out += _speed_section(results["speed"]) + _growth_section(results["speed"]["growth"])
+    if "stores" in results["speed"]:
+        out += _stores_section(results["speed"]["stores"])
     if "http" in results["speed"]:
         out += _http_section(results["speed"]["http"])
     return "\n".join(out) + "\n"

@@ -46,6 +46,27 @@ def real_memory(home: Path, minilm: Embedder) -> Iterator[Memory]:
     mem.close()
 
 
+def start_postgres(url: str) -> str:
+    """Make sure the PostgreSQL server behind `url` is up, starting the local cluster if it is not
+    (see the machine notes); returns "" when it is up, else what went wrong."""
+    import psycopg
+
+    try:
+        psycopg.connect(url, connect_timeout=3).close()
+        return ""
+    except psycopg.OperationalError:
+        pass
+    versions = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()
+    for version in versions:
+        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"], check=False,
+                       capture_output=True, timeout=60)
+    try:
+        psycopg.connect(url, connect_timeout=10).close()
+        return ""
+    except psycopg.OperationalError as exc:
+        return str(exc)
+
+
 def run_cli(*args: str, home: Path, check: bool = True, timeout: float = 300,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the installed `memvec` entry point in a real subprocess."""

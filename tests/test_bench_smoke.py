@@ -8,22 +8,31 @@ from pathlib import Path
 import pytest
 
 from benchmarks.__main__ import main
-from tests.conftest import LOCOMO
+from benchmarks.stores import DEFAULT_PG
+from tests.conftest import LOCOMO, start_postgres
 
 
 @pytest.mark.slow
 def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     if not LOCOMO.exists():
         pytest.skip(f"{LOCOMO} is absent")
+    postgres_problem = start_postgres(DEFAULT_PG)
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     report = (tmp_path / "latest.md").read_text()
-    for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Speed", "## Growth with N"):
+    for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Speed", "## Growth with N",
+                    "## Store backends"):
         assert heading in report
     results = json.loads((tmp_path / "latest.json").read_text())
     kv = results["quality"]["synthetic key-value"]["scores"]
     assert kv["bm25"]["overall"]["recall@10"] > kv["vector"]["overall"]["recall@10"]
     para = results["quality"]["synthetic paraphrase"]["scores"]
     assert para["vector"]["overall"]["recall@10"] > para["bm25"]["overall"]["recall@10"]
+    backends = results["speed"]["stores"]
+    assert backends["sqlite"]["records_per_s"] > 0
+    if postgres_problem:
+        assert backends["postgresql"]["skipped"]
+    else:
+        assert backends["postgresql"]["records_per_s"] > 0
     assert (tmp_path / "recall_at_k.png").stat().st_size > 10_000
     assert (tmp_path / "latency_vs_n.png").stat().st_size > 10_000
 

@@ -3,7 +3,6 @@ in a fresh schema: the engine behaves as with SQLite, and two homes can share on
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 import uuid
@@ -17,28 +16,16 @@ import pytest
 from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
 from memvec.transfer import export_agent, import_agent
-from tests.conftest import run_cli
+from tests.conftest import run_cli, start_postgres
 from tests.service_helpers import Server
 
 BASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def ensure_postgres() -> None:
-    import psycopg
-
-    try:
-        psycopg.connect(BASE_URL, connect_timeout=3).close()
-        return
-    except psycopg.OperationalError:
-        pass
-    versions = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()
-    for version in versions:
-        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"], check=False,
-                       capture_output=True, timeout=60)
-    try:
-        psycopg.connect(BASE_URL, connect_timeout=10).close()
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"PostgreSQL is not available and could not be started: {exc}")
+    problem = start_postgres(BASE_URL)
+    if problem:
+        pytest.skip(f"PostgreSQL is not available and could not be started: {problem}")
 
 
 @pytest.fixture
