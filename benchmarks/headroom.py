@@ -8,8 +8,8 @@ scores (`Hit.scores`). From those, without touching the engine again:
 - R@10/20/50 of the default ranking (its own k=10 search for R@10, so the default is exact);
 - an *oracle* fusion weight: per question, the best of 21 convex weights (0, 0.05, ..., 1). No
   setting of the fusion stage can beat it, so it bounds what tuning the weight can reach;
-- fusion variants computed from the same raw scores (z-score, theoretical minimum as in Bruch et
-  al. 2022, a session-level score added to each record's own);
+- fusion variants computed from the same raw scores (without the session-level score, z-score,
+  theoretical minimum as in Bruch et al. 2022);
 - the misses split by where their best evidence record ranks and whether it shares any BM25 term
   with the question.
 
@@ -113,6 +113,10 @@ def zscore(values: Array) -> Array:
     return (values - values.mean()) / spread if spread > 1e-12 else np.zeros_like(values)
 
 
+def zscore_fusion(q: Scored) -> Array:
+    return 0.5 * zscore(q.vector) + 0.5 * zscore(q.bm25)
+
+
 def theoretical_min(q: Scored) -> Array:
     """Bruch et al.'s TM2C2: scale by the observed maximum from the scorer's lowest possible value
     (-1 for cosine, 0 for BM25) instead of from the observed minimum."""
@@ -120,22 +124,23 @@ def theoretical_min(q: Scored) -> Array:
     return 0.5 * (q.vector + 1) / (q.vector.max() + 1) + 0.5 * q.bm25 / bm25_top
 
 
-def with_session_score(q: Scored, share: float = 0.5) -> Array:
-    """Each record's scores plus `share` times the mean score of its session (a session-level signal)."""
+def with_sessions(q: Scored, weight: float = 1.0) -> Scored:
+    """Each record's scores plus `weight` times the mean scores of its session, as the engine's hybrid
+    search does (memvec.index.sessions); records without a session keep their own."""
     vector, bm25 = q.vector.copy(), q.bm25.copy()
-    for session in np.unique(q.sessions):
+    for session in np.unique(q.sessions[q.sessions != ""]):
         rows = q.sessions == session
-        vector[rows] += share * q.vector[rows].mean()
-        bm25[rows] += share * q.bm25[rows].mean()
-    return convex(Scored(q.keys, q.sessions, vector, bm25, q.evidence, {}), 0.5)
+        vector[rows] += weight * q.vector[rows].mean()
+        bm25[rows] += weight * q.bm25[rows].mean()
+    return Scored(q.keys, q.sessions, vector, bm25, q.evidence, q.default_tops)
 
 
-OVER_ALL = "convex min-max w=0.5 over all records"
+OVER_ALL = "default: own + session scores, min-max w=0.5, over all records"
 VARIANTS: dict[str, Callable[[Scored], Array]] = {
-    OVER_ALL: lambda q: convex(q, 0.5),
-    "z-score, w=0.5": lambda q: 0.5 * zscore(q.vector) + 0.5 * zscore(q.bm25),
-    "theoretical minimum (TM2C2), w=0.5": theoretical_min,
-    "+ session-level score (mean of its session, share 0.5)": with_session_score,
+    OVER_ALL: lambda q: convex(with_sessions(q), 0.5),
+    "own scores only (no session-level score)": lambda q: convex(q, 0.5),
+    "z-score, w=0.5 (with session scores)": lambda q: zscore_fusion(with_sessions(q)),
+    "theoretical minimum (TM2C2), w=0.5 (with session scores)": lambda q: theoretical_min(with_sessions(q)),
 }
 
 
@@ -144,6 +149,8 @@ def recall_at(questions: list[Scored], rank_of: Callable[[Scored], int | None], 
 
 
 def oracle_rank(q: Scored) -> int | None:
+    """The best rank any of the fusion weights gives (on the default scores, session included)."""
+    q = with_sessions(q)
     ranks = [first_hit(q.keys, ranked_by(convex(q, w)), q.evidence) for w in WEIGHTS]
     found = [r for r in ranks if r is not None]
     return min(found) if found else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +42,20 @@ def disk_bytes(home: Path) -> int:
     return sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
 
 
-def _records(texts: Iterable[str], agent: str = "bench") -> list[NewRecord]:
-    return [NewRecord.model_validate({"agent": agent, "tier": "archival", "text": t}) for t in texts]
+SESSION_SIZE = 50  # records per session (a conversation or a document), so the session-level score has work
+
+
+def _records(texts: list[str], first: int, agent: str = "bench") -> list[NewRecord]:
+    return [NewRecord.model_validate({"agent": agent, "tier": "archival", "text": t,
+                                      "citation": {"session_id": f"s{(first + i) // SESSION_SIZE}"}})
+            for i, t in enumerate(texts)]
 
 
 def _ingest(mem: Memory, texts: list[str], batch: int = BATCH, progress: Callable[[int], None] | None = None
             ) -> float:
     started = time.perf_counter()
     for start in range(0, len(texts), batch):
-        mem.insert(_records(texts[start:start + batch]))
+        mem.insert(_records(texts[start:start + batch], start))
         if progress:
             progress(min(batch, len(texts) - start))
     return time.perf_counter() - started
@@ -74,7 +79,7 @@ def summary_ms(values: list[float]) -> dict[str, float]:
 
 
 MODES = {"token": {"mode": "token"}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"},
-         "hybrid": {"mode": "hybrid"}}
+         "hybrid": {"mode": "hybrid"}, "hybrid without session score": {"mode": "hybrid", "session_weight": 0.0}}
 
 
 def ingest_and_query(model: Embedder, n: int, n_queries: int = 200, progress: Callable[[int], None] | None = None

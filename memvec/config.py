@@ -29,6 +29,10 @@ class SearchSettings(BaseModel):
     rrf_k: int = Field(default=60, ge=1)
     candidate_factor: int = Field(default=10, ge=1, description="over-fetch: k * factor candidates per method")
     min_candidates: int = Field(default=50, ge=1)
+    session_weight: float = Field(
+        default=1.0, ge=0.0, le=10.0,
+        description="hybrid: add this times the mean score of a record's session (or document) to its own "
+                    "vector and BM25 scores before fusion; 0 turns the session-level signal off")
 
 
 class IndexSettings(BaseModel):

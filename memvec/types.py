@@ -241,6 +241,8 @@ class SearchRequest(BaseModel):
     mode: SearchMode = SearchMode.HYBRID
     fusion: Fusion | None = None
     vector_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    session_weight: float | None = Field(default=None, ge=0.0, le=10.0,
+                                         description="hybrid: weight of the session-level score (None: the default)")
     filters: SearchFilters = Field(default_factory=SearchFilters)
 
 

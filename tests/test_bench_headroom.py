@@ -16,7 +16,7 @@ from benchmarks.headroom import (
     ranked_by,
     score_task,
     summarize,
-    with_session_score,
+    with_sessions,
 )
 from memvec.embed import Embedder
 
@@ -45,7 +45,7 @@ def test_oracle_finds_a_weight_that_default_fusion_misses() -> None:
 def test_session_score_lifts_a_record_of_the_matching_session() -> None:
     q = scored(vector=[0.5, 0.5, 0.9, 0.1], bm25=[1.0, 1.0, 0.0, 0.0], evidence={"D1:0"},
                sessions=["a", "b", "a", "b"])
-    fused = with_session_score(q)
+    fused = convex(with_sessions(q), 0.5)
     assert fused[0] > fused[1]  # equal own scores; session "a" scores higher
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from memvec import Memory, ModelMismatchError, Tier
 from memvec.embed import HashingEmbedder
-from memvec.index.files import LEXICAL_FILE, MANIFEST_FILE, VECTOR_FILE, read_manifest
+from memvec.index.files import LEXICAL_FILE, MANIFEST_FILE, SESSIONS_FILE, VECTOR_FILE, read_manifest
 
 
 def fill(home: Path, n: int = 40, dim: int = 64) -> list[int]:
@@ -32,18 +32,19 @@ def test_index_is_saved_with_a_manifest(home: Path) -> None:
     manifest = read_manifest(index_dir(home))
     assert (manifest.model_id, manifest.dim, manifest.record_count) == ("hash:64", 64, len(ids))
     assert manifest.last_change == len(ids)
-    assert set(manifest.checksums) == {VECTOR_FILE, LEXICAL_FILE}
+    assert set(manifest.checksums) == {VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE}
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
         assert mem.verify() == []
 
 
 @pytest.mark.parametrize("damage", ["delete-vector", "delete-lexical", "corrupt-vector", "corrupt-lexical",
-                                    "delete-manifest", "garbage-manifest"])
+                                    "delete-sessions", "corrupt-sessions", "delete-manifest", "garbage-manifest"])
 def test_missing_or_corrupt_files_are_rebuilt_never_trusted(home: Path, damage: str) -> None:
     fill(home)
     _, expected = reopen_and_search(home)
     action, which = damage.split("-")
-    path = index_dir(home) / {"vector": VECTOR_FILE, "lexical": LEXICAL_FILE, "manifest": MANIFEST_FILE}[which]
+    path = index_dir(home) / {"vector": VECTOR_FILE, "lexical": LEXICAL_FILE, "sessions": SESSIONS_FILE,
+                              "manifest": MANIFEST_FILE}[which]
     if action == "delete":
         path.unlink()
     elif action == "corrupt":

@@ -20,6 +20,7 @@ from memvec.embed.base import Embedder, embed_records
 from memvec.errors import IndexFileError
 from memvec.index.files import (
     LEXICAL_FILE,
+    SESSIONS_FILE,
     VECTOR_FILE,
     Manifest,
     check_files,
@@ -30,12 +31,14 @@ from memvec.index.files import (
     write_manifest,
 )
 from memvec.index.lexical import BM25Index
+from memvec.index.sessions import SessionTable
 from memvec.index.tokenize import date_words, tokenize
 from memvec.index.vector import HnswParams, VectorIndex
 from memvec.store.base import EmbeddingBatch, Store
 from memvec.types import Tier
 
 log = logging.getLogger("memvec.index")
+INDEX_FILES = (VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE)
 
 
 @dataclass
@@ -61,6 +64,7 @@ class TierIndex:
         self.lock = threading.RLock()
         self.vector = self._empty_vector()
         self.lexical = self._empty_lexical()
+        self.sessions = SessionTable(embedder.dim)
         self.applied = 0
         self.unsaved = 0
 
@@ -106,6 +110,7 @@ class TierIndex:
         try:
             self.vector = VectorIndex.load(self.directory / VECTOR_FILE)
             self.lexical = BM25Index.load(self.directory / LEXICAL_FILE)
+            self.sessions = SessionTable.load(self.directory / SESSIONS_FILE)
         except (OSError, ValueError, KeyError) as exc:
             raise IndexFileError(f"cannot read index files in {self.directory}: {exc}") from exc
         self.applied = manifest.last_change
@@ -133,7 +138,9 @@ class TierIndex:
                 final[change.record_id] = change.op
             removed = [i for i, op in final.items() if op == "delete" and i in self.lexical]
             added = [i for i, op in final.items() if op == "add" and i not in self.lexical]
-            self.vector.remove(np.array(removed, dtype=np.int64))
+            removed_ids = np.array(removed, dtype=np.int64)
+            self.sessions.remove(removed_ids, self.vector.vectors_for(removed_ids))
+            self.vector.remove(removed_ids)
             self.lexical.remove(removed)
             for batch in self.store.embeddings(self.agent, self.tier, added):
                 self._add_batch(batch)
@@ -158,6 +165,7 @@ class TierIndex:
             vectors = vectors.copy()
             vectors[stale] = fresh
         self.vector.add(batch.ids, vectors)
+        self.sessions.add(batch.ids, batch.sessions, vectors)
         for row, record_id in enumerate(batch.ids.tolist()):
             self.lexical.add_fields(record_id, self._lexical_fields(batch, row))
         return len(stale)
@@ -177,6 +185,7 @@ class TierIndex:
         with self.lock:
             self.applied = self.store.last_change(self.agent, self.tier)
             self.vector, self.lexical = self._empty_vector(), self._empty_lexical()
+            self.sessions = SessionTable(self.embedder.dim)
             reembedded = sum(self._add_batch(b) for b in self.store.embeddings(self.agent, self.tier))
             self.catch_up()  # anything written while we read
             self.save()
@@ -187,10 +196,11 @@ class TierIndex:
         with self.lock, directory_lock(self.directory):
             write_atomically(self.directory / VECTOR_FILE, self.vector.save)
             write_atomically(self.directory / LEXICAL_FILE, self.lexical.save)
+            write_atomically(self.directory / SESSIONS_FILE, self.sessions.save)
             fields = self._manifest_fields()
             manifest = Manifest.model_validate({
                 **fields, "record_count": len(self.lexical), "last_change": self.applied,
-                "checksums": {name: sha256_file(self.directory / name) for name in (VECTOR_FILE, LEXICAL_FILE)},
+                "checksums": {name: sha256_file(self.directory / name) for name in INDEX_FILES},
             })
             write_manifest(self.directory, manifest)
             self.unsaved = 0

@@ -20,6 +20,7 @@ from memvec.search.fuse import convex, rrf
 from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
 
 Ids = npt.NDArray[np.int64]
+Scores = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,28 @@ def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings,
         return Ranked(union, np.zeros(0, dtype=np.float32))
     vector = index.vector.vectors_for(union) @ query_vector
     bm25 = index.lexical.scores_for(slot_scores, union.tolist())
+    session_weight = settings.session_weight if request.session_weight is None else request.session_weight
+    with_vector, with_bm25 = _with_sessions(index, session_weight, union, vector, bm25, query_vector, slot_scores)
     if (request.fusion or settings.fusion) is Fusion.RRF:
-        fused = rrf(vector, bm25, settings.rrf_k)
+        fused = rrf(with_vector, with_bm25, settings.rrf_k)
     else:
         weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
-        fused = convex(vector, bm25, weight)
+        fused = convex(with_vector, with_bm25, weight)
     order = np.lexsort((union, -fused))[:request.k]
     return Ranked(union[order], fused[order], vector=vector[order], bm25=bm25[order])
+
+
+def _with_sessions(index: TierIndex, weight: float, union: Ids, vector: Scores, bm25: Scores,
+                   query_vector: Scores, slot_scores: Scores) -> tuple[Scores, Scores]:
+    """Each candidate's scores plus `weight` times its session's mean scores (memvec.index.sessions).
+    Hits still report their own scores; only the fused score carries the session's."""
+    sessions = index.sessions
+    if weight <= 0 or len(sessions) == 0:
+        return vector, bm25
+    matched = np.flatnonzero(slot_scores > 0)
+    bm25_means = sessions.score_means(index.lexical.slot_ids()[matched], slot_scores[matched])
+    return (vector + weight * sessions.spread(union, sessions.vector_means(query_vector)),
+            bm25 + weight * sessions.spread(union, bm25_means))
 
 
 def _token(index: TierIndex, request: SearchRequest) -> Ranked:

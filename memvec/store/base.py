@@ -42,6 +42,7 @@ class EmbeddingBatch:
     models: list[str | None]
     contexts: list[str | None]
     created_at: list[str]
+    sessions: list[str | None]
 
 
 class Store(Protocol):

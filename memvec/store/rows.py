@@ -14,7 +14,7 @@ from memvec.store.base import EmbeddingBatch
 from memvec.types import Citation, Record, SearchFilters, Tier
 
 RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted"
-EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at"
+EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at, session_id"
 
 
 def format_time(value: datetime) -> str:
@@ -67,7 +67,7 @@ def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
 
 
 def embedding_batch(rows: Sequence[Any]) -> EmbeddingBatch:
-    """Rows with id, text, embedding, embedding_model, context, created_at (by name) -> a batch."""
+    """Rows with the EMBEDDING_COLUMNS (by name) -> a batch."""
     ids = np.array([r["id"] for r in rows], dtype=np.int64)
     blobs = [bytes(r["embedding"]) if r["embedding"] is not None else b"" for r in rows]
     dims = {len(b) // 4 for b in blobs if b}
@@ -81,4 +81,5 @@ def embedding_batch(rows: Sequence[Any]) -> EmbeddingBatch:
         else:
             models.append(None)
     return EmbeddingBatch(ids=ids, vectors=vectors, texts=[r["text"] for r in rows], models=models,
-                          contexts=[r["context"] for r in rows], created_at=[r["created_at"] for r in rows])
+                          contexts=[r["context"] for r in rows], created_at=[r["created_at"] for r in rows],
+                          sessions=[r["session_id"] for r in rows])

@@ -1,0 +1,123 @@
+"""Session-level scores: a record also scores as the mean of its session.
+
+A turn or a chunk is often found through its neighbours: the session (or document) as a whole
+matches a question even where the one turn that answers it shares little with it. Per session the
+table keeps the sum of its records' vectors and their count, so the mean cosine of a session with
+a query is (sum · q) / count, the session's centroid score, and its mean BM25 score is the sum of
+its records' non-zero scores over the count. Records without a session get no session score.
+Derived like the other index files: built from the store, saved beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+Ids = npt.NDArray[np.int64]
+Scores = npt.NDArray[np.float32]
+
+
+class SessionTable:
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._names: list[str] = []
+        self._row_of_name: dict[str, int] = {}
+        self._sums = np.zeros((16, dim), dtype=np.float32)
+        self._counts = np.zeros(16, dtype=np.int64)
+        self._row_of_id: dict[int, int] = {}
+        self._lookup: tuple[Ids, Ids] | None = None  # (sorted ids, their rows), rebuilt after a change
+
+    def __len__(self) -> int:
+        """How many records belong to a session."""
+        return len(self._row_of_id)
+
+    def _row(self, session: str) -> int:
+        row = self._row_of_name.get(session)
+        if row is None:
+            row = len(self._names)
+            self._names.append(session)
+            self._row_of_name[session] = row
+            if row == len(self._counts):
+                self._sums = np.concatenate([self._sums, np.zeros_like(self._sums)])
+                self._counts = np.concatenate([self._counts, np.zeros_like(self._counts)])
+        return row
+
+    def add(self, ids: Ids, sessions: list[str | None], vectors: npt.NDArray[np.float32]) -> None:
+        for record_id, session, vector in zip(ids.tolist(), sessions, vectors, strict=True):
+            if session is None or record_id in self._row_of_id:
+                continue
+            row = self._row(session)
+            self._sums[row] += vector
+            self._counts[row] += 1
+            self._row_of_id[record_id] = row
+        self._lookup = None
+
+    def remove(self, ids: Ids, vectors: npt.NDArray[np.float32]) -> None:
+        """Forget records; `vectors` are the ones they were added with."""
+        for record_id, vector in zip(ids.tolist(), vectors, strict=True):
+            row = self._row_of_id.pop(record_id, None)
+            if row is None:
+                continue
+            self._counts[row] -= 1
+            self._sums[row] = self._sums[row] - vector if self._counts[row] else 0.0  # no rounding residue
+        self._lookup = None
+
+    def rows_for(self, ids: Ids) -> Ids:
+        """The session row of each id (-1: no session)."""
+        if self._lookup is None:
+            known = np.fromiter(self._row_of_id, dtype=np.int64, count=len(self._row_of_id))
+            order = np.argsort(known)
+            rows = np.fromiter(self._row_of_id.values(), dtype=np.int64, count=len(known))
+            self._lookup = (known[order], rows[order])
+        known, rows = self._lookup
+        if len(known) == 0:
+            return np.full(len(ids), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(known, ids), len(known) - 1)
+        return np.where(known[at] == ids, rows[at], -1)
+
+    def vector_means(self, query: npt.NDArray[np.float32]) -> Scores:
+        """Mean cosine of each session's records with `query` (its centroid score)."""
+        n = len(self._names)
+        means = (self._sums[:n] @ query) / np.maximum(self._counts[:n], 1)
+        return np.asarray(means, dtype=np.float32)
+
+    def score_means(self, ids: Ids, scores: Scores) -> Scores:
+        """Mean score per session, given the non-zero `scores` of `ids` (all others score 0)."""
+        n = len(self._names)
+        rows = self.rows_for(ids)
+        inside = rows >= 0
+        sums = np.bincount(rows[inside], weights=scores[inside], minlength=n)[:n]
+        return (sums / np.maximum(self._counts[:n], 1)).astype(np.float32)
+
+    def spread(self, ids: Ids, per_session: Scores) -> Scores:
+        """Each id's session score (0 for ids without a session)."""
+        rows = self.rows_for(ids)
+        out = np.zeros(len(ids), dtype=np.float32)
+        out[rows >= 0] = per_session[rows[rows >= 0]]
+        return out
+
+    # -- persistence ----------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        n = len(self._names)
+        with open(path, "wb") as fh:
+            np.savez(fh, dim=np.array([self.dim]), sums=self._sums[:n], counts=self._counts[:n],
+                     names=np.frombuffer(json.dumps(self._names).encode(), dtype=np.uint8),
+                     ids=np.fromiter(self._row_of_id, dtype=np.int64, count=len(self._row_of_id)),
+                     rows=np.fromiter(self._row_of_id.values(), dtype=np.int64, count=len(self._row_of_id)))
+
+    @classmethod
+    def load(cls, path: Path) -> SessionTable:
+        with np.load(path, allow_pickle=False) as data:
+            table = cls(int(data["dim"][0]))
+            table._names = json.loads(data["names"].tobytes().decode())
+            table._row_of_name = {name: row for row, name in enumerate(table._names)}
+            n = max(len(table._names), 16)
+            table._sums = np.zeros((n, table.dim), dtype=np.float32)
+            table._counts = np.zeros(n, dtype=np.int64)
+            table._sums[:len(table._names)] = data["sums"]
+            table._counts[:len(table._names)] = data["counts"]
+            table._row_of_id = dict(zip(data["ids"].tolist(), data["rows"].tolist(), strict=True))
+        return table
