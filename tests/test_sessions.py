@@ -61,7 +61,8 @@ def test_session_means_match_brute_force(ops: list[tuple[str, int, str | None]],
     np.testing.assert_allclose(vector_spread, [means[members[i]] for i in ids.tolist()], rtol=1e-4, atol=1e-4)
     matched = ids[::2]  # BM25: only some records score, the rest count as 0
     bm25 = {i: float(i % 7 + 1) for i in matched.tolist()}
-    got = table.spread(ids, table.score_means(matched, np.array([bm25[i] for i in matched.tolist()], np.float32)))
+    rows = table.rows_for(matched)
+    got = table.spread(ids, table.score_means(rows, np.array([bm25[i] for i in matched.tolist()], np.float32)))
     means = expected_means(members, bm25)
     np.testing.assert_allclose(got, [means[members[i]] for i in ids.tolist()], rtol=1e-5)
     assert len(table) == len(members)
@@ -125,3 +126,33 @@ def test_deleting_a_record_updates_its_session_and_survives_reopen(home: Path) -
         index = mem.engine.tier_index("ana", results[0].record.tier)
         assert len(index.sessions) == 5
         assert mem.verify() == []
+
+
+def test_slot_to_session_cache_follows_adds_deletes_and_compaction(home: Path) -> None:
+    def fresh(index: object) -> tuple[np.ndarray, np.ndarray]:
+        rows = index.sessions.rows_for(index.lexical.slot_ids())  # type: ignore[attr-defined]
+        return np.flatnonzero(rows >= 0), rows[rows >= 0]
+
+    def check(mem: Memory, index: object) -> None:
+        mem.search(SearchRequest(agent="ana", tier="archival", query="note about topic"))  # catches up
+        cached, expected = index.slot_sessions(), fresh(index)  # type: ignore[attr-defined]
+        np.testing.assert_array_equal(cached[0], expected[0])
+        np.testing.assert_array_equal(cached[1], expected[1])
+
+    records = [NewRecord(agent="ana", tier="archival", text=f"note {i} about topic {i % 7}",
+                         citation={"session_id": f"doc{i % 9}"} if i % 5 else {}) for i in range(120)]
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        ids = [r.record.id for r in mem.insert(records)]
+        index = mem.engine.tier_index("ana", records[0].tier)
+        check(mem, index)
+        for record_id in ids[:20]:  # dead slots stay until the save compacts them
+            mem.engine.delete("ana", record_id)
+        check(mem, index)
+        index.save()
+        check(mem, index)
+        for record_id in ids[20:70]:  # below 75% live slots: the BM25 index compacts at once
+            mem.engine.delete("ana", record_id)
+        check(mem, index)
+        mem.insert([NewRecord(agent="ana", tier="archival", text="late note about topic 3",
+                              citation={"session_id": "doc3"})])
+        check(mem, index)

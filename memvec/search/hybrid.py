@@ -81,8 +81,8 @@ def _with_sessions(index: TierIndex, weight: float, union: Ids, vector: Scores, 
     sessions = index.sessions
     if weight <= 0 or len(sessions) == 0:
         return vector, bm25
-    matched = np.flatnonzero(slot_scores > 0)
-    bm25_means = sessions.score_means(index.lexical.slot_ids()[matched], slot_scores[matched])
+    slots, rows = index.slot_sessions()
+    bm25_means = sessions.score_means(rows, slot_scores[slots])
     return (vector + weight * sessions.spread(union, sessions.vector_means(query_vector)),
             bm25 + weight * sessions.spread(union, bm25_means))
 
