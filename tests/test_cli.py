@@ -134,3 +134,20 @@ def test_internal_error_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(cli, [command, "--help"]) == 0
     assert "Usage: memvec" in capsys.readouterr().out
+
+
+def test_session_weight_option_changes_only_the_fused_score(memvec: Cli) -> None:
+    for text, session in (("the lake trip had a tent", "trip"), ("the tent was green", "trip"),
+                          ("my tent order shipped", "shop")):
+        assert memvec("add", text, "--agent", "a", "--tier", "recall", "--role", "me", "--session", session)[0] == 0
+    scores = {}
+    for weight in ("0", "2"):
+        code, out, _ = memvec("search", "tent", "--agent", "a", "--tier", "recall", "--json",
+                              "--session-weight", weight)
+        assert code == 0
+        scores[weight] = {h["text"]: (h["score"], h["scores"]["bm25"]) for h in json.loads(out)}
+    for text, (_fused, bm25) in scores["2"].items():
+        assert bm25 == scores["0"][text][1]  # hits report their own scores either way
+    assert scores["2"] != scores["0"]
+    code, _, err = memvec("search", "tent", "--agent", "a", "--tier", "recall", "--session-weight", "-1")
+    assert code == 2 and "session_weight" in err
