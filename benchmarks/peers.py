@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             "Each system indexes every turn of each dev conversation as `speaker: text` with the packaged "
             "all-MiniLM-L6-v2 and answers every question with evidence; recall@10 = any evidence turn in "
             "the top 10. Query latency includes embedding the query. memvec runs with its defaults "
-            "(hybrid fusion, session-context and date indexing).", "",
+            "(hybrid fusion with the session-level score, session-context and date indexing).", "",
             _table(["system", "recall@10", "index s", "query p50 ms", "query p99 ms", "data"], rows), ""]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "peers.md").write_text("\n".join(text))
