@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -151,6 +152,26 @@ def test_openapi_docs_are_served(server: Server) -> None:
     spec = client(server, None).get("/openapi.json").json()
     assert "/v1/agents/{agent_id}/archival-memory/search" in spec["paths"]
     assert client(server, None).get("/docs").status_code == 200
+
+
+def test_search_takes_the_ranking_overrides(server: Server) -> None:
+    api = client(server)
+    make_agent(api, "ana")
+    for text, session in (("the lake trip had a tent", "trip"), ("the tent was green", "trip"),
+                          ("my tent order shipped", "shop")):
+        api.post("/v1/agents/ana/messages", json={"messages": [{"role": "user", "content": text}],
+                                                  "session_id": session})
+    url = "/v1/agents/ana/recall-memory/search"
+    fused = {}
+    for params in ({}, {"session_weight": 0}, {"fusion": "rrf"}, {"vector_weight": 1.0}):
+        response = api.get(url, params={"query": "tent", **params})
+        assert response.status_code == 200, response.text
+        fused[json.dumps(params)] = [round(h["score"], 6) for h in response.json()["hits"]]
+    assert len(set(map(tuple, fused.values()))) == 4  # each override changes the fused scores
+    for bad in ({"vector_weight": 1.5}, {"session_weight": -1}, {"fusion": "max"}):
+        assert api.get(url, params={"query": "tent", **bad}).status_code == 422
+    spec = api.get("/openapi.json").json()["paths"]["/v1/agents/{agent_id}/recall-memory/search"]
+    assert {"fusion", "vector_weight", "session_weight"} <= {p["name"] for p in spec["get"]["parameters"]}
 
 
 def test_parallel_clients_lose_no_write_and_see_no_torn_result(server: Server) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import FastAPI, HTTPException, Path, Query, Response
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Response
 
 from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
 from memvec.service.auth import Principal
@@ -19,7 +19,7 @@ from memvec.service.schemas import (
     PassageOut,
 )
 from memvec.transfer import AgentExport, ImportReport, export_agent, import_agent
-from memvec.types import MAX_K, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
+from memvec.types import MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
 
 PassageId = Annotated[int, Path(ge=1, le=2**62)]
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -29,15 +29,25 @@ QueryText = Annotated[str, Query(min_length=1, max_length=4096)]
 Tags = Annotated[list[str] | None, Query(max_length=32)]
 
 
+def ranking(fusion: Fusion | None = None,
+            vector_weight: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
+            session_weight: Annotated[float | None, Query(ge=0.0, le=10.0)] = None) -> dict[str, object]:
+    """Hybrid-search overrides shared by both search endpoints (None: the server's defaults)."""
+    return {"fusion": fusion, "vector_weight": vector_weight, "session_weight": session_weight}
+
+
+Ranking = Annotated[dict[str, object], Depends(ranking)]
+
+
 def _page(service: ServiceState, agent: str, tier: Tier, limit: int, offset: int, newest_first: bool) -> Page:
     items = service.memory.engine.list_records(agent, tier, limit=limit, offset=offset, newest_first=newest_first)
     return Page(items=items, limit=limit, offset=offset, total=service.memory.store.count(agent, tier))
 
 
 def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: int, mode: SearchMode,
-            filters: dict[str, object]) -> HitsOut:
-    request = SearchRequest(agent=agent, tier=tier, query=query, k=top_k, mode=mode,
-                            filters=SearchFilters.model_validate(filters))
+            filters: dict[str, object], ranking: dict[str, object]) -> HitsOut:
+    request = SearchRequest.model_validate({"agent": agent, "tier": tier, "query": query, "k": top_k, "mode": mode,
+                                            "filters": SearchFilters.model_validate(filters), **ranking})
     return HitsOut(query=query, hits=service.memory.search(request))
 
 
@@ -66,12 +76,13 @@ def add_routes(app: FastAPI) -> None:
 
     @app.get("/v1/agents/{agent_id}/archival-memory/search", response_model=HitsOut, tags=["archival memory"])
     def search_passages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
-                        top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID, tags: Tags = None,
+                        ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID, tags: Tags = None,
                         tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
                         start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> HitsOut:
         visible_agent(agent_id, principal, service)
         return _search(service, agent_id, Tier.ARCHIVAL, query, top_k, mode,
-                       {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime})
+                       {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime},
+                       ranking)
 
     @app.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", status_code=204, tags=["archival memory"])
     def delete_passage(agent_id: AgentId, passage_id: PassageId, principal: Caller, service: Service) -> Response:
@@ -98,13 +109,14 @@ def add_routes(app: FastAPI) -> None:
 
     @app.get("/v1/agents/{agent_id}/recall-memory/search", response_model=HitsOut, tags=["messages"])
     def search_messages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
-                        top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID,
+                        ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID,
                         roles: Annotated[list[str] | None, Query(max_length=16)] = None,
                         session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
                         start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> HitsOut:
         visible_agent(agent_id, principal, service)
         return _search(service, agent_id, Tier.RECALL, query, top_k, mode,
-                       {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime})
+                       {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime},
+                       ranking)
 
     @app.get("/v1/agents/{agent_id}/export", response_model=AgentExport, tags=["export"])
     def export(agent_id: AgentId, principal: Caller, service: Service, embeddings: bool = True) -> AgentExport:
