@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -58,3 +59,56 @@ class Server:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(timeout=60)
+
+
+class WriteLoad:
+    """Writer threads posting distinct passages to agent `ana` on each server until stopped. Only
+    what a server acknowledged (201) is kept: a write killed mid-request was never promised."""
+
+    def __init__(self, servers: list[Server], *, writers_per_server: int = 6) -> None:
+        self.acknowledged: list[tuple[int, str]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._write, args=(srv, f"{n}w{w}"))
+                         for n, srv in enumerate(servers) for w in range(writers_per_server)]
+
+    def _write(self, srv: Server, writer: str) -> None:
+        with httpx.Client(base_url=srv.url, timeout=60) as api:
+            for i in range(100_000):
+                if self._stop.is_set():
+                    return
+                text = f"durable {writer} n{i} token{writer}x{i}"
+                try:
+                    response = api.post("/v1/agents/ana/archival-memory", json={"text": text})
+                except httpx.TransportError:
+                    return
+                if response.status_code == 201:
+                    with self._lock:
+                        self.acknowledged.append((response.json()[0]["id"], text))
+
+    def start(self) -> WriteLoad:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def wait_for(self, count: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.acknowledged) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(self.acknowledged) >= count, "the servers must acknowledge writes before the kill"
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+
+def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[int, str]], *, every: int = 10) -> None:
+    """Every acknowledged passage is listed, and a sample is found by its unique token."""
+    with httpx.Client(base_url=srv.url, timeout=60) as api:
+        listed = api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()["items"]
+        assert {i for i, _ in acknowledged} <= {p["id"] for p in listed}
+        for record_id, text in acknowledged[::every]:
+            hits = api.get("/v1/agents/ana/archival-memory/search",
+                           params={"query": text.split()[-1], "top_k": 1, "mode": "bm25"}).json()["hits"]
+            assert hits[0]["id"] == record_id

@@ -4,7 +4,6 @@ in a fresh schema: the engine behaves as with SQLite, and two homes can share on
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -17,7 +16,7 @@ from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
 from memvec.transfer import export_agent, import_agent
 from tests.conftest import run_cli, start_postgres
-from tests.service_helpers import Server
+from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
 
 BASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -138,51 +137,17 @@ def test_two_http_servers_share_one_postgres_store_through_a_sigkill(tmp_path: P
     """Real `memvec serve` processes on one database: writes through either are listed and found
     through both, and killing one under write load loses no acknowledged write."""
     first, second = (Server(tmp_path / name, store=pg_url).start() for name in ("one", "two"))
-    acknowledged: list[tuple[int, str]] = []
-    stop = threading.Event()
-    lock = threading.Lock()
-
-    def writer(srv: Server, worker: int) -> None:
-        with httpx.Client(base_url=srv.url, timeout=60) as api:
-            for i in range(10_000):
-                text = f"shared w{worker} n{i} token{worker}x{i}"
-                if stop.is_set():
-                    return
-                try:
-                    response = api.post("/v1/agents/ana/archival-memory", json={"text": text})
-                except httpx.TransportError:
-                    return  # killed mid-request: not acknowledged
-                if response.status_code == 201:
-                    with lock:
-                        acknowledged.append((response.json()[0]["id"], text))
-
     try:
         assert httpx.post(f"{first.url}/v1/agents", json={"name": "ana"}).status_code == 201
-        threads = [threading.Thread(target=writer, args=(srv, w)) for w in range(6) for srv in (first, second)]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 120
-        while len(acknowledged) < 200 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        load = WriteLoad([first, second]).start()
+        load.wait_for(200)
         first.kill()
-        stop.set()
-        for thread in threads:
-            thread.join()
+        load.stop()
         first = Server(tmp_path / "one", store=pg_url).start()
         for srv in (first, second):
-            assert_every_write_is_there(srv, acknowledged)
+            assert_every_write_is_there(srv, load.acknowledged)
     finally:
         for srv in (first, second):
             srv.stop()
     for name in ("one", "two"):
         assert run_cli("--model", "hash:64", "--store", pg_url, "verify", home=tmp_path / name).returncode == 0
-
-
-def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[int, str]]) -> None:
-    with httpx.Client(base_url=srv.url, timeout=60) as api:
-        listed = api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()["items"]
-        assert {i for i, _ in acknowledged} <= {p["id"] for p in listed}
-        for record_id, text in acknowledged[::10]:
-            hits = api.get("/v1/agents/ana/archival-memory/search",
-                           params={"query": text.split()[-1], "top_k": 1, "mode": "bm25"}).json()["hits"]
-            assert hits[0]["id"] == record_id

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import run_cli
-from tests.service_helpers import Server
+from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
 
 ADMIN, SCOPED = "admin-key-0123456789", "scoped-key-0123456789"
 
@@ -217,44 +216,12 @@ def test_sigkill_under_write_load_keeps_every_acknowledged_write(tmp_path: Path)
     home = tmp_path / "home"
     srv = Server(home).start()
     make_agent(client(srv), "ana")
-    acknowledged: list[tuple[int, str]] = []
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def writer(worker: int) -> None:
-        with client(srv) as own:
-            for i in range(10_000):
-                if stop.is_set():
-                    return
-                text = f"durable w{worker} n{i} token{worker}x{i}"
-                try:
-                    response = own.post("/v1/agents/ana/archival-memory", json={"text": text})
-                except httpx.TransportError:
-                    return  # the server died mid-request: not acknowledged
-                if response.status_code == 201:
-                    with lock:
-                        acknowledged.append((response.json()[0]["id"], text))
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 120
-    while len(acknowledged) < 150 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    load = WriteLoad([srv]).start()
+    load.wait_for(150)
     srv.kill()
-    stop.set()
-    for thread in threads:
-        thread.join()
-    assert len(acknowledged) >= 150, "the server must acknowledge writes before it is killed"
-
+    load.stop()
     srv = Server(home).start()
-    api = client(srv)
-    listed = {p["id"] for p in api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()["items"]}
-    assert {i for i, _ in acknowledged} <= listed
-    for record_id, text in acknowledged[::15]:
-        hits = api.get("/v1/agents/ana/archival-memory/search",
-                       params={"query": text.split()[-1], "top_k": 1, "mode": "bm25"}).json()["hits"]
-        assert hits[0]["id"] == record_id
+    assert_every_write_is_there(srv, load.acknowledged, every=15)
     srv.stop()
     assert run_cli("--model", "hash:64", "verify", home=home).returncode == 0
 
