@@ -126,8 +126,11 @@ def theoretical_min(q: Scored) -> Array:
 
 def with_sessions(q: Scored, weight: float = 1.0) -> Scored:
     """Each record's scores plus `weight` times the mean scores of its session, as the engine's hybrid
-    search does (memvec.index.sessions); records without a session keep their own."""
+    search does (memvec.index.sessions); a record without a session is its own session."""
+    alone = q.sessions == ""
     vector, bm25 = q.vector.copy(), q.bm25.copy()
+    vector[alone] += weight * q.vector[alone]
+    bm25[alone] += weight * q.bm25[alone]
     for session in np.unique(q.sessions[q.sessions != ""]):
         rows = q.sessions == session
         vector[rows] += weight * q.vector[rows].mean()

@@ -55,18 +55,21 @@ def test_session_means_match_brute_force(ops: list[tuple[str, int, str | None]],
     table, members = replay(ops)
     query = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
     ids = np.array(sorted(members), dtype=np.int64)
-    vector_spread = table.spread(ids, table.vector_means(query))
+    vector_spread = table.spread(ids, table.vector_means(query), np.zeros(len(ids), np.float32))
     cosines = {i: float(vector_of(i) @ query) for i in members}
     means = expected_means(members, cosines)
     np.testing.assert_allclose(vector_spread, [means[members[i]] for i in ids.tolist()], rtol=1e-4, atol=1e-4)
     matched = ids[::2]  # BM25: only some records score, the rest count as 0
     bm25 = {i: float(i % 7 + 1) for i in matched.tolist()}
     rows = table.rows_for(matched)
-    got = table.spread(ids, table.score_means(rows, np.array([bm25[i] for i in matched.tolist()], np.float32)))
+    means_by_row = table.score_means(rows, np.array([bm25[i] for i in matched.tolist()], np.float32))
+    got = table.spread(ids, means_by_row, np.zeros(len(ids), np.float32))
     means = expected_means(members, bm25)
     np.testing.assert_allclose(got, [means[members[i]] for i in ids.tolist()], rtol=1e-5)
     assert len(table) == len(members)
     np.testing.assert_array_equal(table.rows_for(np.array([999], dtype=np.int64)), [-1])
+    lone = np.array([999], dtype=np.int64)  # no session: its own score stands for its session's
+    assert table.spread(lone, table.vector_means(query), np.array([0.25], np.float32))[0] == np.float32(0.25)
 
 
 @settings(max_examples=30, deadline=None)
@@ -78,8 +81,9 @@ def test_session_table_round_trips_through_its_file(tmp_path_factory: object, op
     loaded = SessionTable.load(path)
     query = np.ones(DIM, dtype=np.float32)
     ids = np.array([*sorted(members), 999], dtype=np.int64)
-    np.testing.assert_allclose(loaded.spread(ids, loaded.vector_means(query)),
-                               table.spread(ids, table.vector_means(query)), rtol=1e-6)
+    own = np.arange(len(ids), dtype=np.float32)
+    np.testing.assert_allclose(loaded.spread(ids, loaded.vector_means(query), own),
+                               table.spread(ids, table.vector_means(query), own), rtol=1e-6)
     loaded.add(np.array([1000], dtype=np.int64), ["s9"], vector_of(1000)[None])  # still growable
     assert len(loaded) == len(members) + 1
 
@@ -156,3 +160,14 @@ def test_slot_to_session_cache_follows_adds_deletes_and_compaction(home: Path) -
         mem.insert([NewRecord(agent="ana", tier="archival", text="late note about topic 3",
                               citation={"session_id": "doc3"})])
         check(mem, index)
+
+
+def test_a_record_without_a_session_is_not_outranked_for_lacking_one(home: Path) -> None:
+    records = [NewRecord(agent="ana", tier="archival", text="alpha beta"),  # no session
+               *(NewRecord(agent="ana", tier="archival", text=text, citation={"session_id": "s"})
+                 for text in ("alpha gamma", "delta epsilon", "zeta eta"))]
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        mem.insert(records)
+        hits = mem.search(SearchRequest(agent="ana", tier="archival", query="alpha", vector_weight=0.0))
+        assert hits[0].scores.bm25 == hits[1].scores.bm25  # equal on their own
+        assert hits[0].text == "alpha beta"  # its session (itself) matches better than "s" does

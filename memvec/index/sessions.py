@@ -4,7 +4,8 @@ A turn or a chunk is often found through its neighbours: the session (or documen
 matches a question even where the one turn that answers it shares little with it. Per session the
 table keeps the sum of its records' vectors and their count, so the mean cosine of a session with
 a query is (sum · q) / count, the session's centroid score, and its mean BM25 score is the sum of
-its records' non-zero scores over the count. Records without a session get no session score.
+its records' non-zero scores over the count. A record without a session is its own session: its
+session score is its own score, so a tier that mixes both kinds does not favour either.
 Derived like the other index files: built from the store, saved beside them.
 """
 
@@ -93,10 +94,10 @@ class SessionTable:
         sums = np.bincount(rows, weights=scores, minlength=n)[:n]
         return (sums / np.maximum(self._counts[:n], 1)).astype(np.float32)
 
-    def spread(self, ids: Ids, per_session: Scores) -> Scores:
-        """Each id's session score (0 for ids without a session)."""
+    def spread(self, ids: Ids, per_session: Scores, own: Scores) -> Scores:
+        """Each id's session score; an id without a session keeps its `own` score."""
         rows = self.rows_for(ids)
-        out = np.zeros(len(ids), dtype=np.float32)
+        out = np.asarray(own, dtype=np.float32).copy()
         out[rows >= 0] = per_session[rows[rows >= 0]]
         return out
 
