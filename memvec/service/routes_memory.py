@@ -29,9 +29,12 @@ QueryText = Annotated[str, Query(min_length=1, max_length=4096)]
 Tags = Annotated[list[str] | None, Query(max_length=32)]
 
 
-def ranking(fusion: Fusion | None = None,
-            vector_weight: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
-            session_weight: Annotated[float | None, Query(ge=0.0, le=10.0)] = None) -> dict[str, object]:
+def ranking(fusion: Annotated[Fusion | None, Query(description="hybrid fusion: convex (default) or rrf")] = None,
+            vector_weight: Annotated[float | None, Query(
+                ge=0.0, le=1.0, description="convex fusion weight of the vector side (default 0.5)")] = None,
+            session_weight: Annotated[float | None, Query(
+                ge=0.0, le=10.0, description="weight of the session-level score; 0 turns it off (default 1.0)")] = None,
+            ) -> dict[str, object]:
     """Hybrid-search overrides shared by both search endpoints (None: the server's defaults)."""
     return {"fusion": fusion, "vector_weight": vector_weight, "session_weight": session_weight}
 
