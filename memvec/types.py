@@ -28,6 +28,7 @@ MAX_TEXT_CHARS = 32_768
 MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_META_CHARS = 2_048
+MAX_ID = 2**62  # record ids and counters: well inside SQLite's and PostgreSQL's signed 64-bit integers
 MAX_K = 1_000
 AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -265,7 +266,8 @@ class AgentSettings(BaseModel):
 class AgentState(BaseModel):
     """What survives between replies: the recursive summary and which messages are in context."""
 
-    summary: str = ""
-    in_context: list[int] = Field(default_factory=list)
-    turn: int = 0
+    # bounded so that an imported state fits the store's 64-bit columns (schemathesis found the gap)
+    summary: Utf8Text = ""
+    in_context: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(default_factory=list, max_length=100_000)
+    turn: int = Field(default=0, ge=0, le=MAX_ID)
     created_at: datetime | None = None

@@ -292,3 +292,16 @@ def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path) -> None:
         response = api.post("/v1/agents/bot/messages", json={"messages": [{"content": "hi"}]})
         assert response.status_code == 502 and response.json()["error"] == "model_error"
         assert api.get("/v1/agents/bot/messages").json()["total"] == 1  # the user's message was still kept
+
+
+@pytest.mark.parametrize("state", [
+    {"turn": -88070043351910252208173017464832},  # beyond a 64-bit column: found by schemathesis
+    {"turn": -1}, {"in_context": [-348]}, {"in_context": [2**70]}, {"summary": "\ud800"},
+])
+def test_import_refuses_an_impossible_agent_state(server: Server, state: dict[str, Any]) -> None:
+    body = {"format": "memvec-agent-export", "version": 1, "exported_at": "2024-01-01T00:00:00Z",
+            "embedding_model": "hash:64", "agent": {"name": "imp"}, "state": state}
+    response = client(server).post("/v1/agents/import", content=json.dumps(body),  # ASCII escapes keep "\ud800"
+                                   headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert client(server).get("/v1/agents/imp").status_code == 404  # nothing half-imported
