@@ -51,7 +51,7 @@ def _records(texts: list[str], first: int, agent: str = "bench") -> list[NewReco
             for i, t in enumerate(texts)]
 
 
-def _ingest(mem: Memory, texts: list[str], batch: int = BATCH, progress: Callable[[int], None] | None = None
+def ingest(mem: Memory, texts: list[str], batch: int = BATCH, progress: Callable[[int], None] | None = None
             ) -> float:
     started = time.perf_counter()
     for start in range(0, len(texts), batch):
@@ -92,7 +92,7 @@ def ingest_and_query(model: Embedder, n: int, n_queries: int = 200, progress: Ca
         embedder = MeasuredEmbedder(model, cache_queries=False)
         rss_before = rss_bytes()
         mem = Memory.open(home, embedder=embedder)
-        total = _ingest(mem, texts, progress=progress)
+        total = ingest(mem, texts, progress=progress)
         embed_seconds = embedder.seconds
         mem.close()
         result: dict[str, Any] = {
@@ -143,7 +143,7 @@ def growth_point(n: int, dim: int = 384, n_queries: int = 100, progress: Callabl
         home = Path(tmp)
         rss_before = rss_bytes()
         mem = Memory.open(home, embedder=RandomEmbedder(dim), index={"kind": "flat"})
-        point["ingest_seconds"] = _ingest(mem, texts, batch=5000, progress=progress)
+        point["ingest_seconds"] = ingest(mem, texts, batch=5000, progress=progress)
         mem.close()
         point["disk_bytes_per_record"] = disk_bytes(home) / n
         flat_hits: dict[str, list[int]] = {}

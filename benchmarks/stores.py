@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import RandomEmbedder
-from benchmarks.speed import _ingest, latencies, summary_ms, synthetic_texts
+from benchmarks.speed import ingest, latencies, summary_ms, synthetic_texts
 from memvec import Memory, SearchRequest
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
@@ -43,7 +43,7 @@ def pg_schema(base_url: str) -> Iterator[str]:
 def measure(home: Path, store: str | None, texts: list[str], queries: list[str]) -> dict[str, Any]:
     embedder = RandomEmbedder()
     with Memory.open(home, embedder=embedder, store=store) as mem:
-        seconds = _ingest(mem, texts)
+        seconds = ingest(mem, texts)
         search = summary_ms(latencies(mem, queries, {"mode": "hybrid"}))
     shutil.rmtree(home / "index")
     started = time.perf_counter()

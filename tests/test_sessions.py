@@ -55,7 +55,7 @@ def test_session_means_match_brute_force(ops: list[tuple[str, int, str | None]],
     table, members = replay(ops)
     query = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
     ids = np.array(sorted(members), dtype=np.int64)
-    vector_spread = table.spread(ids, table.vector_means(query), np.zeros(len(ids), np.float32))
+    vector_spread = table.spread(table.rows_for(ids), table.vector_means(query), np.zeros(len(ids), np.float32))
     cosines = {i: float(vector_of(i) @ query) for i in members}
     means = expected_means(members, cosines)
     np.testing.assert_allclose(vector_spread, [means[members[i]] for i in ids.tolist()], rtol=1e-4, atol=1e-4)
@@ -63,13 +63,14 @@ def test_session_means_match_brute_force(ops: list[tuple[str, int, str | None]],
     bm25 = {i: float(i % 7 + 1) for i in matched.tolist()}
     rows = table.rows_for(matched)
     means_by_row = table.score_means(rows, np.array([bm25[i] for i in matched.tolist()], np.float32))
-    got = table.spread(ids, means_by_row, np.zeros(len(ids), np.float32))
+    got = table.spread(table.rows_for(ids), means_by_row, np.zeros(len(ids), np.float32))
     means = expected_means(members, bm25)
     np.testing.assert_allclose(got, [means[members[i]] for i in ids.tolist()], rtol=1e-5)
     assert len(table) == len(members)
     np.testing.assert_array_equal(table.rows_for(np.array([999], dtype=np.int64)), [-1])
     lone = np.array([999], dtype=np.int64)  # no session: its own score stands for its session's
-    assert table.spread(lone, table.vector_means(query), np.array([0.25], np.float32))[0] == np.float32(0.25)
+    lone_score = table.spread(table.rows_for(lone), table.vector_means(query), np.array([0.25], np.float32))
+    assert lone_score[0] == np.float32(0.25)
 
 
 @settings(max_examples=30, deadline=None)
@@ -82,8 +83,8 @@ def test_session_table_round_trips_through_its_file(tmp_path_factory: object, op
     query = np.ones(DIM, dtype=np.float32)
     ids = np.array([*sorted(members), 999], dtype=np.int64)
     own = np.arange(len(ids), dtype=np.float32)
-    np.testing.assert_allclose(loaded.spread(ids, loaded.vector_means(query), own),
-                               table.spread(ids, table.vector_means(query), own), rtol=1e-6)
+    np.testing.assert_allclose(loaded.spread(loaded.rows_for(ids), loaded.vector_means(query), own),
+                               table.spread(table.rows_for(ids), table.vector_means(query), own), rtol=1e-6)
     loaded.add(np.array([1000], dtype=np.int64), ["s9"], vector_of(1000)[None])  # still growable
     assert len(loaded) == len(members) + 1
 

@@ -94,9 +94,10 @@ class SessionTable:
         sums = np.bincount(rows, weights=scores, minlength=n)[:n]
         return (sums / np.maximum(self._counts[:n], 1)).astype(np.float32)
 
-    def spread(self, ids: Ids, per_session: Scores, own: Scores) -> Scores:
-        """Each id's session score; an id without a session keeps its `own` score."""
-        rows = self.rows_for(ids)
+    @staticmethod
+    def spread(rows: Ids, per_session: Scores, own: Scores) -> Scores:
+        """Each record's session score, given its session row from :meth:`rows_for`; a record
+        without a session (row -1) keeps its `own` score."""
         out = np.asarray(own, dtype=np.float32).copy()
         out[rows >= 0] = per_session[rows[rows >= 0]]
         return out

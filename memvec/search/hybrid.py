@@ -83,8 +83,9 @@ def _with_sessions(index: TierIndex, weight: float, union: Ids, vector: Scores, 
         return vector, bm25
     slots, rows = index.slot_sessions()
     bm25_means = sessions.score_means(rows, slot_scores[slots])
-    return (vector + weight * sessions.spread(union, sessions.vector_means(query_vector), vector),
-            bm25 + weight * sessions.spread(union, bm25_means, bm25))
+    union_rows = sessions.rows_for(union)
+    return (vector + weight * sessions.spread(union_rows, sessions.vector_means(query_vector), vector),
+            bm25 + weight * sessions.spread(union_rows, bm25_means, bm25))
 
 
 def _token(index: TierIndex, request: SearchRequest) -> Ranked:
