@@ -15,9 +15,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tqdm import tqdm
 
-from benchmarks import datasets, load, quality, report, speed, stores
+from benchmarks import backends, cli_runs, datasets, load, quality, report, speed, stores
 from benchmarks.harness import MeasuredEmbedder
-from memvec.embed import load_embedder
+from memvec.embed import DEFAULT_MODEL_NAME, load_embedder, qualified_model_id
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -28,7 +28,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     size.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of the harness (~1 min)")
     size.add_argument("--full", action="store_true", help="adds the 1M-record growth point (long)")
     parser.add_argument("--locomo", type=Path, default=datasets.DEFAULT_LOCOMO, help="LoCoMo JSON file")
-    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (default: packaged MiniLM)")
+    parser.add_argument("--model", default=qualified_model_id(DEFAULT_MODEL_NAME, None),
+                        help="embedding model id (default: the packaged MiniLM on the default backend)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where latest.md/json and plots go")
     parser.add_argument("--pg", default=stores.DEFAULT_PG, metavar="URL",
                         help="PostgreSQL server for the store comparison (a fresh schema is made and dropped)")
@@ -66,6 +67,7 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
     n = 500 if args.quick else 10_000
     bar.set_description(f"speed: ingest {n:,} with the model, query latency, rebuild")
     ingest = speed.ingest_and_query(embedder.inner, n, n_queries=30 if args.quick else 200)
+    ingest["context"] = speed.context_ingest(embedder.inner, 300 if args.quick else 2000)
     bar.update(1)
     sizes = [1000] if args.quick else [1000, 10_000, 100_000] + ([1_000_000] if args.full else [])
     growth = []
@@ -82,6 +84,18 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
     return {"ingest": ingest, "growth": growth, "stores": backends, "http": http}
 
 
+def run_backends(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
+    """Torch vs ONNX vs ONNX int8 in this run: agreement, LoCoMo quality, CLI on real turns."""
+    samples = datasets.load_locomo(args.locomo)[:1 if args.quick else None]
+    bar.set_description("backends: vectors, LoCoMo quality, cold start")
+    compared = backends.compare(samples, quick=args.quick)
+    bar.update(1)
+    bar.set_description("CLI on real turns: ingest, batch search, cold search, serve")
+    cli = [cli_runs.run_backend(samples, b, seconds=1.5 if args.quick else 6.0) for b in ("torch", "onnx-int8")]
+    bar.update(1)
+    return {"compare": compared, "cli": cli}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.getLogger("memvec").setLevel(logging.ERROR)  # index-kind switches log rebuild warnings
@@ -92,9 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    stages = 4 + 1 + (1 if args.quick else 3 + int(args.full)) + 2
+    stages = 4 + 1 + (1 if args.quick else 3 + int(args.full)) + 2 + 2
     with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
-        results = {"quality": run_quality(args, embedder, bar), "speed": run_speed(args, embedder, bar)}
+        results = {"quality": run_quality(args, embedder, bar), "speed": run_speed(args, embedder, bar),
+                   "backends": run_backends(args, bar)}
     results["meta"] = report.environment(embedder.inner, args)
     results["meta"]["seconds"] = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)

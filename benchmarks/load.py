@@ -1,6 +1,7 @@
 """Load on the HTTP service: a real `memvec serve` on 127.0.0.1 with the real model, and 1, 8 and 32
 concurrent clients searching or inserting for a fixed time each. Client and server share the
-machine's cores, so these are lower bounds for a dedicated server."""
+machine's cores, so these are lower bounds for a dedicated server. Every search sends a text never
+sent before, so the server's query cache never answers: each one is a forward pass."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ def _free_port() -> int:
         return port
 
 
-def _start(home: Path, model: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(home: Path, options: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """`memvec serve` on a free port with the given global options; returns it once it answers."""
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": ""}
-    process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), "--model", model, "serve",
+    process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), *options, "serve",
                                 "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -46,7 +48,13 @@ def _start(home: Path, model: str) -> tuple[subprocess.Popen[bytes], str]:
     raise TimeoutError("memvec serve did not start")
 
 
-def _run_level(url: str, clients: int, seconds: float, request: Any) -> dict[str, float]:
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+
+
+def run_level(url: str, clients: int, seconds: float, request: Any, expected: int) -> dict[str, float]:
+    """`clients` threads sending `request(api, worker, i)` back to back; any status but `expected` is an error."""
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
@@ -58,7 +66,7 @@ def _run_level(url: str, clients: int, seconds: float, request: Any) -> dict[str
             i = 0
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                ok = request(api, worker_id, i)
+                ok = request(api, worker_id, i) == expected
                 with lock:
                     latencies.append((time.perf_counter() - started) * 1000)
                     errors += 0 if ok else 1
@@ -75,19 +83,19 @@ def _run_level(url: str, clients: int, seconds: float, request: Any) -> dict[str
             "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99)}
 
 
-def run(model: str = "all-MiniLM-L6-v2", preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]:
+def run(model: str, preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]:
     queries = [t.split(",")[0] for t in synthetic_texts(500, seed=11)]
 
-    def search(api: httpx.Client, worker: int, i: int) -> bool:
-        params = {"query": queries[(worker * 7919 + i) % len(queries)], "top_k": 10}
-        return api.get("/v1/agents/load/archival-memory/search", params=params).status_code == 200
+    def search(api: httpx.Client, worker: int, i: int) -> int:
+        params = {"query": f"{queries[(worker * 7919 + i) % len(queries)]} (client {worker}, #{i})", "top_k": 10}
+        return api.get("/v1/agents/load/archival-memory/search", params=params).status_code
 
-    def insert(api: httpx.Client, worker: int, i: int) -> bool:
+    def insert(api: httpx.Client, worker: int, i: int) -> int:
         body = {"text": f"load test note from client {worker}, number {i}, at {time.time_ns()}"}
-        return api.post("/v1/agents/load/archival-memory", json=body).status_code == 201
+        return api.post("/v1/agents/load/archival-memory", json=body).status_code
 
     with tempfile.TemporaryDirectory() as tmp:
-        process, url = _start(Path(tmp) / "home", model)
+        process, url = start_server(Path(tmp) / "home", ["--model", model])
         try:
             with httpx.Client(base_url=url, timeout=300) as api:
                 api.post("/v1/agents", json={"name": "load"})
@@ -95,9 +103,8 @@ def run(model: str = "all-MiniLM-L6-v2", preload: int = 2000, seconds: float = 6
                 for start in range(0, preload, 500):
                     api.post("/v1/agents/load/archival-memory",
                              json={"passages": [{"text": t} for t in texts[start:start + 500]]})
-            results = {"search": [_run_level(url, c, seconds, search) for c in LEVELS],
-                       "insert": [_run_level(url, c, seconds, insert) for c in LEVELS]}
+            results = {"search": [run_level(url, c, seconds, search, 200) for c in LEVELS],
+                       "insert": [run_level(url, c, seconds, insert, 201) for c in LEVELS]}
         finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=60)
+            stop_server(process)
     return {"preload": preload, "seconds_per_level": seconds, **results}

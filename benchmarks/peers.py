@@ -27,7 +27,7 @@ from benchmarks.metrics import hit_at_k, percentile
 from benchmarks.report import _table
 from memvec import Memory, SearchRequest
 from memvec.embed import load_embedder
-from memvec.embed.sentence import packaged_minilm_path
+from memvec.embed.locate import packaged_minilm_path
 
 Searcher = Callable[[str], list[str]]  # query -> ranked dia_ids
 

@@ -31,7 +31,8 @@ def environment(embedder: Embedder, args: argparse.Namespace) -> dict[str, Any]:
         cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
     memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     versions = {}
-    for package in ("memvec", "faiss-cpu", "sentence-transformers", "torch", "numpy", "PyStemmer", "pydantic"):
+    for package in ("memvec", "faiss-cpu", "onnxruntime", "sentence-transformers", "torch", "numpy", "PyStemmer",
+                    "pydantic"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -98,11 +99,12 @@ def _speed_section(speed: dict[str, Any]) -> list[str]:
     ing = speed["ingest"]
     lat, bare = ing["latency_ms_with_embedding"], ing["latency_ms_search_only"]
     out = ["## Speed", "",
-           f"Ingest of {ing['n']:,} records with the real model, batches of {ing['batch']} records "
-           f"(model batch {ing['model_batch']}): **{ing['records_per_s']:.0f} records/s**; "
+           f"Ingest of {ing['n']:,} records with the real model, batches of {ing['batch']} records: "
+           f"**{ing['records_per_s']:.0f} records/s**; "
            f"{ing['embed_seconds']:.1f}s embedding vs {ing['index_and_store_seconds']:.1f}s store + indexing "
-           f"({ing['embed_seconds'] / ing['seconds']:.0%} of the time is the model).", "",
-           f"Query latency at {ing['n']:,} records (ms, flat index):", "",
+           f"({ing['embed_seconds'] / ing['seconds']:.0%} of the time is the model).", "", *_context_line(ing),
+           f"Query latency at {ing['n']:,} records (ms, flat index; with embedding: every query distinct, query "
+           "cache off, so each is a forward pass):", "",
            _table(["mode", "p50", "p95", "p99", "p50 search only (query vector cached)", "p99 search only"],
                   [[m, lat[m]["p50"], lat[m]["p95"], lat[m]["p99"], bare[m]["p50"], bare[m]["p99"]] for m in lat]),
            "", f"Disk: {ing['disk_bytes_per_record']:.0f} bytes/record (store with embeddings + index files); "
@@ -112,6 +114,53 @@ def _speed_section(speed: dict[str, Any]) -> list[str]:
            f"{ing['rebuild_seconds_reembed']:.1f}s when the model changes (re-embedding everything) — "
            f"{ing['rebuild_seconds_no_reembed'] * 10_000 / ing['n']:.2f}s and "
            f"{ing['rebuild_seconds_reembed'] * 10_000 / ing['n']:.1f}s per 10k records.", ""]
+    return out
+
+
+def _context_line(ing: dict[str, Any]) -> list[str]:
+    if "context" not in ing:
+        return []
+    c = ing["context"]
+    return [f"Recall messages in sessions of 20 ({c['n']:,}, each embedded alone and after the previous message, "
+            f"in one model call): **{c['records_per_s']:.0f} records/s** ({c['embed_seconds']:.1f}s of "
+            f"{c['seconds']:.1f}s in the model).", ""]
+
+
+def _backends_section(backends: dict[str, Any]) -> list[str]:
+    compare = backends["compare"]
+    rows = []
+    for name, b in compare["backends"].items():
+        agreement = b.get("cosine_to_torch")
+        rows.append([name, f"`{b['model_id']}`", round(b["turns_per_s"]), round(b["load_seconds"], 2),
+                     f"{agreement['mean']:.4f} / {agreement['min']:.4f}" if agreement else "reference",
+                     b["locomo"]["recall"]["recall@10"], b["locomo"]["recall"]["mrr@10"],
+                     b["locomo"]["archival"]["recall@10"], b["locomo"]["archival"]["mrr@10"],
+                     round(b["cold_search_seconds"], 2)])
+    out = ["## Embedding backends (one run, same model)", "",
+           f"Vectors of all {compare['turns']:,} LoCoMo turns from each backend, compared with torch's; LoCoMo "
+           "hybrid (default) quality per tier with each backend; cold `memvec search` = a new process from "
+           "interpreter start to printed hits (median of 3; any ONNX export already cached).", "",
+           _table(["backend", "model id", "turns/s", "model load s", "cosine to torch mean / min",
+                   "recall R@10", "recall MRR@10", "archival R@10", "archival MRR@10", "cold search s"], rows), ""]
+    cli = backends["cli"]
+    rows = [[r["backend"], round(r["ingest_records_per_s"], 1), round(r["batch_search_ms_per_query"], 1),
+             round(r["cold_search_seconds"], 2),
+             *[f"{lv['rps']:.0f}/s, p50 {lv['p50_ms']:.0f}, p99 {lv['p99_ms']:.0f}, {lv['errors']} err"
+               for lv in r["serve"]]] for r in cli]
+    base, new = cli[0], cli[-1]
+    eight = [r["serve"][1] for r in cli]
+    out += ["### Through the CLI on real conversation turns", "",
+            f"`memvec ingest` of {base['turns']:,} LoCoMo turns (session ids, dates, one agent per conversation, "
+            f"defaults), `memvec search --queries` over {base['questions']} questions (process start included), a "
+            "cold one-query `memvec search`, and `memvec serve` searching one conversation with distinct "
+            "questions at 1 / 8 / 32 clients (6 s each).", "",
+            _table(["backend", "ingest records/s", "batch search ms/query", "cold search s", "serve 1 client",
+                    "serve 8 clients", "serve 32 clients"], rows), "",
+            f"{new['backend']} over {base['backend']} in this run: ingest "
+            f"x{new['ingest_records_per_s'] / base['ingest_records_per_s']:.1f}, "
+            f"batch search x{new['batch_search_ms_per_query'] / base['batch_search_ms_per_query']:.2f} the time, "
+            f"cold search {new['cold_search_seconds']:.2f}s vs {base['cold_search_seconds']:.2f}s, "
+            f"serve at 8 clients x{eight[-1]['rps'] / eight[0]['rps']:.1f} searches/s.", ""]
     return out
 
 
@@ -172,6 +221,8 @@ def markdown(results: dict[str, Any]) -> str:
         out += _stores_section(results["speed"]["stores"])
     if "http" in results["speed"]:
         out += _http_section(results["speed"]["http"])
+    if "backends" in results:
+        out += _backends_section(results["backends"])
     return "\n".join(out) + "\n"
 
 

@@ -12,13 +12,14 @@ import sys
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 from pydantic import ValidationError
 
 from memvec.cli_agents import agent, chat, serve
 from memvec.cli_common import Context, dump, print_json
+from memvec.embed import BACKENDS, Backend
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError
 from memvec.types import (
     Fusion,
@@ -43,8 +44,13 @@ MODE = click.Choice([m.value for m in SearchMode])
 @click.option("--home", envvar="MEMVEC_HOME", default=None, metavar="DIR",
               help="Memory home holding the store and indexes [env MEMVEC_HOME; default ./indexes].")
 @click.option("--model", envvar="MEMVEC_MODEL", default=None, metavar="NAME",
-              help="Embedding model (sentence-transformers name or path, or hash:DIM). Default: the one the "
-                   "home was built with; all-MiniLM-L6-v2 for a new home [env MEMVEC_MODEL].")
+              help="Embedding model (sentence-transformers name or path, or hash:DIM), optionally with its "
+                   "backend (onnx-int8:NAME). Default: the one the home was built with; all-MiniLM-L6-v2 for a "
+                   "new home [env MEMVEC_MODEL].")
+@click.option("--embed-backend", envvar="MEMVEC_EMBED_BACKEND", type=click.Choice(list(BACKENDS)), default=None,
+              help="What computes the vectors: onnx-int8 (default for a new home), onnx (fp32) or torch "
+                   "(sentence-transformers). Default: the home's; another one needs `memvec rebuild` "
+                   "[env MEMVEC_EMBED_BACKEND].")
 @click.option("--index-kind", type=click.Choice(["flat", "hnsw"]), default=None,
               help="FAISS index kind: exact 'flat' or approximate 'hnsw' for large tiers. Default: the kind the "
                    "home was built with (flat for a new home); a new kind is remembered and indexes rebuild.")
@@ -54,12 +60,12 @@ MODE = click.Choice([m.value for m in SearchMode])
 @click.option("-v", "--verbose", is_flag=True, help="Log what memvec does (index loads, rebuilds).")
 @click.version_option(package_name="memvec")
 @click.pass_context
-def cli(ctx: click.Context, home: str | None, model: str | None, index_kind: str | None, store: str | None,
-        verbose: bool) -> None:
+def cli(ctx: click.Context, home: str | None, model: str | None, embed_backend: str | None,
+        index_kind: str | None, store: str | None, verbose: bool) -> None:
     """memvec: vector-search memory for LLM agents (archival and recall tiers, hybrid BM25 + FAISS)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="memvec: %(message)s")
-    ctx.obj = Context(home, model, index_kind, store)
+    ctx.obj = Context(home, model, index_kind, store, embed_backend)
 
 
 def _citation(session: str | None, turn: str | None, source: str | None) -> dict[str, str | None]:
@@ -260,13 +266,16 @@ def delete(obj: Context, record_id: int, agent: str) -> None:
 
 @cli.command()
 @click.option("--agent", help="Only this agent's indexes (not with a model change).")
-@click.option("--model", "new_model", metavar="NAME", help="Re-embed the whole home with this model.")
+@click.option("--model", "new_model", metavar="NAME",
+              help="Re-embed the whole home with this model (e.g. onnx-int8:all-MiniLM-L6-v2).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def rebuild(obj: Context, agent: str | None, new_model: str | None, as_json: bool) -> None:
-    """Rebuild indexes offline from the store (re-embedding only when the model changes)."""
+    """Rebuild indexes offline from the store (re-embedding only when the model or, with the global
+    --embed-backend, its backend changes)."""
     with obj.open(recorded_model=True) as mem:
-        reports = mem.rebuild(agent=agent, model=new_model or obj.model)
+        reports = mem.rebuild(agent=agent, model=new_model or obj.model,
+                              backend=cast(Backend | None, obj.embed_backend))
         model_id = mem.model_id
     if as_json:
         print_json({"model": model_id, "rebuilt": [dump(r) for r in reports]})

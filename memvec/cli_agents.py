@@ -93,7 +93,8 @@ def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level:
     from memvec.service.auth import KeyRing
 
     keys = KeyRing.from_environment(keys_file)
-    with obj.open() as mem:
+    with obj.open(query_batching=True) as mem:
+        click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.engine.embedder.dim})", err=True)  # loads it now
         if not keys.open:
             click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
         uvicorn.run(create_app(mem, keys), host=host, port=port, log_level=log_level)

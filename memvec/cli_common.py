@@ -13,15 +13,18 @@ from memvec.memory import Memory
 
 
 class Context:
-    def __init__(self, home: str | None, model: str | None, index_kind: str | None, store: str | None = None) -> None:
+    def __init__(self, home: str | None, model: str | None, index_kind: str | None, store: str | None = None,
+                 embed_backend: str | None = None) -> None:
         self.home, self.model, self.index_kind, self.store = home, model, index_kind, store
+        self.embed_backend = embed_backend
 
-    def open(self, *, recorded_model: bool = False) -> Memory:
-        """Open the home; `recorded_model` ignores --model/MEMVEC_MODEL (rebuild reads them itself)."""
+    def open(self, *, recorded_model: bool = False, **settings: Any) -> Memory:
+        """Open the home; `recorded_model` ignores --model/--embed-backend and their environment
+        variables (rebuild reads them itself)."""
         config = MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind},
-                                      store=self.store)
+                                      store=self.store, embed_backend=self.embed_backend, **settings)
         if recorded_model:
-            config = config.model_copy(update={"model": None})
+            config = config.model_copy(update={"model": None, "embed_backend": None})
         return Memory(config)
 
 

@@ -1,8 +1,9 @@
 """Settings of a memory home, typed and keyword-only.
 
-Resolution order for the home and the model: explicit argument, then the environment
-(``MEMVEC_HOME``, ``MEMVEC_MODEL``), then the default. A home remembers the embedding model it was
-built with, so ``model=None`` means "whatever this home uses" (MiniLM for a new home).
+Resolution order for the home, the model and its backend: explicit argument, then the environment
+(``MEMVEC_HOME``, ``MEMVEC_MODEL``, ``MEMVEC_EMBED_BACKEND``), then the default. A home remembers the
+embedding model it was built with, so ``model=None`` means "whatever this home uses" (MiniLM on the
+int8 ONNX backend for a new home).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvec.embed import Backend
 from memvec.types import Fusion
 
 DEFAULT_HOME = "indexes"
@@ -59,7 +61,12 @@ class MemoryConfig(BaseModel):
     home: Path
     model: str | None = None
     store: str | None = Field(default=None, description="None: SQLite in the home; or a postgresql:// URL")
-    embed_batch_size: int = Field(default=64, ge=1)
+    embed_backend: Backend | None = Field(
+        default=None, description="torch, onnx or onnx-int8; None: the home's backend (onnx-int8 for a new home)")
+    embed_batch_size: int | None = Field(default=None, ge=1, description="None: the backend's tuned size")
+    query_cache_size: int = Field(default=1024, ge=0, description="query vectors kept (LRU); 0 turns the cache off")
+    query_batching: bool = Field(default=False, description="concurrent searches share one forward pass "
+                                                            "(on in `memvec serve`)")
     index: IndexSettings = Field(default_factory=IndexSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
 
@@ -69,4 +76,6 @@ class MemoryConfig(BaseModel):
         resolved_home = Path(home or os.environ.get("MEMVEC_HOME") or DEFAULT_HOME)
         resolved_model = model or os.environ.get("MEMVEC_MODEL") or None
         store = settings.pop("store", None) or os.environ.get("MEMVEC_STORE") or None
-        return cls.model_validate({"home": resolved_home, "model": resolved_model, "store": store, **settings})
+        backend = settings.pop("embed_backend", None) or os.environ.get("MEMVEC_EMBED_BACKEND") or None
+        return cls.model_validate({"home": resolved_home, "model": resolved_model, "store": store,
+                                   "embed_backend": backend, **settings})

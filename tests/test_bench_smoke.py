@@ -20,7 +20,7 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     report = (tmp_path / "latest.md").read_text()
     for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Speed", "## Growth with N",
-                    "## Store backends"):
+                    "## Store backends", "## Embedding backends", "### Through the CLI on real conversation turns"):
         assert heading in report
     results = json.loads((tmp_path / "latest.json").read_text())
     kv = results["quality"]["synthetic key-value"]["scores"]
@@ -33,6 +33,11 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
         assert backends["postgresql"]["skipped"]
     else:
         assert backends["postgresql"]["records_per_s"] > 0
+    compared = results["backends"]["compare"]["backends"]
+    assert compared["onnx-int8"]["cosine_to_torch"]["mean"] >= 0.99
+    for run in results["backends"]["cli"]:
+        assert run["ingest_records_per_s"] > 0 and all(level["errors"] == 0 for level in run["serve"])
+    assert all(level["errors"] == 0 for op in ("search", "insert") for level in results["speed"]["http"][op])
     assert (tmp_path / "recall_at_k.png").stat().st_size > 10_000
     assert (tmp_path / "latency_vs_n.png").stat().st_size > 10_000
 

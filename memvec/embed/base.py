@@ -35,14 +35,25 @@ def embed_records(embedder: Embedder, texts: Sequence[str], contexts: Sequence[s
     text read in that context, summed and normalized. Measured on LoCoMo conversations, the
     contextual half lets a short reply ("yes, last Friday!") be found by what it answers, while the
     plain half keeps the turn itself ranked first."""
-    own = embedder.embed_documents(texts)
     with_context = [i for i, c in enumerate(contexts) if c]
+    # one call for both kinds: the backend sorts all of them by length into batches together
+    both = embedder.embed_documents([*texts, *(f"{contexts[i]}\n{texts[i]}" for i in with_context)])
     if not with_context:
-        return own
-    situated = embedder.embed_documents([f"{contexts[i]}\n{texts[i]}" for i in with_context])
-    combined = own.copy()
-    combined[with_context] += situated
+        return both
+    combined = both[:len(texts)].copy()
+    combined[with_context] += both[len(texts):]
     return l2_normalize(combined)
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """Several queries in one call where the backend can (one forward pass for all), else one by one."""
+    batch = getattr(embedder, "embed_queries", None)
+    if batch is not None:
+        result: Vectors = batch(texts)
+        return result
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.stack([embedder.embed_query(t) for t in texts])
 
 
 def l2_normalize(matrix: npt.NDArray[np.floating]) -> Vectors:
@@ -81,3 +92,6 @@ class LazyEmbedder:
 
     def embed_query(self, text: str) -> Vectors:
         return self.loaded.embed_query(text)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return embed_queries(self.loaded, texts)

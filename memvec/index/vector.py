@@ -17,10 +17,12 @@ import faiss as _faiss
 import numpy as np
 import numpy.typing as npt
 
+from memvec.embed.threads import thread_count
 from memvec.errors import IndexFileError
 from memvec.index.lexical import top_k
 
 faiss: Any = _faiss  # its SWIG stubs miss most of the API
+faiss.omp_set_num_threads(thread_count())  # MEMVEC_THREADS, like the model (memvec.embed.threads)
 
 Ids = npt.NDArray[np.int64]
 Vectors = npt.NDArray[np.float32]

@@ -1,0 +1,154 @@
+"""Query-side sharing: the LRU cache of query vectors and the micro-batcher under many threads."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memvec import Memory
+from memvec.embed import Embedder, HashingEmbedder
+from memvec.embed.base import Vectors
+from memvec.embed.queries import MicroBatcher, QueryCache
+
+
+class SlowBatchEmbedder(HashingEmbedder):
+    """A real hashing embedder whose batch call takes a few ms, as a forward pass does, and which
+    records the batches it was given."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.calls: list[int] = []
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        self.calls.append(len(texts))
+        time.sleep(0.003)
+        return self.embed_documents(texts)
+
+
+def run_concurrently(batcher: Embedder, texts: list[str], threads: int = 16) -> list[Vectors]:
+    barrier = threading.Barrier(min(threads, len(texts)))
+
+    def call(text: str) -> Vectors:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait(timeout=1)
+        return batcher.embed_query(text)
+
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(call, texts))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=30), min_size=2, max_size=60, unique=True))
+def test_the_batcher_returns_each_caller_its_own_vector(texts: list[str]) -> None:
+    inner = SlowBatchEmbedder(32)
+    batcher = MicroBatcher(inner)
+    try:
+        results = run_concurrently(batcher, texts)
+    finally:
+        batcher.close()
+    for text, vector in zip(texts, results, strict=True):
+        assert np.array_equal(vector, inner.embed_query(text))
+    assert sum(inner.calls) == len(texts)
+
+
+def test_concurrent_callers_share_forward_passes() -> None:
+    inner = SlowBatchEmbedder(32)
+    batcher = MicroBatcher(inner)
+    try:
+        run_concurrently(batcher, [f"query {i}" for i in range(64)])
+    finally:
+        batcher.close()
+    assert len(inner.calls) < 16 and max(inner.calls) > 1
+
+
+def test_a_lone_caller_does_not_wait() -> None:
+    inner = SlowBatchEmbedder(32)
+    batcher = MicroBatcher(inner, max_wait_s=0.5)
+    try:
+        started = time.perf_counter()
+        for i in range(5):
+            batcher.embed_query(f"alone {i}")
+        assert time.perf_counter() - started < 0.4  # five calls, none waited the 0.5 s window
+    finally:
+        batcher.close()
+    assert inner.calls == [1] * 5
+
+
+def test_batchers_of_two_models_never_mix() -> None:
+    small, large = MicroBatcher(SlowBatchEmbedder(16)), MicroBatcher(SlowBatchEmbedder(48))
+    texts = [f"text {i}" for i in range(40)]
+    try:
+        with ThreadPoolExecutor(16) as pool:
+            results = list(pool.map(lambda i: (i, (small if i % 2 else large).embed_query(texts[i])), range(40)))
+    finally:
+        small.close()
+        large.close()
+    for i, vector in results:
+        assert np.array_equal(vector, HashingEmbedder(16 if i % 2 else 48).embed_query(texts[i]))
+
+
+def test_a_failing_forward_pass_reaches_every_waiter() -> None:
+    class Failing(SlowBatchEmbedder):
+        def embed_queries(self, texts: Sequence[str]) -> Vectors:
+            time.sleep(0.002)
+            raise RuntimeError("model crashed")
+
+    batcher = MicroBatcher(Failing(8))
+    errors: list[BaseException] = []
+
+    def call(i: int) -> None:
+        try:
+            batcher.embed_query(f"q{i}")
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(call, range(8)))
+    batcher.close()
+    assert len(errors) == 8
+
+
+def test_the_cache_returns_a_read_only_vector_once_computed() -> None:
+    inner = SlowBatchEmbedder(16)
+    cache = QueryCache(inner, size=2)
+    first = cache.embed_query("a")
+    assert cache.embed_query("a") is first and (cache.hits, cache.misses) == (1, 1)
+    with pytest.raises(ValueError):
+        first[0] = 1.0
+    cache.embed_query("b")
+    cache.embed_query("c")  # evicts "a", the least recently used
+    cache.embed_query("a")
+    assert cache.misses == 4
+
+
+def test_real_int8_model_under_concurrency_gives_each_caller_its_own_vector(minilm_int8: Embedder) -> None:
+    texts = [f"What did Caroline do in week {i} of the {season}?" for i in range(12)
+             for season in ("spring", "summer", "autumn")]
+    alone = np.stack([minilm_int8.embed_query(t) for t in texts])
+    batcher = MicroBatcher(minilm_int8)
+    try:
+        batched = np.stack(run_concurrently(batcher, texts))
+    finally:
+        batcher.close()
+    similarity = batched @ alone.T
+    # int8 activations are quantized per batch, so a batched vector is close to, not equal to, its own
+    assert np.all(np.argmax(similarity, axis=1) == np.arange(len(texts)))
+    assert np.diag(similarity).min() >= 0.99
+    assert batcher.batches < len(texts)
+
+
+def test_memory_serves_queries_from_the_cache(home: object) -> None:
+    inner = SlowBatchEmbedder(32)
+    with Memory.open(str(home), embedder=inner, query_batching=True) as mem:
+        mem.archival("a").insert("the lighthouse keeper logs the storm")
+        first = mem.archival("a").search("storm log", k=1)
+        again = mem.archival("a").search("storm log", k=1)
+        assert first == again and inner.calls == [1]
