@@ -152,3 +152,29 @@ def test_memory_serves_queries_from_the_cache(home: object) -> None:
         first = mem.archival("a").search("storm log", k=1)
         again = mem.archival("a").search("storm log", k=1)
         assert first == again and inner.calls == [1]
+
+
+def test_concurrent_small_inserts_share_passes_and_get_their_own_rows() -> None:
+    class Recording(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__(24)
+            self.sizes: list[int] = []
+
+        def embed_documents(self, texts: Sequence[str]) -> Vectors:
+            self.sizes.append(len(texts))
+            time.sleep(0.003)
+            return super().embed_documents(texts)
+
+    inner = Recording()
+    batcher = MicroBatcher(inner)
+    groups = [[f"note {i}", f"context {i}\nnote {i}"] for i in range(40)]
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            results = list(pool.map(batcher.embed_documents, groups))
+        bulk = [f"bulk {i}" for i in range(100)]
+        assert np.array_equal(batcher.embed_documents(bulk), HashingEmbedder(24).embed_documents(bulk))
+    finally:
+        batcher.close()
+    for texts, vectors in zip(groups, results, strict=True):
+        assert np.array_equal(vectors, HashingEmbedder(24).embed_documents(texts))
+    assert len(inner.sizes) < 40 and 100 in inner.sizes  # small calls shared passes; the bulk call went alone

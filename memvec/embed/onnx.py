@@ -60,6 +60,7 @@ class OnnxEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or thread_count()
         options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see memvec.embed.threads
         self._session = ort.InferenceSession(str(directory / MODEL_FILE), options,
                                              providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))

@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 
+import numpy as np
+
 from memvec.embed.base import Embedder, Vectors, embed_queries
 
 
@@ -71,11 +73,14 @@ class QueryCache(_Delegate):
 
 
 class MicroBatcher(_Delegate):
-    """Concurrent ``embed_query`` calls share one forward pass.
+    """Concurrent callers share one forward pass: searches (``embed_query``) and small inserts
+    (``embed_documents`` of a few texts; a bulk call goes straight to the model, it fills a pass
+    by itself).
 
-    Callers queue their text and wait; one worker thread takes what is queued, waits up to
+    Callers queue their texts and wait; one worker thread takes what is queued (queries and
+    documents in separate passes, since a model may prompt them differently), waits up to
     ``max_wait_s`` for more (only when the previous batch had company, so a lone caller never
-    waits), embeds the batch in one call and hands each caller its own row. Queries that arrive
+    waits), embeds the batch in one call and hands each caller its own rows. Texts that arrive
     during a forward pass form the next batch.
     """
 
@@ -83,23 +88,31 @@ class MicroBatcher(_Delegate):
         super().__init__(inner)
         self.max_wait_s, self.max_batch = max_wait_s, max_batch
         self.batches = self.batched = 0
-        self._pending: list[tuple[str, Future[Vectors]]] = []
+        self._pending: list[tuple[str, str, Future[Vectors]]] = []  # (kind, text, future)
         self._cond = threading.Condition()
         self._worker: threading.Thread | None = None
         self._closed = False
         self._last_size = 1
 
     def embed_query(self, text: str) -> Vectors:
-        future: Future[Vectors] = Future()
+        return self._submit("query", [text])[0].result()
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if len(texts) > self.max_batch // 4 or not texts:
+            return self.inner.embed_documents(texts)
+        return np.stack([future.result() for future in self._submit("document", texts)])
+
+    def _submit(self, kind: str, texts: Sequence[str]) -> list[Future[Vectors]]:
+        futures: list[Future[Vectors]] = [Future() for _ in texts]
         with self._cond:
             if self._closed:
-                raise RuntimeError("the query batcher is closed")
-            self._pending.append((text, future))
+                raise RuntimeError("the embedding batcher is closed")
+            self._pending += [(kind, text, future) for text, future in zip(texts, futures, strict=True)]
             if self._worker is None:
-                self._worker = threading.Thread(target=self._work, name="memvec-query-batcher", daemon=True)
+                self._worker = threading.Thread(target=self._work, name="memvec-embed-batcher", daemon=True)
                 self._worker.start()
             self._cond.notify_all()
-        return future.result()
+        return futures
 
     def close(self) -> None:
         with self._cond:
@@ -108,7 +121,7 @@ class MicroBatcher(_Delegate):
         if self._worker is not None:
             self._worker.join()
 
-    def _take_batch(self) -> list[tuple[str, Future[Vectors]]]:
+    def _take_batch(self) -> list[tuple[str, str, Future[Vectors]]]:
         with self._cond:
             while not self._pending and not self._closed:
                 self._cond.wait()
@@ -116,18 +129,23 @@ class MicroBatcher(_Delegate):
                 deadline = time.monotonic() + self.max_wait_s
                 while len(self._pending) < self.max_batch and (left := deadline - time.monotonic()) > 0:
                     self._cond.wait(left)
-            batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
+            kind = self._pending[0][0] if self._pending else ""
+            batch = [item for item in self._pending if item[0] == kind][:self.max_batch]
+            taken = {id(item) for item in batch}
+            self._pending = [item for item in self._pending if id(item) not in taken]
             self._last_size = max(len(batch), 1)
             return batch
 
     def _work(self) -> None:
         while batch := self._take_batch():
+            texts = [text for _, text, _ in batch]
             try:
-                vectors = embed_queries(self.inner, [text for text, _ in batch])
+                vectors = embed_queries(self.inner, texts) if batch[0][0] == "query" else \
+                    self.inner.embed_documents(texts)
             except BaseException as exc:  # every waiter learns of the failure, nobody hangs
-                for _, future in batch:
+                for _, _, future in batch:
                     future.set_exception(exc)
             else:
-                for row, (_, future) in enumerate(batch):
+                for row, (_, _, future) in enumerate(batch):
                     future.set_result(vectors[row].copy())
             self.batches, self.batched = self.batches + 1, self.batched + len(batch)

@@ -16,7 +16,7 @@ from memvec.config import IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, embed_records
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.index.tier import LoadReport, TierIndex
-from memvec.search.hybrid import rank, to_hits
+from memvec.search.hybrid import needs_query_vector, rank, to_hits
 from memvec.store.base import PreparedRecord, Store
 from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchMode, SearchRequest, Tier
 
@@ -141,8 +141,10 @@ class Engine:
         allowed = None
         if not request.filters.is_empty() and request.mode is not SearchMode.TOKEN:
             allowed = self.store.filter_ids(request.agent, request.tier, request.filters)
+        # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
+        query_vector = index.embedder.embed_query(request.query) if needs_query_vector(request) else None
         with index.lock:
-            ranked = rank(index, request, self.search_settings, allowed)
+            ranked = rank(index, request, self.search_settings, allowed, query_vector)
         return to_hits(index, ranked)
 
     # -- lifecycle ------------------------------------------------------------------------

@@ -39,13 +39,21 @@ class Ranked:
         return MethodScores(**pick)
 
 
-def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None) -> Ranked:
+def needs_query_vector(request: SearchRequest) -> bool:
+    return request.mode in (SearchMode.VECTOR, SearchMode.HYBRID)
+
+
+def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+         query_vector: npt.NDArray[np.float32] | None = None) -> Ranked:
+    """`query_vector` (the query embedded by the index's model) may be computed beforehand, so that
+    the forward pass runs outside the index lock; it is embedded here when needed and not given."""
     if request.mode is SearchMode.TOKEN:
         return _token(index, request)
     if request.mode is SearchMode.BM25:
         ids, scores = index.lexical.search(request.query, request.k, allowed)
         return Ranked(ids, scores, bm25=scores)
-    query_vector = index.embedder.embed_query(request.query)
+    if query_vector is None:
+        query_vector = index.embedder.embed_query(request.query)
     if request.mode is SearchMode.VECTOR:
         ids, scores = index.vector.search(query_vector, request.k, allowed)
         return Ranked(ids, scores, vector=scores)
