@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean bench bench-quick bench-full bench-ablation bench-headroom bench-peers
+.PHONY: install test lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -17,6 +17,10 @@ install: $(STAMP)
 
 test: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+# Plant known bugs one at a time in a scratch copy and show the suite catches each (not part of CI).
+mutants: install
+	HF_HUB_OFFLINE=1 $(PY) tests/mutants.py
 
 lint: install
 	$(VENV)/bin/ruff check memvec tests benchmarks

@@ -59,12 +59,12 @@ def compare(samples: list[dict], name: str = "all-MiniLM-L6-v2", *, quick: bool 
         else:
             row["cosine_to_torch"] = _agreement(vectors, reference)
         row["locomo"] = _locomo_quality(MeasuredEmbedder(embedder), samples)
-        row["cold_search_seconds"] = cold_search(model_id, runs=1 if quick else 3)
+        row["cold_search"] = cold_search(model_id, runs=1 if quick else 3)
         result["backends"][backend] = row
     return result
 
 
-def cold_search(model_id: str, runs: int = 3) -> float:
+def cold_search(model_id: str, runs: int = 3) -> dict[str, float]:
     """Median wall time of `memvec search` in a new process (interpreter start to printed hits) on a
     small home made with `model_id`; the ONNX export, if any, is already cached by then."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,12 +76,18 @@ def cold_search(model_id: str, runs: int = 3) -> float:
         return cold_search_command(home, "a", "archival", "support group", runs)
 
 
-def cold_search_command(home: Path, agent: str, tier: str, query: str, runs: int = 3) -> float:
-    """Median seconds of a new `memvec search` process, from its start to its printed hits."""
-    times = []
+def cold_search_command(home: Path, agent: str, tier: str, query: str, runs: int = 3) -> dict[str, float]:
+    """A new `memvec search` process: median seconds from its start to its printed hits, and its peak RSS."""
+    times, peaks = [], []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "memvec", "--home", str(home), "search", query, "--agent", agent,
-                        "--tier", tier], check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), "search", query, "--agent",
+                                    agent, "--tier", tier], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        _, status, usage = os.wait4(process.pid, 0)
         times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            raise RuntimeError(f"memvec search exited {process.returncode}")
+        peaks.append(usage.ru_maxrss / 1024)  # KiB on Linux
+    return {"seconds": statistics.median(times), "peak_rss_mib": statistics.median(peaks)}

@@ -60,7 +60,7 @@ def run_backend(samples: list[dict], backend: str, seconds: float = 6.0) -> dict
         served = _serve_load(home, backend, agent, datasets.locomo_recall_task(samples[0]), seconds)
     return {"backend": backend, "turns": turns, "questions": questions, "ingest_seconds": ingest,
             "ingest_records_per_s": turns / ingest, "batch_search_ms_per_query": search * 1000 / questions,
-            "cold_search_seconds": cold, "serve": served}
+            "cold_search": cold, "serve": served}
 
 
 def _serve_load(home: Path, backend: str, agent: str, task: datasets.Task, seconds: float) -> list[dict[str, Any]]:

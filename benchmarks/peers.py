@@ -32,8 +32,9 @@ from memvec.embed.locate import packaged_minilm_path
 Searcher = Callable[[str], list[str]]  # query -> ranked dia_ids
 
 
-def memvec_system(task: datasets.Task, workdir: Path) -> Searcher:
-    mem = Memory.open(workdir, embedder=load_embedder())
+def memvec_system(task: datasets.Task, workdir: Path, model_id: str | None = None) -> Searcher:
+    """memvec with its defaults (the int8 ONNX backend), or `model_id` (e.g. the torch backend)."""
+    mem = Memory.open(workdir, embedder=load_embedder(model_id))
     records = records_for(task, "peers")
     for start in range(0, len(records), 256):
         mem.insert(records[start:start + 256])
@@ -82,6 +83,7 @@ def chromadb_system(task: datasets.Task, workdir: Path) -> Searcher:
 
 SYSTEMS: dict[str, Callable[[datasets.Task, Path], Searcher]] = {
     "memvec (hybrid, defaults)": memvec_system,
+    "memvec (hybrid, torch backend)": lambda task, workdir: memvec_system(task, workdir, "all-MiniLM-L6-v2"),
     "txtai (hybrid)": txtai_system,
     "chromadb (vector, HNSW)": chromadb_system,
 }
@@ -103,28 +105,41 @@ def run_system(build: Callable[[datasets.Task, Path], Searcher], tasks: list[dat
             "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99), "queries": len(hits)}
 
 
+def _ratios(measured: dict[str, dict[str, Any]]) -> list[str]:
+    ours, peer = measured.get("memvec (hybrid, defaults)"), measured.get("txtai (hybrid)")
+    if not ours or not peer:
+        return []
+    index_ratio, query_ratio = ours["index_seconds"] / peer["index_seconds"], ours["p50_ms"] / peer["p50_ms"]
+    return [f"memvec (defaults) against txtai in this run: index time x{index_ratio:.2f}, query p50 "
+            f"x{query_ratio:.2f}, recall@10 {ours['recall@10'] - peer['recall@10']:+.3f}.", ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__)
     parser.add_argument("--locomo", type=Path, default=datasets.DEFAULT_LOCOMO)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
     tasks = [datasets.locomo_recall_task(s) for s in datasets.load_locomo(args.locomo)]
-    rows = []
+    rows, measured = [], {}
     for name, build in SYSTEMS.items():
         try:
             r = run_system(build, tasks)
         except ImportError as exc:
             rows.append([name, "not installed", "-", "-", "-", str(exc)[:60]])
             continue
+        measured[name] = r
         rows.append([name, r["recall@10"], round(r["index_seconds"], 1), r["p50_ms"], r["p99_ms"],
                      f"{r['docs']} turns, {r['queries']} questions"])
         print(name, r, flush=True)
     text = ["# memvec beside peers (LoCoMo recall tier, same MiniLM, one run)", "",
             "Each system indexes every turn of each dev conversation as `speaker: text` with the packaged "
             "all-MiniLM-L6-v2 and answers every question with evidence; recall@10 = any evidence turn in "
-            "the top 10. Query latency includes embedding the query. memvec runs with its defaults "
-            "(hybrid fusion with the session-level score, session-context and date indexing).", "",
-            _table(["system", "recall@10", "index s", "query p50 ms", "query p99 ms", "data"], rows), ""]
+            "the top 10. Query latency includes embedding the query; index time includes loading the model. "
+            "memvec runs with its defaults (hybrid fusion with the session-level score, session-context and "
+            "date indexing, the int8 ONNX backend), and once more on the torch backend (what it ran on "
+            "before) for reference.", "",
+            _table(["system", "recall@10", "index s", "query p50 ms", "query p99 ms", "data"], rows), "",
+            *_ratios(measured)]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "peers.md").write_text("\n".join(text))
     print(f"peers: {args.out / 'peers.md'}")

@@ -135,16 +135,17 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
                      f"{agreement['mean']:.4f} / {agreement['min']:.4f}" if agreement else "reference",
                      b["locomo"]["recall"]["recall@10"], b["locomo"]["recall"]["mrr@10"],
                      b["locomo"]["archival"]["recall@10"], b["locomo"]["archival"]["mrr@10"],
-                     round(b["cold_search_seconds"], 2)])
+                     round(b["cold_search"]["seconds"], 2), round(b["cold_search"]["peak_rss_mib"])])
     out = ["## Embedding backends (one run, same model)", "",
            f"Vectors of all {compare['turns']:,} LoCoMo turns from each backend, compared with torch's; LoCoMo "
            "hybrid (default) quality per tier with each backend; cold `memvec search` = a new process from "
-           "interpreter start to printed hits (median of 3; any ONNX export already cached).", "",
+           "interpreter start to printed hits, and its peak RSS (median of 3; any ONNX export already cached).", "",
            _table(["backend", "model id", "turns/s", "model load s", "cosine to torch mean / min",
-                   "recall R@10", "recall MRR@10", "archival R@10", "archival MRR@10", "cold search s"], rows), ""]
+                   "recall R@10", "recall MRR@10", "archival R@10", "archival MRR@10", "cold search s",
+                   "cold search peak RSS MiB"], rows), ""]
     cli = backends["cli"]
     rows = [[r["backend"], round(r["ingest_records_per_s"], 1), round(r["batch_search_ms_per_query"], 1),
-             round(r["cold_search_seconds"], 2),
+             round(r["cold_search"]["seconds"], 2),
              *[f"{lv['rps']:.0f}/s, p50 {lv['p50_ms']:.0f}, p99 {lv['p99_ms']:.0f}, {lv['errors']} err"
                for lv in r["serve"]]] for r in cli]
     base, new = cli[0], cli[-1]
@@ -159,7 +160,8 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
             f"{new['backend']} over {base['backend']} in this run: ingest "
             f"x{new['ingest_records_per_s'] / base['ingest_records_per_s']:.1f}, "
             f"batch search x{new['batch_search_ms_per_query'] / base['batch_search_ms_per_query']:.2f} the time, "
-            f"cold search {new['cold_search_seconds']:.2f}s vs {base['cold_search_seconds']:.2f}s, "
+            f"cold search {new['cold_search']['seconds']:.2f}s vs {base['cold_search']['seconds']:.2f}s "
+            f"(peak RSS {new['cold_search']['peak_rss_mib']:.0f} vs {base['cold_search']['peak_rss_mib']:.0f} MiB), "
             f"serve at 8 clients x{eight[-1]['rps'] / eight[0]['rps']:.1f} searches/s.", ""]
     return out
 

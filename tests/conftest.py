@@ -75,6 +75,18 @@ def start_postgres(url: str) -> str:
         return str(exc)
 
 
+def require_postgres(url: str) -> None:
+    """Skip (locally, with the reason) or fail (in CI, where CI=true) when PostgreSQL is down and
+    cannot be started: CI must never go green with PostgreSQL untested."""
+    problem = start_postgres(url)
+    if not problem:
+        return
+    message = f"PostgreSQL at {url} is not available and could not be started: {problem}"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def run_cli(*args: str, home: Path, check: bool = True, timeout: float = 300,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the installed `memvec` entry point in a real subprocess."""

@@ -3,6 +3,7 @@ in a fresh schema: the engine behaves as with SQLite, and two homes can share on
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections.abc import Iterator
@@ -15,16 +16,14 @@ import pytest
 from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
 from memvec.transfer import export_agent, import_agent
-from tests.conftest import run_cli, start_postgres
+from tests.conftest import require_postgres, run_cli
 from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
 
-BASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
+BASE_URL = os.environ.get("MEMVEC_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def ensure_postgres() -> None:
-    problem = start_postgres(BASE_URL)
-    if problem:
-        pytest.skip(f"PostgreSQL is not available and could not be started: {problem}")
+    require_postgres(BASE_URL)
 
 
 @pytest.fixture

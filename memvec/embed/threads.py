@@ -3,13 +3,13 @@ may run on).
 
 Every stage of a request runs one after another (embed the query, search FAISS, score BM25), so
 the model may use every core: ONNX Runtime's intra-op pool and torch get this count and one
-inter-op thread, FAISS's OpenMP pool the same count. No pool may spin once its stage is done, or it
-steals the core the next stage (or a concurrent request) needs: ONNX Runtime's workers are told not
-to spin (a lone query embeds in ~2.4 ms instead of ~1.8, but `memvec serve` at 8 clients used
-~10 instead of ~13 ms of CPU per search for the same throughput), and OpenMP's idle workers sleep
-(``OMP_WAIT_POLICY=PASSIVE``, set in ``memvec/__init__.py`` before FAISS loads: spinning OpenMP
-workers doubled vector search with the query embedding). OpenBLAS is kept off the hot path
-(``memvec.index.sessions``).
+inter-op thread. No pool may spin once its stage is done, or it steals the core the next stage
+(or a concurrent request) needs: ONNX Runtime's workers are told not to spin (a lone query embeds
+in ~2.4 ms instead of ~1.8, but `memvec serve` at 8 clients used ~10 instead of ~13 ms of CPU per
+search for the same throughput). FAISS gets this count for index builds, but a one-query search
+runs on its calling thread (``memvec.index.vector``): OpenMP workers woken for it, then left
+spinning, doubled vector search with the query embedding on 2 cores. OpenBLAS is kept off the hot
+path (``memvec.index.sessions``).
 """
 
 from __future__ import annotations

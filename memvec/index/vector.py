@@ -9,6 +9,7 @@ set) are exact over the allowed vectors for both kinds, so filters never cost re
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,16 @@ from memvec.index.lexical import top_k
 
 faiss: Any = _faiss  # its SWIG stubs miss most of the API
 faiss.omp_set_num_threads(thread_count())  # MEMVEC_THREADS, like the model (memvec.embed.threads)
+_search_thread = threading.local()
+
+
+def _one_omp_thread_here() -> None:
+    """A one-query search runs on the calling thread only: waking OpenMP workers for it cost more than
+    they saved (flat search at 10k records 4.3 -> 2.8 ms on 2 cores); concurrent requests use the cores.
+    OpenMP's thread count is per calling thread, so index builds elsewhere keep every core."""
+    if not getattr(_search_thread, "single", False):
+        faiss.omp_set_num_threads(1)
+        _search_thread.single = True
 
 Ids = npt.NDArray[np.int64]
 Vectors = npt.NDArray[np.float32]
@@ -116,6 +127,7 @@ class VectorIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if allowed is not None:
             return self._exact_subset(query, k, np.asarray(allowed, dtype=np.int64))
+        _one_omp_thread_here()
         params = None
         if self._tombstones:
             dead = faiss.IDSelectorBatch(np.fromiter(self._tombstones, dtype=np.int64))

@@ -1,0 +1,80 @@
+"""Plant known bugs, one at a time, in a scratch copy of the project and show the test suite fails
+for each (`make mutants`; not part of `make test`).
+
+Each mutant is a (file, original, replacement) edit of one headline behaviour. The suite runs with
+`-x`, the tests most likely to catch the mutant first, so a caught mutant costs seconds and a
+surviving one the whole suite. Exit status 1 when any mutant survives.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MUTANTS: list[tuple[str, str, str, str, str]] = [
+    # (name, file, original, replacement, tests to run first)
+    ("hybrid drops BM25-only candidates", "memvec/search/hybrid.py",
+     "np.union1d(vector_ids, bm25_ids)", "np.unique(vector_ids)", "tests/test_headline.py"),
+    ("hybrid drops vector-only candidates", "memvec/search/hybrid.py",
+     "np.union1d(vector_ids, bm25_ids)", "np.unique(bm25_ids)", "tests/test_headline.py"),
+    ("guard flags only two or more signals", "memvec/guard.py",
+     "return bool(poisoning_signals(text))", "return len(poisoning_signals(text)) >= 2", "tests/test_headline.py"),
+    ("no poisoning re-check on read", "memvec/store/rows.py",
+     'bool(row["untrusted"]) or looks_untrusted(row["text"])', 'bool(row["untrusted"])', "tests/test_headline.py"),
+    ("micro-batcher hands every caller the first row", "memvec/embed/queries.py",
+     "future.set_result(vectors[row].copy())", "future.set_result(vectors[0].copy())", "tests/test_queries.py"),
+    ("query cache ignores the model", "memvec/embed/queries.py",
+     "key = (self.inner.model_id, text)", 'key = ("", text)', "tests/test_queries.py"),
+    ("ONNX pooling ignores the attention mask", "memvec/embed/onnx.py",
+     "parts.append((hidden * weights).sum(axis=1) / counts)", "parts.append(hidden.mean(axis=1))",
+     "tests/test_onnx.py"),
+]
+
+
+def scratch_copy(target: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        source = ROOT / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+
+
+def run_mutant(work: Path, name: str, path: str, original: str, replacement: str, first: str) -> bool:
+    """True when the suite fails with the mutant planted (it is caught)."""
+    file = work / path
+    text = file.read_text()
+    if text.count(original) != 1:
+        raise SystemExit(f"mutant {name!r}: {original!r} is not exactly once in {path}")
+    file.write_text(text.replace(original, replacement))
+    started = time.perf_counter()
+    try:
+        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", first, "tests"],
+                                cwd=work, capture_output=True, text=True)
+    finally:
+        file.write_text(text)
+    caught = result.returncode != 0
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else result.stderr[-200:]
+    print(f"{'CAUGHT ' if caught else 'SURVIVED'} {name} ({time.perf_counter() - started:.0f}s): {summary}",
+          flush=True)
+    return caught
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        scratch_copy(work)
+        caught = [run_mutant(work, *mutant) for mutant in MUTANTS]
+    print(f"{sum(caught)} of {len(caught)} mutants caught")
+    return 0 if all(caught) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
