@@ -76,18 +76,27 @@ def cold_search(model_id: str, runs: int = 3) -> dict[str, float]:
         return cold_search_command(home, "a", "archival", "support group", runs)
 
 
+# The child reports its own peak RSS: the rusage of a child forked from this (large) process would
+# count the pages it shared before exec.
+_PROBE = ("import atexit, runpy, sys\n"
+          "peak_file = sys.argv.pop(1)\n"
+          "def report():\n"
+          "    peak = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]\n"
+          "    open(peak_file, 'w').write(peak)\n"
+          "atexit.register(report)\n"
+          "sys.argv[0] = 'memvec'\n"
+          "runpy.run_module('memvec', run_name='__main__')\n")
+
+
 def cold_search_command(home: Path, agent: str, tier: str, query: str, runs: int = 3) -> dict[str, float]:
     """A new `memvec search` process: median seconds from its start to its printed hits, and its peak RSS."""
     times, peaks = [], []
+    peak_file = home.parent / "peak-rss-kib"
     for _ in range(runs):
         started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), "search", query, "--agent",
-                                    agent, "--tier", tier], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        _, status, usage = os.wait4(process.pid, 0)
+        subprocess.run([sys.executable, "-c", _PROBE, str(peak_file), "--home", str(home), "search", query,
+                        "--agent", agent, "--tier", tier], check=True, capture_output=True,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
         times.append(time.perf_counter() - started)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode:
-            raise RuntimeError(f"memvec search exited {process.returncode}")
-        peaks.append(usage.ru_maxrss / 1024)  # KiB on Linux
+        peaks.append(int(peak_file.read_text()) / 1024)
     return {"seconds": statistics.median(times), "peak_rss_mib": statistics.median(peaks)}

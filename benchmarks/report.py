@@ -126,6 +126,10 @@ def _context_line(ing: dict[str, Any]) -> list[str]:
             f"{c['seconds']:.1f}s in the model).", ""]
 
 
+def _rss(cold: dict[str, float]) -> str:
+    return f"{cold['peak_rss_mib']:.0f}" if "peak_rss_mib" in cold else "not measured"
+
+
 def _backends_section(backends: dict[str, Any]) -> list[str]:
     compare = backends["compare"]
     rows = []
@@ -135,7 +139,7 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
                      f"{agreement['mean']:.4f} / {agreement['min']:.4f}" if agreement else "reference",
                      b["locomo"]["recall"]["recall@10"], b["locomo"]["recall"]["mrr@10"],
                      b["locomo"]["archival"]["recall@10"], b["locomo"]["archival"]["mrr@10"],
-                     round(b["cold_search"]["seconds"], 2), round(b["cold_search"]["peak_rss_mib"])])
+                     round(b["cold_search"]["seconds"], 2), _rss(b["cold_search"])])
     out = ["## Embedding backends (one run, same model)", "",
            f"Vectors of all {compare['turns']:,} LoCoMo turns from each backend, compared with torch's; LoCoMo "
            "hybrid (default) quality per tier with each backend; cold `memvec search` = a new process from "
@@ -160,8 +164,9 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
             f"{new['backend']} over {base['backend']} in this run: ingest "
             f"x{new['ingest_records_per_s'] / base['ingest_records_per_s']:.1f}, "
             f"batch search x{new['batch_search_ms_per_query'] / base['batch_search_ms_per_query']:.2f} the time, "
-            f"cold search {new['cold_search']['seconds']:.2f}s vs {base['cold_search']['seconds']:.2f}s "
-            f"(peak RSS {new['cold_search']['peak_rss_mib']:.0f} vs {base['cold_search']['peak_rss_mib']:.0f} MiB), "
+            f"cold search {new['cold_search']['seconds']:.2f}s vs {base['cold_search']['seconds']:.2f}s"
+            + (f" (peak RSS {_rss(new['cold_search'])} vs {_rss(base['cold_search'])} MiB), "
+               if "peak_rss_mib" in new["cold_search"] else ", ") +
             f"serve at 8 clients x{eight[-1]['rps'] / eight[0]['rps']:.1f} searches/s.", ""]
     return out
 

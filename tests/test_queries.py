@@ -178,3 +178,31 @@ def test_concurrent_small_inserts_share_passes_and_get_their_own_rows() -> None:
     for texts, vectors in zip(groups, results, strict=True):
         assert np.array_equal(vectors, HashingEmbedder(24).embed_documents(texts))
     assert len(inner.sizes) < 40 and 100 in inner.sizes  # small calls shared passes; the bulk call went alone
+
+
+def test_the_cache_never_answers_for_another_model() -> None:
+    class Swappable:
+        """An embedder whose model can be replaced under a long-lived cache (e.g. a reload)."""
+
+        def __init__(self) -> None:
+            self.current = HashingEmbedder(16)
+
+        @property
+        def model_id(self) -> str:
+            return self.current.model_id
+
+        @property
+        def dim(self) -> int:
+            return self.current.dim
+
+        def embed_documents(self, texts: Sequence[str]) -> Vectors:
+            return self.current.embed_documents(texts)
+
+        def embed_query(self, text: str) -> Vectors:
+            return self.current.embed_query(text)
+
+    inner = Swappable()
+    cache = QueryCache(inner)
+    assert cache.embed_query("tide tables").shape == (16,)
+    inner.current = HashingEmbedder(32)
+    assert np.array_equal(cache.embed_query("tide tables"), HashingEmbedder(32).embed_query("tide tables"))
