@@ -14,11 +14,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memvec.embed import Backend
+from memvec.embed import DEFAULT_MODEL_NAME, Backend
 from memvec.types import Fusion
 
 DEFAULT_HOME = "indexes"
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_MODEL = DEFAULT_MODEL_NAME  # the packaged MiniLM; one name for config and embed
 
 
 class SearchSettings(BaseModel):

@@ -194,6 +194,7 @@ class Memory:
         if embedder.model_id != self.model_id:
             self.store.set_meta(MODEL_META_KEY, embedder.model_id)
             self.model_id = embedder.model_id
+            self._close_serving()  # the old model's batcher thread goes with it
             self.engine.embedder = self._serving(embedder)
         return reports
 
@@ -232,6 +233,9 @@ class Memory:
     def close(self) -> None:
         self.save()
         self.store.close()
+        self._close_serving()
+
+    def _close_serving(self) -> None:
         close_batcher = getattr(self.engine.embedder, "close", None)
         if close_batcher is not None:
             close_batcher()
