@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from memvec.cli_agents import agent, chat, serve
 from memvec.cli_common import Context, dump, print_json
+from memvec.cli_mcp import mcp
 from memvec.embed import BACKENDS, Backend
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError
 from memvec.types import (
@@ -320,7 +321,7 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-for command in (agent, chat, serve):
+for command in (agent, chat, serve, mcp):
     cli.add_command(command)
 
 

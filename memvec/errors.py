@@ -10,6 +10,7 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
     ├── StoreError               the transactional store failed (CLI exit 1)
     ├── ModelCallError           the LLM provider failed or refused a call (HTTP 502, CLI exit 1)
+    ├── ServiceCallError         a memvec server answered a client (the framework retrievers) with an error
     └── IndexFileError           an index file cannot be used; it is rebuilt from the store
 
 Callers who only want "my fault or not" can catch ``InvalidInputError`` / ``NotFoundError``
@@ -50,6 +51,15 @@ class StoreError(MemvecError):
 
 class ModelCallError(MemvecError):
     """The LLM provider (through litellm) failed, refused the request or is unknown."""
+
+
+class ServiceCallError(MemvecError):
+    """A memvec server answered with an error or could not be reached; `status` is the HTTP status
+    (None: no answer) and the message carries the server's own detail."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class IndexFileError(MemvecError):

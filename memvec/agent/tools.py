@@ -101,7 +101,7 @@ def _error(message: str) -> ToolOutcome:
     return ToolOutcome(content=json.dumps({"error": message}), ok=False)
 
 
-def _day_bound(value: date | datetime | None, *, end: bool) -> datetime | None:
+def day_bound(value: date | datetime | None, *, end: bool) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     return datetime.combine(value, time.max if end else time.min, tzinfo=UTC)
@@ -179,8 +179,8 @@ class ToolBox:
     def _conversation_search(self, args: ConversationSearchArgs) -> ToolOutcome:
         visible = set(self.in_context)
         hits = self.memory.recall(self.agent).search(args.query, k=args.limit + len(visible), roles=args.roles,
-                                                     start=_day_bound(args.start_date, end=False),
-                                                     end=_day_bound(args.end_date, end=True))
+                                                     start=day_bound(args.start_date, end=False),
+                                                     end=day_bound(args.end_date, end=True))
         kept = [h for h in hits if h.id not in visible][:args.limit]
         return ToolOutcome(hits_for_model(kept, self.result_chars), page_in=True)
 

@@ -23,7 +23,7 @@ from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
 from memvec.service.schemas import AgentCreate, AgentOut, AgentPatch, BlockPatch, Health
 from memvec.store import STORE_FILE
-from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, CoreBlock, describe_validation_error
+from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, CoreBlock, Tier, describe_validation_error
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
@@ -62,10 +62,15 @@ Service = Annotated[ServiceState, Depends(state_of)]
 
 def visible_agent(agent_id: str, principal: Principal, service: ServiceState) -> tuple[AgentSettings, AgentState]:
     """The agent's settings and state, or 404 when it does not exist or the caller may not see it."""
-    found = service.memory.store.get_agent(agent_id) if principal.may_see(agent_id) else None
-    if found is None:
+    if not principal.may_see(agent_id):
         raise NotFoundError(f"agent {agent_id!r} not found")
-    return found
+    found = service.memory.store.get_agent(agent_id)
+    if found is not None:
+        return found
+    store = service.memory.store
+    if any(store.count(agent_id, tier) for tier in Tier) or store.blocks(agent_id):
+        return AgentSettings(name=agent_id), AgentState()  # written by the CLI or Python API: no settings yet
+    raise NotFoundError(f"agent {agent_id!r} not found")
 
 
 def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
@@ -164,7 +169,7 @@ def add_agent_routes(app: FastAPI) -> None:
 
     @app.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
     def list_agents(principal: Caller, service: Service) -> list[AgentOut]:
-        names = [n for n in service.memory.store.agent_names() if principal.may_see(n)]
+        names = [n for n in service.memory.agents() if principal.may_see(n)]
         return [agent_out(service.memory, *visible_agent(n, principal, service)) for n in names]
 
     @app.get("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])

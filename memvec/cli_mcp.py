@@ -1,0 +1,45 @@
+"""`memvec mcp`: serve one agent's memory to an MCP host (Claude, Cursor, VS Code, Goose, ...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memvec.cli_common import Context
+
+
+@click.command(name="mcp")
+@click.option("--agent", "name", default="default", show_default=True,
+              help="Agent whose memory is served (created with persona/human blocks if new).")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio for a host that spawns memvec; http for streamable HTTP at http://HOST:PORT/mcp.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only.")
+@click.option("--port", type=int, default=8284, show_default=True, help="HTTP only.")
+@click.option("--keys-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="HTTP only: API keys as for `memvec serve` (KEY or KEY=agent1|agent2); also "
+                   "MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.pass_obj
+def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file: Path | None,
+        log_level: str) -> None:
+    """Serve an agent's memory as a Model Context Protocol server: core_memory_read/append/replace,
+    archival_memory_insert/search, conversation_search/record, and the core-memory resource.
+    Nothing is written to stdout but the protocol."""
+    from memvec.mcp_server.server import build_server, http_app
+    from memvec.service.auth import KeyRing
+
+    keys = KeyRing.from_environment(keys_file)
+    with obj.open(query_batching=transport == "http") as mem:
+        server = build_server(mem, name)
+        mem.engine.embedder.dim  # noqa: B018 - load the model now, not on the first tool call
+        if transport == "stdio":
+            server.run("stdio")
+            return
+        import uvicorn
+
+        if not keys.open:
+            click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
+        click.echo(f"memvec: MCP over streamable HTTP at http://{host}:{port}/mcp", err=True)
+        uvicorn.run(http_app(server, keys, name, host=host), host=host, port=port, log_level=log_level)

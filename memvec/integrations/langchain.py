@@ -1,0 +1,58 @@
+"""A LangChain retriever over one agent's archival or recall tier (extra: `memvec[langchain]`).
+
+    from memvec import Memory
+    from memvec.integrations.langchain import MemvecRetriever
+
+    retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
+    # or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
+    docs = retriever.invoke("where did we meet?")
+    docs[0].metadata["citation"]   # {"session_id": ..., "turn_id": ..., "source_url": ...}
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field
+
+from memvec.integrations.source import HitSource, SearchOptions, hit_metadata, hit_text
+from memvec.memory import Memory
+from memvec.types import SearchMode, Tier
+
+
+class MemvecRetriever(BaseRetriever):
+    """Hybrid (BM25 + vector) search of a memvec tier; each `Document` carries its citation.
+
+    Give `memory` (an open `memvec.Memory`) or `url` (+ `api_key`) of a `memvec serve`."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    memory: Memory | None = None
+    url: str | None = None
+    api_key: str | None = None
+    timeout: float = 30.0
+    agent: str
+    tier: Tier = Tier.ARCHIVAL
+    k: int = 4
+    mode: SearchMode = SearchMode.HYBRID
+    tags: list[str] = Field(default_factory=list)
+    tag_match: Literal["any", "all"] = "any"
+    roles: list[str] = Field(default_factory=list)
+    session_id: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    fence_untrusted: bool = Field(default=True, description="wrap directive-like text as quoted data")
+
+    def _options(self) -> SearchOptions:
+        return SearchOptions(agent=self.agent, tier=self.tier, k=self.k, mode=self.mode, tags=self.tags,
+                             tag_match=self.tag_match, roles=self.roles, session_id=self.session_id,
+                             start=self.start, end=self.end)
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        source = HitSource(memory=self.memory, url=self.url, api_key=self.api_key, timeout=self.timeout)
+        hits = source.search(self._options(), query)
+        return [Document(page_content=hit_text(h, fence_untrusted=self.fence_untrusted), metadata=hit_metadata(h),
+                         id=str(h.id)) for h in hits]

@@ -1,0 +1,48 @@
+"""A LlamaIndex retriever over one agent's archival or recall tier (extra: `memvec[llamaindex]`).
+
+    from memvec import Memory
+    from memvec.integrations.llamaindex import MemvecRetriever
+
+    retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
+    # or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
+    for found in retriever.retrieve("where did we meet?"):
+        print(found.score, found.node.metadata["citation"], found.node.get_content())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from memvec.integrations.source import HitSource, SearchOptions, hit_metadata, hit_text
+from memvec.memory import Memory
+
+# shown to the LLM with the text; the rest of the metadata stays for the app (and the embedder)
+_LLM_METADATA = {"citation", "created_at", "role", "untrusted"}
+
+
+class MemvecRetriever(BaseRetriever):
+    """Hybrid (BM25 + vector) search of a memvec tier; each node carries its citation.
+
+    Give `memory` (an open `memvec.Memory`) or `url` (+ `api_key`) of a `memvec serve`; the other
+    keywords are `SearchOptions` (agent, tier, k, mode, tags, tag_match, roles, session_id, start, end)."""
+
+    def __init__(self, *, memory: Memory | None = None, url: str | None = None, api_key: str | None = None,
+                 timeout: float = 30.0, fence_untrusted: bool = True, **options: Any) -> None:
+        self.source = HitSource(memory=memory, url=url, api_key=api_key, timeout=timeout)
+        self.options = SearchOptions.model_validate(options)
+        self.fence_untrusted = fence_untrusted
+        super().__init__()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        found = []
+        for hit in self.source.search(self.options, query_bundle.query_str):
+            metadata = hit_metadata(hit)
+            text = hit_text(hit, fence_untrusted=self.fence_untrusted)
+            node = TextNode(id_=f"memvec:{hit.agent}:{hit.id}", text=text, metadata=metadata,
+                            excluded_llm_metadata_keys=[k for k in metadata if k not in _LLM_METADATA],
+                            excluded_embed_metadata_keys=list(metadata))
+            found.append(NodeWithScore(node=node, score=hit.score))
+        return found
