@@ -1,7 +1,8 @@
 """The `memvec` command line.
 
 Exit codes: 0 ok; 1 internal error; 2 bad usage or input (message on stderr);
-3 `memvec verify` found a disagreement between the store and an index.
+3 `memvec verify` found a disagreement between the store and an index; 4 the store (database) is
+unavailable right now: nothing was written, try again.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from memvec.cli_agents import agent, chat, serve
 from memvec.cli_common import Context, dump, print_json
 from memvec.cli_mcp import mcp
 from memvec.embed import BACKENDS, Backend
-from memvec.errors import InvalidInputError, MemvecError, NotFoundError
+from memvec.errors import InvalidInputError, MemvecError, NotFoundError, StoreUnavailableError
 from memvec.types import (
     Fusion,
     Hit,
@@ -33,7 +34,7 @@ from memvec.types import (
     describe_validation_error,
 )
 
-EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY = 1, 2, 3
+EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY, EXIT_UNAVAILABLE = 1, 2, 3, 4
 INGEST_BATCH = 256
 _INGEST_FIELDS = {"text", "role", "session_id", "turn_id", "source_url", "tags", "created_at"}
 
@@ -341,6 +342,9 @@ def run(entry: click.Command, args: list[str] | None = None) -> int:
     except (InvalidInputError, NotFoundError) as exc:
         click.echo(f"error: {exc}", err=True)
         return EXIT_INPUT
+    except StoreUnavailableError as exc:
+        click.echo(f"error: the store is unavailable, nothing was written; try again: {exc}", err=True)
+        return EXIT_UNAVAILABLE
     except MemvecError as exc:
         click.echo(f"error: {exc}", err=True)
         return EXIT_INTERNAL

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from memvec.cli_common import Context, dump, print_json
+from memvec.cli_common import Context, dump, open_when_store_is_up, print_json
 from memvec.errors import NotFoundError
 from memvec.types import AgentSettings
 
@@ -84,16 +84,19 @@ def chat(obj: Context, name: str, llm: str | None, session: str | None, messages
               help="API keys, one per line (KEY or KEY=agent1|agent2); also MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option("--wait-for-store/--no-wait-for-store", default=True, show_default=True,
+              help="When the store (PostgreSQL) is down at start: retry with backoff until it is back, or exit 4.")
 @click.pass_obj
-def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str) -> None:
-    """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs)."""
+def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, wait_for_store: bool) -> None:
+    """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs). While the store
+    is unreachable requests answer 503 with Retry-After and /v1/health reports it (503)."""
     import uvicorn
 
     from memvec.service.app import create_app
     from memvec.service.auth import KeyRing
 
     keys = KeyRing.from_environment(keys_file)
-    with obj.open(query_batching=True) as mem:
+    with open_when_store_is_up(obj, wait_for_store, query_batching=True) as mem:
         click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.engine.embedder.dim})", err=True)  # loads it now
         if not keys.open:
             click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import click
 from pydantic import BaseModel
 
 from memvec.config import MemoryConfig
+from memvec.errors import StoreUnavailableError
 from memvec.memory import Memory
 
 
@@ -26,6 +28,20 @@ class Context:
         if recorded_model:
             config = config.model_copy(update={"model": None, "embed_backend": None})
         return Memory(config)
+
+
+def open_when_store_is_up(obj: Context, wait: bool, **settings: Any) -> Memory:
+    """Open the home; while its store is unreachable say so and retry (1, 2, 4 ... 30 s apart)."""
+    delay = 1.0
+    while True:
+        try:
+            return obj.open(**settings)
+        except StoreUnavailableError as exc:
+            if not wait:
+                raise
+            click.echo(f"memvec: the store is unavailable ({exc}); retrying in {delay:g} s", err=True)
+            time.sleep(delay)
+            delay = min(delay * 2, 30.0)
 
 
 def print_json(data: Any) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from memvec.cli_common import Context
+from memvec.cli_common import Context, open_when_store_is_up
 
 
 @click.command(name="mcp")
@@ -31,7 +31,7 @@ def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file
     from memvec.service.auth import KeyRing
 
     keys = KeyRing.from_environment(keys_file)
-    with obj.open(query_batching=transport == "http") as mem:
+    with open_when_store_is_up(obj, transport == "http", query_batching=transport == "http") as mem:
         server = build_server(mem, name)
         mem.engine.embedder.dim  # noqa: B018 - load the model now, not on the first tool call
         if transport == "stdio":

@@ -61,6 +61,10 @@ class MemoryConfig(BaseModel):
     home: Path
     model: str | None = None
     store: str | None = Field(default=None, description="None: SQLite in the home; or a postgresql:// URL")
+    store_timeout: float = Field(
+        default=3.0, gt=0.0, le=300.0,
+        description="seconds a store operation may wait for the database (a free connection, a SQLite lock) "
+                    "before StoreUnavailableError (HTTP 503)")
     embed_backend: Backend | None = Field(
         default=None, description="torch, onnx or onnx-int8; None: the home's backend (onnx-int8 for a new home)")
     embed_batch_size: int | None = Field(default=None, ge=1, description="None: the backend's tuned size")

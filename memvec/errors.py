@@ -9,6 +9,7 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     │   └── ModelExportError     a model cannot be turned into an ONNX backend (nothing was written)
     ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
     ├── StoreError               the transactional store failed (CLI exit 1)
+    │   └── StoreUnavailableError the database cannot be reached right now (HTTP 503, CLI exit 4); retry later
     ├── ModelCallError           the LLM provider failed or refused a call (HTTP 502, CLI exit 1)
     ├── ServiceCallError         a memvec server answered a client (the framework retrievers) with an error
     └── IndexFileError           an index file cannot be used; it is rebuilt from the store
@@ -47,6 +48,12 @@ class NotFoundError(MemvecError, LookupError):
 
 class StoreError(MemvecError):
     """The transactional store failed or is from an unknown schema version."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached (down, restarting, failing over) or no connection came free in
+    time. Nothing half-written: a write that raised this either committed whole or not at all, and
+    retrying it is safe for inserts (the dedup key returns the first attempt's record)."""
 
 
 class ModelCallError(MemvecError):

@@ -80,7 +80,7 @@ class Memory:
         self.config = config
         self.home = config.home
         self.home.mkdir(parents=True, exist_ok=True)
-        self.store = open_store(self.home, config.store)
+        self.store = open_store(self.home, config.store, timeout=config.store_timeout)
         self.model_id = self._resolve_model(embedder)
         self.index_settings = self._resolve_index_kind()
         self.engine = Engine(store=self.store, embedder=self._serving(embedder or self._lazy(self.model_id)),

@@ -63,10 +63,12 @@ class Server:
 
 class WriteLoad:
     """Writer threads posting distinct passages to agent `ana` on each server until stopped. Only
-    what a server acknowledged (201) is kept: a write killed mid-request was never promised."""
+    what a server acknowledged (201) is kept: a write killed mid-request was never promised. Every
+    other answer is counted by status in `answers` (with the time it came), for the test to judge."""
 
     def __init__(self, servers: list[Server], *, writers_per_server: int = 6) -> None:
         self.acknowledged: list[tuple[int, str]] = []
+        self.answers: list[tuple[float, int, float]] = []  # (when, status, seconds taken) of non-201s
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._write, args=(srv, f"{n}w{w}"))
@@ -78,13 +80,16 @@ class WriteLoad:
                 if self._stop.is_set():
                     return
                 text = f"durable {writer} n{i} token{writer}x{i}"
+                started = time.monotonic()
                 try:
                     response = api.post("/v1/agents/ana/archival-memory", json={"text": text})
                 except httpx.TransportError:
                     return
-                if response.status_code == 201:
-                    with self._lock:
+                with self._lock:
+                    if response.status_code == 201:
                         self.acknowledged.append((response.json()[0]["id"], text))
+                    else:
+                        self.answers.append((started, response.status_code, time.monotonic() - started))
 
     def start(self) -> WriteLoad:
         for thread in self._threads:
@@ -96,6 +101,10 @@ class WriteLoad:
         while len(self.acknowledged) < count and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(self.acknowledged) >= count, "the servers must acknowledge writes before the kill"
+
+    def acknowledged_count(self) -> int:
+        with self._lock:
+            return len(self.acknowledged)
 
     def stop(self) -> None:
         self._stop.set()

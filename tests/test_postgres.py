@@ -143,6 +143,7 @@ def test_two_http_servers_share_one_postgres_store_through_a_sigkill(tmp_path: P
         first.kill()
         load.stop()
         first = Server(tmp_path / "one", store=pg_url).start()
+        assert not load.answers, "a server answered a write with something other than 201"
         for srv in (first, second):
             assert_every_write_is_there(srv, load.acknowledged)
     finally:

@@ -220,6 +220,7 @@ def test_sigkill_under_write_load_keeps_every_acknowledged_write(tmp_path: Path)
     load.wait_for(150)
     srv.kill()
     load.stop()
+    assert not load.answers, "a write was answered with something other than 201 before the kill"
     srv = Server(home).start()
     assert_every_write_is_there(srv, load.acknowledged, every=15)
     srv.stop()

@@ -18,7 +18,14 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memvec.errors import CoreMemoryError, InvalidInputError, MemvecError, ModelCallError, NotFoundError
+from memvec.errors import (
+    CoreMemoryError,
+    InvalidInputError,
+    MemvecError,
+    ModelCallError,
+    NotFoundError,
+    StoreUnavailableError,
+)
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
 from memvec.service.schemas import AgentCreate, AgentOut, AgentPatch, BlockPatch, Health
@@ -26,6 +33,7 @@ from memvec.store import STORE_FILE
 from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, CoreBlock, Tier, describe_validation_error
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
+RETRY_AFTER_S = 1
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
 
 
@@ -73,6 +81,15 @@ def visible_agent(agent_id: str, principal: Principal, service: ServiceState) ->
     raise NotFoundError(f"agent {agent_id!r} not found")
 
 
+def describe_store(memory: Memory) -> str:
+    """Where the records live, without a password."""
+    url = memory.config.store
+    if url is None:
+        return str(memory.home / STORE_FILE)
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2]}"
+
+
 def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
     return AgentOut(id=settings.name, name=settings.name, model=settings.model, context_window=settings.context_window,
                     memory_blocks=memory.core(settings.name).blocks(), created_at=state.created_at)
@@ -84,6 +101,7 @@ def _error(status: int, kind: str, detail: Any) -> JSONResponse:
 
 # most specific first: handlers are looked up along the exception's class hierarchy
 ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
+    StoreUnavailableError: (503, "store_unavailable"),
     NotFoundError: (404, "not_found"),
     CoreMemoryError: (409, "core_memory_refused"),
     InvalidInputError: (400, "bad_request"),
@@ -94,7 +112,10 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
 
 def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
     async def handle(_: Request, exc: Exception) -> JSONResponse:
-        return _error(status, kind, str(exc))
+        response = _error(status, kind, str(exc))
+        if status == 503:  # the database is down or restarting: a load balancer or client tries again soon
+            response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
 
     return handle
 
@@ -147,12 +168,21 @@ def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
 
 
 def add_agent_routes(app: FastAPI) -> None:
-    @app.get("/v1/health", response_model=Health, tags=["service"])
-    def health(service: Service) -> Health:
+    @app.get("/v1/health", response_model=Health, tags=["service"],
+             responses={503: {"model": Health, "description": "the store is down: not ready for traffic"}})
+    def health(service: Service, response: Response) -> Health:
+        """Readiness: 200 while the store answers, 503 (status `unavailable`) while it does not."""
         memory = service.memory
-        records = sum(memory.store.count(a, t) for a, t in memory.store.partitions())
-        return Health(status="ok", store=str(memory.home / STORE_FILE), model=memory.model_id,
-                      agents=len(memory.store.agent_names()), records=records, auth=not service.keys.open)
+        out = Health(status="ok", store=describe_store(memory), store_ok=True, model=memory.model_id,
+                     auth=not service.keys.open)
+        try:
+            out.records = sum(memory.store.count(a, t) for a, t in memory.store.partitions())
+            out.agents = len(memory.store.agent_names())
+        except StoreUnavailableError:
+            out.status, out.store_ok = "unavailable", False
+            response.status_code = 503
+            response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return out
 
     @app.post("/v1/agents", response_model=AgentOut, status_code=201, tags=["agents"])
     def create_agent(body: AgentCreate, principal: Caller, service: Service) -> AgentOut:

@@ -107,9 +107,10 @@ class Page(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
-    store: str
+    status: Literal["ok", "unavailable"] = Field(description="unavailable: the store cannot be reached (HTTP 503)")
+    store: str = Field(description="the store's file or URL (no password)")
+    store_ok: bool
     model: str
-    agents: int
-    records: int
+    agents: int | None = Field(default=None, description="None while the store is unavailable")
+    records: int | None = None
     auth: bool

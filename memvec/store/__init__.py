@@ -11,14 +11,15 @@ from memvec.store.sqlite import SQLiteStore
 STORE_FILE = "store.sqlite3"
 
 
-def open_store(home: Path, url: str | None = None) -> Store:
-    """`url` None: SQLite in `home`; `postgresql://...`: a shared PostgreSQL database."""
+def open_store(home: Path, url: str | None = None, *, timeout: float = 3.0) -> Store:
+    """`url` None: SQLite in `home`; `postgresql://...`: a shared PostgreSQL database. `timeout`:
+    seconds an operation may wait for the database before `StoreUnavailableError`."""
     if url is None:
-        return SQLiteStore(home / STORE_FILE)
+        return SQLiteStore(home / STORE_FILE, timeout=timeout)
     if url.startswith(("postgresql://", "postgres://")):
         from memvec.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, timeout=timeout)
     raise InvalidInputError(f"unsupported store URL {url!r}: use postgresql://... or none for SQLite")
 
 

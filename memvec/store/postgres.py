@@ -1,18 +1,24 @@
 """PostgreSQL store, for memory homes shared by several servers: `--store postgresql://...`.
 
 Same schema and semantics as the SQLite store; each memvec process keeps its own index files
-under its home and catches up from the shared change log. One connection per store, used under a
-lock (the service runs requests on threads); writes are single transactions.
+under its home and catches up from the shared change log. Connections come from a pool
+(`psycopg_pool`) that checks each one before handing it out and reconnects in the background, so
+a database restart or failover heals by itself. While the database cannot be reached every
+operation fails within `timeout` seconds with `StoreUnavailableError` (HTTP 503), never hangs.
+A read cut off mid-way is retried once on a fresh connection; a write is not (its transaction
+either committed or not), except inserts, which the dedup key makes safe to repeat.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
-from memvec.errors import StoreError
+from memvec.errors import StoreError, StoreUnavailableError
+from memvec.store.base import PreparedRecord
 from memvec.store.sql import SQLStore
 
 SCHEMA = """
@@ -42,49 +48,123 @@ CREATE TABLE IF NOT EXISTS agents (
     updated_at TEXT NOT NULL)
 """
 
-
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys
+POOL_SIZE = 8
+log = logging.getLogger("memvec.store")
+T = TypeVar("T")
+
+
+class _Broken(Exception):
+    """A connection died under an operation (as opposed to: none could be had)."""
 
 
 class PostgresStore(SQLStore):
     PLACEHOLDER = "%s"
     META_TABLE = "memvec_meta"
 
-    def __init__(self, url: str) -> None:
-        import psycopg
+    def __init__(self, url: str, *, timeout: float = 3.0, pool_size: int = POOL_SIZE) -> None:
         from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
 
-        self.url = url
-        self._lock = threading.RLock()
+        self.url, self.timeout = url, timeout
+        self._local = threading.local()
+        connect_timeout = max(1, round(timeout))
+        # min_size 1: a connection kept warm; the pool refills in the background after a restart
+        self.pool: ConnectionPool[Any] = ConnectionPool(
+            url, min_size=1, max_size=pool_size, open=False, timeout=timeout, name="memvec",
+            check=ConnectionPool.check_connection, reconnect_timeout=24 * 3600,
+            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": connect_timeout})
+        self.pool.open(wait=False)
         try:
-            self._db = psycopg.connect(url, autocommit=True, row_factory=dict_row)
-            with self._db.transaction():
-                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))  # one migrator at a time
-                for statement in filter(str.strip, SCHEMA.split(";")):
-                    self._db.execute(statement)
+            self._migrate()
+        except BaseException:
+            self.pool.close()
+            raise
+
+    def _migrate(self) -> None:
+        with self._connection() as db, db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))  # one migrator at a time
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                db.execute(statement)
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A checked connection from the pool (or this thread's open write transaction, so a read inside
+        it sees its writes); every database failure comes out as a memvec error."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        current = getattr(self._local, "db", None)
+        if current is not None:
+            yield current
+            return
+        try:
+            with self.pool.connection() as db:
+                yield db
+        except PoolTimeout as exc:
+            raise StoreUnavailableError(f"PostgreSQL is unavailable: no connection within {self.timeout:g} s "
+                                        f"({_reason(self.pool)})") from exc
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailableError(f"PostgreSQL connection lost: {str(exc).strip()}") from _Broken(exc)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot open PostgreSQL store: {exc}") from exc
+            raise StoreError(f"PostgreSQL error: {str(exc).strip()}") from exc
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
-        """One transaction, holding the store's write lock until it ends: change numbers come from a
+        """One transaction holding the store's write lock until it ends: change numbers come from a
         sequence when a writer starts, so without the lock a later number could commit first and a
         reader that caught up in between would skip the earlier change for good."""
-        with self._lock, self._db.transaction():
-            self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-            yield self._db
+        outer = getattr(self._local, "db", None)
+        with self._connection() as db, db.transaction():  # nested: a savepoint in the same transaction
+            if outer is None:
+                db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            self._local.db = db
+            try:
+                yield db
+            finally:
+                self._local.db = outer
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        with self._lock:
-            rows: list[dict[str, Any]] = self._db.execute(sql, params).fetchall()
-            return rows
+        def read() -> list[dict[str, Any]]:
+            with self._connection() as db:
+                rows: list[dict[str, Any]] = db.execute(sql, params).fetchall()
+                return rows
+
+        return _retry_if_broken(read)
+
+    def insert(self, rows: Sequence[PreparedRecord]) -> list[tuple[int, bool]]:
+        """Retried once when the connection dies mid-way: if the first attempt did commit, the second
+        finds every row by its dedup key and returns the same ids (created False), never a copy."""
+        return _retry_if_broken(lambda: super(PostgresStore, self).insert(rows))
+
+    def healthy(self) -> bool:
+        """Whether a connection can be had right now (what /v1/health reports)."""
+        try:
+            with self._connection():
+                return True
+        except StoreError:
+            return False
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self.pool.close()
 
     def storage_bytes(self) -> int:
         rows = self._query("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS n FROM pg_class c "
                            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
                            "AND c.relkind = 'r'")
         return int(rows[0]["n"])
+
+
+def _retry_if_broken(operation: Callable[[], T]) -> T:
+    try:
+        return operation()
+    except StoreUnavailableError as exc:
+        if not isinstance(exc.__cause__, _Broken):
+            raise  # the database is down: fail fast, the caller may retry later
+        log.warning("retrying after a lost PostgreSQL connection: %s", exc)
+        return operation()
+
+
+def _reason(pool: Any) -> str:
+    stats = pool.get_stats()
+    return f"{stats.get('connections_errors', 0)} connection errors so far, {stats.get('pool_size', 0)} open"

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memvec.errors import StoreError
+from memvec.errors import StoreError, StoreUnavailableError
 from memvec.store.rows import format_time
 from memvec.store.schema import LATEST_VERSION, MIGRATIONS
 from memvec.store.sql import SQLStore
@@ -24,34 +24,60 @@ class SQLiteStore(SQLStore):
     ROW_HINT = "+"  # `+agent`: look rows up by primary key, not by scanning the agent's index
     BLOCK_ORDER = "rowid"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.RLock()
         try:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
+            self._db.row_factory = sqlite3.Row
+            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON",
+                           f"busy_timeout={int(timeout * 1000)}"):
+                self._db.execute(f"PRAGMA {pragma}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open store {path}: {exc}") from exc
-        self._db.row_factory = sqlite3.Row
-        for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "busy_timeout=30000"):
-            self._db.execute(f"PRAGMA {pragma}")
         self._migrate()
 
     # -- plumbing -------------------------------------------------------------------------
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, self._errors():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._errors():
             return self._db.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite failures as memvec errors: another process holding the write lock past the timeout
+        is "unavailable" (try again); a full disk or a broken file is a store error. Either way the
+        transaction rolled back whole."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            message = str(exc)
+            if "locked" in message or "busy" in message:
+                raise StoreUnavailableError(f"store {self.path} is locked by another writer: {message}") from exc
+            if "full" in message:
+                raise StoreError(f"store {self.path}: the disk is full ({message}); nothing was written") from exc
+            raise StoreError(f"store {self.path}: {message}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {self.path}: {exc}") from exc
+
+    def healthy(self) -> bool:
+        try:
+            self._rows("SELECT 1")
+            return True
+        except StoreError:
+            return False
 
     def _migrate(self) -> None:
         with self._write() as db:

@@ -1,0 +1,162 @@
+"""PostgreSQL going away under real `memvec serve` processes: requests fail fast with 503 while it
+is down, both servers heal by themselves when it is back, no acknowledged write is lost, and a
+server started while it is down comes up when it returns. The cluster is always started again."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memvec.errors import StoreUnavailableError
+from memvec.store.postgres import PostgresStore
+from memvec.store.sql import SQLStore
+from memvec.types import Tier
+from tests.conftest import postgres_cluster, start_postgres
+from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
+from tests.test_postgres import BASE_URL, pg_url  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def outage() -> Iterator[None]:
+    """PostgreSQL is running again (and reachable) when the test ends, whatever happened."""
+    yield
+    postgres_cluster("start")
+    assert start_postgres(BASE_URL) == "", "PostgreSQL must be back for the rest of the suite"
+
+
+def wait_healthy(servers: list[Server], timeout: float = 60) -> float:
+    """Seconds until every server's /v1/health says ok again."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if all(httpx.get(f"{s.url}/v1/health", timeout=5).status_code == 200 for s in servers):
+            return time.monotonic() - started
+        time.sleep(0.1)
+    raise AssertionError("the servers did not recover by themselves")
+
+
+def assert_down_answers(srv: Server) -> None:
+    """While the database is down: 503 with Retry-After, JSON error, within the store timeout."""
+    started = time.monotonic()
+    search = httpx.get(f"{srv.url}/v1/agents/ana/archival-memory/search", params={"query": "durable"}, timeout=30)
+    assert search.status_code == 503, search.text
+    assert search.headers["retry-after"] == "1" and search.json()["error"] == "store_unavailable"
+    assert time.monotonic() - started < 8, "a request must fail fast, not hang"
+    health = httpx.get(f"{srv.url}/v1/health", timeout=30)
+    assert health.status_code == 503 and health.json()["status"] == "unavailable"
+    assert health.json()["store_ok"] is False
+
+
+def test_a_restart_under_write_load_through_two_servers(tmp_path: Path, pg_url: str, outage: None) -> None:  # noqa: F811
+    first, second = (Server(tmp_path / name, store=pg_url).start() for name in ("one", "two"))
+    try:
+        assert httpx.post(f"{first.url}/v1/agents", json={"name": "ana"}).status_code == 201
+        load = WriteLoad([first, second], writers_per_server=3).start()
+        load.wait_for(100)
+        postgres_cluster("stop")
+        down_at = time.monotonic()
+        for srv in (first, second):
+            assert_down_answers(srv)
+        time.sleep(1)
+        postgres_cluster("start")
+        up_at = time.monotonic()
+        healed_in = wait_healthy([first, second])
+        before = load.acknowledged_count()
+        load.wait_for(before + 50, timeout=60)  # writes are acknowledged again through both
+        load.stop()
+        during = [status for when, status, _ in load.answers if when < up_at]
+        after = [status for when, status, _ in load.answers if when >= up_at + healed_in]
+        assert set(during) <= {503}, f"the outage must answer 503 only, got {sorted(set(during))}"
+        assert any(when >= down_at for when, _, _ in load.answers), "writes during the outage were refused"
+        assert after == [], "once healthy, every write is acknowledged"
+        assert max(took for _, _, took in load.answers) < 10, "no write waited long"
+        assert_every_write_is_there(first, [a for i, a in enumerate(load.acknowledged) if i % 2], every=7)
+        assert_every_write_is_there(second, [a for i, a in enumerate(load.acknowledged) if not i % 2], every=7)
+    finally:
+        for srv in (first, second):
+            srv.stop()
+    for srv in (first, second):
+        log = srv.log_path.read_text()
+        assert "Traceback" not in log and "Internal Server Error" not in log, log[-3000:]
+
+
+def test_a_server_started_while_postgres_is_down_comes_up_when_it_returns(
+        tmp_path: Path, pg_url: str, outage: None) -> None:  # noqa: F811
+    postgres_cluster("stop")
+    srv = Server(tmp_path / "late", store=pg_url)
+    starting = threading.Thread(target=srv.start, kwargs={"timeout": 120})
+    starting.start()
+    time.sleep(4)
+    assert starting.is_alive(), "the server must wait for the store, not give up"
+    postgres_cluster("start")
+    starting.join(timeout=120)
+    try:
+        assert httpx.get(f"{srv.url}/v1/health", timeout=10).json()["status"] == "ok"
+        assert httpx.post(f"{srv.url}/v1/agents", json={"name": "ana"}).status_code == 201
+    finally:
+        srv.stop()
+    assert "the store is unavailable" in srv.log_path.read_text()
+
+
+def test_no_wait_exits_with_its_own_code_and_message(tmp_path: Path, pg_url: str, outage: None) -> None:  # noqa: F811
+    from tests.conftest import run_cli
+
+    postgres_cluster("stop")
+    for args in (["serve", "--no-wait-for-store"], ["stats"]):
+        result = run_cli("--model", "hash:64", "--store", pg_url, *args, home=tmp_path / "h", check=False)
+        assert result.returncode == 4, result.stderr
+        assert "the store is unavailable" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_lost_connection_heals_and_a_repeated_insert_is_not_a_copy(pg_url: str) -> None:  # noqa: F811
+    """Every connection of the store is killed by the server (as a failover does): the next read
+    and write work on fresh connections; inserting the same rows again (what a retry after a commit
+    whose answer was lost does) returns the same ids and logs no second change."""
+    import numpy as np
+    import psycopg
+
+    from memvec.store import PreparedRecord
+    from memvec.types import NewRecord
+
+    store = PostgresStore(pg_url, timeout=3)
+    try:
+        records = [NewRecord(agent="a", tier=Tier.ARCHIVAL, text=f"note {i}") for i in range(3)]
+        rows = [PreparedRecord(record=r, dedup_key=r.dedup_key(), created_at=datetime.now(UTC),
+                               embedding=np.ones(8, dtype=np.float32), model_id="hash:8") for r in records]
+        first = store.insert(rows)
+        with psycopg.connect(BASE_URL, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE pid <> pg_backend_pid() AND datname = current_database()")
+        assert store.count("a", Tier.ARCHIVAL) == 3  # read on a fresh connection
+        again = store.insert(rows)
+        assert [i for i, _ in again] == [i for i, _ in first] and not any(created for _, created in again)
+        assert len(store.changes_since("a", Tier.ARCHIVAL, 0)) == 3
+        assert store.healthy()
+    finally:
+        store.close()
+    assert isinstance(store, SQLStore)
+
+
+def test_the_store_reports_unavailable_instead_of_hanging(pg_url: str, outage: None) -> None:  # noqa: F811
+    store = PostgresStore(pg_url, timeout=2)
+    try:
+        postgres_cluster("stop")
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError):
+            store.count("a", Tier.ARCHIVAL)
+        assert time.monotonic() - started < 6
+        assert not store.healthy()
+        postgres_cluster("start")
+        deadline = time.monotonic() + 30
+        while not store.healthy() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert store.count("a", Tier.ARCHIVAL) == 0
+    finally:
+        store.close()
