@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tqdm import tqdm
 
-from benchmarks import backends, cli_runs, datasets, load, quality, report, speed, stores
+from benchmarks import backends, cli_runs, datasets, load, quality, report, speed, staleness, stores
 from benchmarks.harness import MeasuredEmbedder
 from memvec.embed import DEFAULT_MODEL_NAME, load_embedder, qualified_model_id
 
@@ -77,6 +77,7 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
         bar.update(1)
     bar.set_description("stores: SQLite vs PostgreSQL")
     backends = stores.compare(1000 if args.quick else 10_000, n_queries=30 if args.quick else 200, pg_url=args.pg)
+    backends["staleness"] = staleness.measure(args.pg, writes=20 if args.quick else 200)
     bar.update(1)
     bar.set_description("HTTP load: 1, 8, 32 clients")
     http = load.run(args.model, preload=200 if args.quick else 2000, seconds=1.5 if args.quick else 6.0)

@@ -200,7 +200,20 @@ def _stores_section(backends: dict[str, Any]) -> list[str]:
             "Same records and index code; ingest in batches of 256 (one transaction each); the cold start is "
             "the first search of a home without index files, rebuilt from the store's embeddings (what a new "
             "server sharing a PostgreSQL database does).", "",
-            _table(["store", "ingest records/s", "hybrid p50 ms", "hybrid p99 ms", "cold start s"], rows), ""]
+            _table(["store", "ingest records/s", "hybrid p50 ms", "hybrid p99 ms", "cold start s"], rows), "",
+            *_staleness_lines(backends.get("staleness"))]
+
+
+def _staleness_lines(result: dict[str, Any] | None) -> list[str]:
+    if result is None:
+        return []
+    if "skipped" in result:
+        return [f"Staleness between two servers: skipped ({result['skipped']}).", ""]
+    lag = result["lag_ms"]
+    return [f"Staleness between two `memvec serve` on one PostgreSQL database ({result['writes']} writes through "
+            f"A, each searched through B right after A's 201): {result['first_search_pct']:.0f}% found by B's "
+            f"first search (at most {result['max_searches']}); acknowledgement to B's answer p50 "
+            f"{lag['p50']:.1f} ms, p99 {lag['p99']:.1f} ms, max {lag['max']:.1f} ms (B's search included).", ""]
 
 
 def _http_section(http: dict[str, Any]) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmarks.harness import RandomEmbedder
 from benchmarks.speed import ingest, latencies, summary_ms, synthetic_texts
-from memvec import Memory, SearchRequest
+from memvec import Memory, SearchRequest, Tier
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -44,13 +44,14 @@ def measure(home: Path, store: str | None, texts: list[str], queries: list[str])
     embedder = RandomEmbedder()
     with Memory.open(home, embedder=embedder, store=store) as mem:
         seconds = ingest(mem, texts)
+        stored = mem.store.count("bench", Tier.ARCHIVAL)
         search = summary_ms(latencies(mem, queries, {"mode": "hybrid"}))
     shutil.rmtree(home / "index")
     started = time.perf_counter()
     with Memory.open(home, embedder=embedder, store=store) as mem:
         mem.search(SearchRequest(agent="bench", tier="archival", query="cold start"))
         cold = time.perf_counter() - started
-    return {"records_per_s": len(texts) / seconds, "hybrid_ms": search, "cold_start_s": cold}
+    return {"records": stored, "records_per_s": len(texts) / seconds, "hybrid_ms": search, "cold_start_s": cold}
 
 
 def compare(n: int = 10_000, n_queries: int = 200, pg_url: str = DEFAULT_PG) -> dict[str, Any]:

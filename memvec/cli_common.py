@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -23,7 +24,10 @@ class Context:
     def open(self, *, recorded_model: bool = False, **settings: Any) -> Memory:
         """Open the home; `recorded_model` ignores --model/--embed-backend and their environment
         variables (rebuild reads them itself)."""
-        config = MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind},
+        index: dict[str, Any] = {"kind": self.index_kind}
+        if os.environ.get("MEMVEC_SAVE_EVERY"):  # fewer changes lost to a crash vs. more index writes
+            index["save_every"] = os.environ["MEMVEC_SAVE_EVERY"]
+        config = MemoryConfig.resolve(home=self.home, model=self.model, index=index,
                                       store=self.store, embed_backend=self.embed_backend, **settings)
         if recorded_model:
             config = config.model_copy(update={"model": None, "embed_backend": None})

@@ -22,15 +22,17 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64", store: str | None = None) -> None:
+    def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64", store: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.home, self.keys, self.model, self.store = home, keys, model, store
+        self.env = env or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = home.parent / f"server-{self.port}.log"
 
     def start(self, timeout: float = 120) -> Server:
-        env = {**os.environ, "MEMVEC_API_KEYS": self.keys, "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "MEMVEC_API_KEYS": self.keys, "HF_HUB_OFFLINE": "1", **self.env}
         store = ["--store", self.store] if self.store else []
         self.home.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
@@ -66,12 +68,12 @@ class WriteLoad:
     what a server acknowledged (201) is kept: a write killed mid-request was never promised. Every
     other answer is counted by status in `answers` (with the time it came), for the test to judge."""
 
-    def __init__(self, servers: list[Server], *, writers_per_server: int = 6) -> None:
+    def __init__(self, servers: list[Server], *, writers_per_server: int = 6, prefix: str = "") -> None:
         self.acknowledged: list[tuple[int, str]] = []
         self.answers: list[tuple[float, int, float]] = []  # (when, status, seconds taken) of non-201s
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._write, args=(srv, f"{n}w{w}"))
+        self._threads = [threading.Thread(target=self._write, args=(srv, f"{prefix}{n}w{w}"))
                          for n, srv in enumerate(servers) for w in range(writers_per_server)]
 
     def _write(self, srv: Server, writer: str) -> None:
@@ -112,12 +114,16 @@ class WriteLoad:
             thread.join()
 
 
-def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[int, str]], *, every: int = 10) -> None:
-    """Every acknowledged passage is listed, and a sample is found by its unique token."""
+def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[int, str]], *, every: int = 10,
+                                vector: bool = False) -> None:
+    """Every acknowledged passage is listed, and a sample is found by its unique token (BM25) and,
+    with `vector`, by vector search on its exact text (the hash embedder maps it to the same vector)."""
     with httpx.Client(base_url=srv.url, timeout=60) as api:
         listed = api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()["items"]
         assert {i for i, _ in acknowledged} <= {p["id"] for p in listed}
+        searches = [("bm25", lambda text: text.split()[-1])] + ([("vector", lambda text: text)] if vector else [])
         for record_id, text in acknowledged[::every]:
-            hits = api.get("/v1/agents/ana/archival-memory/search",
-                           params={"query": text.split()[-1], "top_k": 1, "mode": "bm25"}).json()["hits"]
-            assert hits[0]["id"] == record_id
+            for mode, query in searches:
+                hits = api.get("/v1/agents/ana/archival-memory/search",
+                               params={"query": query(text), "top_k": 1, "mode": mode}).json()["hits"]
+                assert hits[0]["id"] == record_id, (mode, text)

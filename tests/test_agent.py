@@ -248,3 +248,24 @@ def test_cli_agent_create_and_chat(home: Path, llm: ScriptedLLM, capsys: pytest.
     assert shown["core_memory"][1]["value"] == "Name: Ana\nLikes tea"
     assert run(cli, [*base, "chat", "--agent", "nobody", "--message", "hi"]) == 2
     assert "no agent 'nobody'" in capsys.readouterr().err
+
+
+def test_interactive_chat_reads_lines_from_stdin(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`memvec chat` without --message: one reply per non-empty input line, until end of input."""
+    import io
+
+    from memvec.cli import cli, run
+
+    base = ["--home", str(home), "--model", "hash:64"]
+    assert run(cli, [*base, "agent", "create", "bot", "--model", "scripted/agent"]) == 0
+    llm.script = [say("Hello!"), call("archival_memory_insert", content="Ana's cat is Miso."), say("Noted."),
+                  say("Bye.")]
+    monkeypatch.setattr("sys.stdin", io.StringIO("hi\n\nmy cat is Miso\n   \nbye\n"))
+    capsys.readouterr()
+    assert run(cli, [*base, "chat", "--agent", "bot", "--session", "tty"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["Hello!", "Noted.", "Bye."]
+    with Memory.open(home, model="hash:64") as mem:
+        said = [(r.role, r.text) for r in mem.recall("bot").list(limit=50) if r.role in ("user", "assistant")]
+        assert [text for role, text in said if role == "user"] == ["hi", "my cat is Miso", "bye"]
+        assert [r.text for r in mem.archival("bot").list()] == ["Ana's cat is Miso."]

@@ -30,11 +30,13 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     para = results["quality"]["synthetic paraphrase"]["scores"]
     assert para["vector"]["overall"]["recall@10"] > para["bm25"]["overall"]["recall@10"]
     backends = results["speed"]["stores"]
-    assert backends["sqlite"]["records_per_s"] > 0
+    assert backends["sqlite"]["records"] == backends["n"]
     if postgres_problem:
-        assert backends["postgresql"]["skipped"]
+        assert backends["postgresql"]["skipped"] and backends["staleness"]["skipped"]
     else:
-        assert backends["postgresql"]["records_per_s"] > 0
+        assert backends["postgresql"]["records"] == backends["n"]
+        assert backends["staleness"]["first_search_pct"] == 100  # read-your-writes across servers
+        assert "Staleness between two `memvec serve`" in report
     compared = results["backends"]["compare"]["backends"]
     assert compared["onnx-int8"]["cosine_to_torch"]["mean"] >= 0.99
     for run in results["backends"]["cli"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 
 from tests.conftest import run_cli
@@ -153,6 +155,20 @@ def test_openapi_docs_are_served(server: Server) -> None:
     assert client(server, None).get("/docs").status_code == 200
 
 
+def expected_fused(hits: list[dict[str, Any]], fusion: str, vector_weight: float) -> list[float]:
+    """memvec's fusion recomputed independently from each hit's vector and BM25 scores (all candidates)."""
+    vector = np.array([h["scores"]["vector"] for h in hits])
+    bm25 = np.array([h["scores"]["bm25"] for h in hits])
+    if fusion == "rrf":
+        def rank(scores: np.ndarray) -> np.ndarray:
+            return np.array([1 + sum(other > s for other in scores) for s in scores])
+        return list(1 / (60 + rank(vector)) + 1 / (60 + rank(bm25)))
+
+    def scaled(scores: np.ndarray) -> np.ndarray:
+        return (scores - scores.min()) / (scores.max() - scores.min())
+    return list(vector_weight * scaled(vector) + (1 - vector_weight) * scaled(bm25))
+
+
 def test_search_takes_the_ranking_overrides(server: Server) -> None:
     api = client(server)
     make_agent(api, "ana")
@@ -161,12 +177,22 @@ def test_search_takes_the_ranking_overrides(server: Server) -> None:
         api.post("/v1/agents/ana/messages", json={"messages": [{"role": "user", "content": text}],
                                                   "session_id": session})
     url = "/v1/agents/ana/recall-memory/search"
-    fused = {}
-    for params in ({}, {"session_weight": 0}, {"fusion": "rrf"}, {"vector_weight": 1.0}):
+
+    def hits(**params: Any) -> list[dict[str, Any]]:
         response = api.get(url, params={"query": "tent", **params})
         assert response.status_code == 200, response.text
-        fused[json.dumps(params)] = [round(h["score"], 6) for h in response.json()["hits"]]
-    assert len(set(map(tuple, fused.values()))) == 4  # each override changes the fused scores
+        return list(response.json()["hits"])
+
+    # without the session signal, the fused score is exactly the documented formula over the hits' own scores
+    for params, fusion, weight in (({}, "convex", 0.5), ({"vector_weight": 1.0}, "convex", 1.0),
+                                   ({"vector_weight": 0.2}, "convex", 0.2), ({"fusion": "rrf"}, "rrf", 0.0)):
+        found = hits(session_weight=0, **params)
+        assert len(found) == 3
+        np.testing.assert_allclose([h["score"] for h in found], expected_fused(found, fusion, weight), atol=1e-5)
+    with_sessions = {h["text"]: h["score"] for h in hits()}
+    without = {h["text"]: h["score"] for h in hits(session_weight=0)}
+    lifted = {text for text in with_sessions if with_sessions[text] > without[text] + 1e-6}
+    assert lifted and lifted <= {"the lake trip had a tent", "the tent was green"}  # the session with two matches
     for bad in ({"vector_weight": 1.5}, {"session_weight": -1}, {"fusion": "max"}):
         assert api.get(url, params={"query": "tent", **bad}).status_code == 422
     spec = api.get("/openapi.json").json()["paths"]["/v1/agents/{agent_id}/recall-memory/search"]
@@ -225,6 +251,31 @@ def test_sigkill_under_write_load_keeps_every_acknowledged_write(tmp_path: Path)
     assert_every_write_is_there(srv, load.acknowledged, every=15)
     srv.stop()
     assert run_cli("--model", "hash:64", "verify", home=home).returncode == 0
+
+
+def test_sigkill_while_indexes_are_being_saved(tmp_path: Path) -> None:
+    """Indexes saved every 25 changes under write load, the server SIGKILLed three times at a random
+    moment (saves are then in flight most of the time): after each restart every acknowledged write
+    is found by BM25 and by vector search, and the index files on disk match their manifests."""
+    home, acknowledged = tmp_path / "home", []
+    for round_number in range(3):
+        srv = Server(home, env={"MEMVEC_SAVE_EVERY": "25"}).start()
+        if round_number == 0:
+            make_agent(client(srv), "ana")
+        load = WriteLoad([srv], writers_per_server=4, prefix=f"r{round_number}").start()
+        load.wait_for(60 + random.randrange(60))
+        srv.kill()
+        load.stop()
+        assert not load.answers
+        acknowledged += load.acknowledged
+        assert list((home / "index" / "ana" / "archival").glob("manifest.json")), "saves happened under load"
+    srv = Server(home).start()
+    try:
+        assert_every_write_is_there(srv, acknowledged, every=3, vector=True)
+    finally:
+        srv.stop()
+    verify = run_cli("--model", "hash:64", "verify", "--json", home=home, check=False)
+    assert verify.returncode == 0 and json.loads(verify.stdout) == {"ok": True, "problems": []}, verify.stdout
 
 
 def test_export_imported_into_a_fresh_home_returns_the_same_results(tmp_path: Path) -> None:
@@ -306,3 +357,35 @@ def test_import_refuses_an_impossible_agent_state(server: Server, state: dict[st
                                    headers={"content-type": "application/json"})
     assert response.status_code == 422, response.text
     assert client(server).get("/v1/agents/imp").status_code == 404  # nothing half-imported
+
+
+def test_keys_file_with_multi_agent_scopes(tmp_path: Path) -> None:
+    """Keys from MEMVEC_API_KEYS_FILE (comments and blank lines ignored) and MEMVEC_API_KEYS together;
+    `KEY=ana|bob` reaches both agents and nothing else."""
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text("# memvec keys\n\nfile-admin-0001\n  pair-key-00001=ana|bob  \n# carol-only-0001=carol\n")
+    srv = Server(tmp_path / "home", keys="env-admin-00001",
+                 env={"MEMVEC_API_KEYS_FILE": str(keys_file)}).start()
+    try:
+        admin, pair = client(srv, "file-admin-0001"), client(srv, "pair-key-00001")
+        for name in ("ana", "bob", "carol"):
+            make_agent(client(srv, "env-admin-00001"), name)
+            admin.post(f"/v1/agents/{name}/archival-memory", json={"text": f"{name}'s note"}).raise_for_status()
+        assert [a["id"] for a in admin.get("/v1/agents").json()] == ["ana", "bob", "carol"]
+        assert [a["id"] for a in pair.get("/v1/agents").json()] == ["ana", "bob"]
+        for name in ("ana", "bob"):
+            hits = pair.get(f"/v1/agents/{name}/archival-memory/search", params={"query": "note"}).json()["hits"]
+            assert [h["text"] for h in hits] == [f"{name}'s note"]
+        assert pair.get("/v1/agents/carol/archival-memory/search", params={"query": "note"}).status_code == 404
+        assert pair.post("/v1/agents", json={"name": "dave"}).status_code == 403
+        assert client(srv, "carol-only-0001").get("/v1/agents").status_code == 401  # a comment, not a key
+    finally:
+        srv.stop()
+
+
+def test_a_short_key_in_the_keys_file_stops_serve_with_a_message(tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text("short\n")
+    result = run_cli("--model", "hash:64", "serve", "--keys-file", str(keys_file), home=tmp_path / "home",
+                     check=False, timeout=60)
+    assert result.returncode == 2 and "at least 8 characters" in result.stderr

@@ -28,7 +28,7 @@ from memvec.errors import (
 )
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
-from memvec.service.schemas import AgentCreate, AgentOut, AgentPatch, BlockPatch, Health
+from memvec.service.schemas import AgentCreate, AgentOut, AgentPatch, BlockPatch, ErrorOut, Health
 from memvec.store import STORE_FILE
 from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, CoreBlock, Tier, describe_validation_error
 
@@ -110,6 +110,17 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
 }
 
 
+_ERROR_MEANINGS = {
+    400: "bad input", 401: "missing or invalid API key", 403: "the key may not create or import this agent",
+    404: "no such agent, record or block (or one the key may not see)",
+    409: "already exists, or a refused core-memory edit", 413: "body over 16 MiB", 422: "invalid request",
+    502: "the agent's LLM provider failed", 503: "the store is unavailable; retry after Retry-After seconds",
+}
+# documented on every route: each error is `{"error": kind, "detail": ...}`
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorOut, "description": meaning} for status, meaning in _ERROR_MEANINGS.items()}
+
+
 def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
     async def handle(_: Request, exc: Exception) -> JSONResponse:
         response = _error(status, kind, str(exc))
@@ -157,7 +168,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
         yield
         memory.save()  # uvicorn re-raises SIGTERM after shutdown: save the indexes here, not after run()
 
-    app = FastAPI(title="memvec", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="memvec", version="0.1.0", lifespan=lifespan, responses=ERROR_RESPONSES,
                   description="Vector-search memory for LLM agents: core, recall and archival tiers with citations.")
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)

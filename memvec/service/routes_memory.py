@@ -61,10 +61,13 @@ def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn
 
 
 def add_routes(app: FastAPI) -> None:
-    @app.post("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"])
+    @app.post("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"],
+              status_code=201, responses={200: {"model": list[PassageOut],
+                                                "description": "every passage already existed (nothing new)"}})
     def insert_passages(agent_id: AgentId, body: PassageIn | PassageBatch, principal: Caller, service: Service,
                         response: Response) -> list[PassageOut]:
-        """Insert one passage (`{text, tags, citation}`) or a batch (`{passages: [...]}`)."""
+        """Insert one passage (`{text, tags, citation}`) or a batch (`{passages: [...]}`): 201 when
+        anything was created, 200 when every passage was an exact duplicate."""
         visible_agent(agent_id, principal, service)
         passages = body.passages if isinstance(body, PassageBatch) else [body]
         out = _insert_passages(service, agent_id, passages)

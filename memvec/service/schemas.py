@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,6 +104,13 @@ class Page(BaseModel):
     limit: int
     offset: int
     total: int
+
+
+class ErrorOut(BaseModel):
+    """Every error answer: a short kind and the detail (a message, or a list of validation problems)."""
+
+    error: str = Field(description="e.g. not_found, unauthorized, invalid_request, store_unavailable")
+    detail: Any
 
 
 class Health(BaseModel):
