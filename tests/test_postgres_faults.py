@@ -68,6 +68,8 @@ def test_a_restart_under_write_load_through_two_servers(tmp_path: Path, pg_url: 
         postgres_cluster("start")
         up_at = time.monotonic()
         healed_in = wait_healthy([first, second])
+        assert healed_in < 15, f"healed in {healed_in:.1f} s"
+        print(f"both servers healthy {healed_in:.2f} s after PostgreSQL started")
         before = load.acknowledged_count()
         load.wait_for(before + 50, timeout=60)  # writes are acknowledged again through both
         load.stop()
