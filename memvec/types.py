@@ -6,11 +6,12 @@ characters after stripping, at most MAX_TAGS tags of 1..MAX_TAG_CHARS characters
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -92,6 +93,17 @@ Tag = Annotated[
     AfterValidator(_utf8),
 ]
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+MAX_METADATA_BYTES = 16_384
+
+
+def _small_json(value: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(value, ensure_ascii=False, default=str).encode())
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata is {size} bytes as JSON; at most {MAX_METADATA_BYTES}")
+    return value
+
+
+Metadata = Annotated[dict[str, Any], AfterValidator(_small_json)]
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -185,6 +197,7 @@ class CoreBlock(BaseModel):
     limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
     read_only: bool = False
     description: Utf8Text = Field(default="", max_length=MAX_META_CHARS)
+    metadata: Metadata = Field(default_factory=dict, description="free-form JSON kept with the block")
 
     @model_validator(mode="after")
     def _value_within_limit(self) -> CoreBlock:
@@ -261,6 +274,13 @@ class AgentSettings(BaseModel):
     page_in_budget: int = Field(default=3, ge=0, le=50, description="memory searches per reply")
     system: Utf8Text | None = Field(default=None, max_length=MAX_TEXT_CHARS,
                                     description="replaces the default instructions")
+    # what Letta clients set and read back; memvec keeps them, the agent loop does not use them
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    description: Utf8Text | None = Field(default=None, max_length=MAX_META_CHARS)
+    metadata: Metadata = Field(default_factory=dict)
+    agent_type: Annotated[str, StringConstraints(max_length=64)] = "memgpt_agent"
+    embedding: Utf8Text | None = Field(default=None, max_length=256,
+                                       description="the embedding a client asked for (the home's model is used)")
 
 
 class AgentState(BaseModel):

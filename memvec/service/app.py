@@ -28,9 +28,9 @@ from memvec.errors import (
 )
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
-from memvec.service.schemas import AgentCreate, AgentOut, AgentPatch, BlockPatch, ErrorOut, Health
+from memvec.service.schemas import ErrorOut, Health
 from memvec.store import STORE_FILE
-from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, CoreBlock, Tier, describe_validation_error
+from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, Tier, describe_validation_error
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 RETRY_AFTER_S = 1
@@ -90,13 +90,13 @@ def describe_store(memory: Memory) -> str:
     return f"{scheme}://{rest.rpartition('@')[2]}"
 
 
-def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
-    return AgentOut(id=settings.name, name=settings.name, model=settings.model, context_window=settings.context_window,
-                    memory_blocks=memory.core(settings.name).blocks(), created_at=state.created_at)
+# Statuses a retry cannot fix: clients that retry 409/5xx by default (letta-client) are told not to.
+NO_RETRY = frozenset({400, 401, 403, 404, 409, 413, 422, 502})
 
 
 def _error(status: int, kind: str, detail: Any) -> JSONResponse:
-    return JSONResponse({"error": kind, "detail": detail}, status_code=status)
+    headers = {"x-should-retry": "false"} if status in NO_RETRY else None
+    return JSONResponse({"error": kind, "detail": detail}, status_code=status, headers=headers)
 
 
 # most specific first: handlers are looked up along the exception's class hierarchy
@@ -161,7 +161,7 @@ def install_body_limit(app: FastAPI) -> None:
 
 
 def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
-    from memvec.service import routes_memory
+    from memvec.service import routes_agents, routes_memory
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -173,12 +173,13 @@ def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)
     install_body_limit(app)
-    add_agent_routes(app)
+    add_health_route(app)
+    routes_agents.add_routes(app)
     routes_memory.add_routes(app)
     return app
 
 
-def add_agent_routes(app: FastAPI) -> None:
+def add_health_route(app: FastAPI) -> None:
     @app.get("/v1/health", response_model=Health, tags=["service"],
              responses={503: {"model": Health, "description": "the store is down: not ready for traffic"}})
     def health(service: Service, response: Response) -> Health:
@@ -194,57 +195,3 @@ def add_agent_routes(app: FastAPI) -> None:
             response.status_code = 503
             response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return out
-
-    @app.post("/v1/agents", response_model=AgentOut, status_code=201, tags=["agents"])
-    def create_agent(body: AgentCreate, principal: Caller, service: Service) -> AgentOut:
-        memory = service.memory
-        if not principal.may_see(body.name):
-            raise HTTPException(403, f"this key may not create agent {body.name!r}")
-        if memory.store.get_agent(body.name) is not None:
-            raise HTTPException(409, f"agent {body.name!r} already exists")
-        settings = AgentSettings(name=body.name, model=body.model, context_window=body.context_window)
-        memory.store.put_agent(settings, AgentState())
-        for block in body.memory_blocks:
-            memory.core(body.name).put(CoreBlock.model_validate(block.model_dump()))
-        return agent_out(memory, *visible_agent(body.name, principal, service))
-
-    @app.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
-    def list_agents(principal: Caller, service: Service) -> list[AgentOut]:
-        names = [n for n in service.memory.agents() if principal.may_see(n)]
-        return [agent_out(service.memory, *visible_agent(n, principal, service)) for n in names]
-
-    @app.get("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
-    def get_agent(agent_id: AgentId, principal: Caller, service: Service) -> AgentOut:
-        return agent_out(service.memory, *visible_agent(agent_id, principal, service))
-
-    @app.patch("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
-    def patch_agent(agent_id: AgentId, body: AgentPatch, principal: Caller, service: Service) -> AgentOut:
-        settings, _ = visible_agent(agent_id, principal, service)
-        changes = body.model_dump(exclude_unset=True)
-        service.memory.store.put_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
-        return agent_out(service.memory, *visible_agent(agent_id, principal, service))
-
-    @app.delete("/v1/agents/{agent_id}", status_code=204, tags=["agents"])
-    def delete_agent(agent_id: AgentId, principal: Caller, service: Service) -> Response:
-        visible_agent(agent_id, principal, service)
-        with service.agent_lock(agent_id):
-            service.memory.delete_agent(agent_id)
-        return Response(status_code=204)
-
-    @app.get("/v1/agents/{agent_id}/core-memory/blocks", response_model=list[CoreBlock], tags=["core memory"])
-    def list_blocks(agent_id: AgentId, principal: Caller, service: Service) -> list[CoreBlock]:
-        visible_agent(agent_id, principal, service)
-        return service.memory.core(agent_id).blocks()
-
-    @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=CoreBlock, tags=["core memory"])
-    def get_block(agent_id: AgentId, label: str, principal: Caller, service: Service) -> CoreBlock:
-        visible_agent(agent_id, principal, service)
-        return service.memory.core(agent_id).get(label)
-
-    @app.patch("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=CoreBlock, tags=["core memory"])
-    def patch_block(agent_id: AgentId, label: str, body: BlockPatch, principal: Caller, service: Service) -> CoreBlock:
-        visible_agent(agent_id, principal, service)
-        core = service.memory.core(agent_id)
-        block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.model_dump(exclude_unset=True)})
-        return core.put(block)
-

@@ -10,6 +10,7 @@ from fastapi import Depends, FastAPI, HTTPException, Path, Query, Response
 from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
 from memvec.service.auth import Principal
 from memvec.service.schemas import (
+    Deleted,
     HitsOut,
     MessagesIn,
     MessagesOut,
@@ -90,13 +91,14 @@ def add_routes(app: FastAPI) -> None:
                        {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime},
                        ranking)
 
-    @app.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", status_code=204, tags=["archival memory"])
-    def delete_passage(agent_id: AgentId, passage_id: PassageId, principal: Caller, service: Service) -> Response:
+    @app.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=Deleted,
+                tags=["archival memory"])
+    def delete_passage(agent_id: AgentId, passage_id: PassageId, principal: Caller, service: Service) -> Deleted:
         visible_agent(agent_id, principal, service)
         if service.memory.engine.get(agent_id, passage_id).tier is not Tier.ARCHIVAL:
             raise HTTPException(404, f"agent {agent_id!r} has no passage {passage_id}")
         service.memory.engine.delete(agent_id, passage_id)
-        return Response(status_code=204)
+        return Deleted(message=f"passage {passage_id} deleted")
 
     @app.post("/v1/agents/{agent_id}/messages", response_model=MessagesOut, tags=["messages"])
     def send_messages(agent_id: AgentId, body: MessagesIn, principal: Caller, service: Service) -> MessagesOut:

@@ -15,6 +15,7 @@ from memvec.types import (
     Citation,
     CoreBlock,
     Hit,
+    Metadata,
     Record,
     Tag,
 )
@@ -26,40 +27,117 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BlockIn(Strict):
+class Lenient(BaseModel):
+    """Bodies a Letta client sends: its other fields (tools, sources, identities, ...) are accepted
+    and ignored, so `letta-client` calls work unchanged; memvec's own fields are still validated."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class BlockIn(Lenient):
     label: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
     value: str = Field(default="", max_length=MAX_TEXT_CHARS)
     limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
-    description: str = Field(default="", max_length=MAX_META_CHARS)
+    description: str | None = Field(default=None, max_length=MAX_META_CHARS)
     read_only: bool = False
+    metadata: Metadata | None = None
 
 
-class AgentCreate(Strict):
-    name: AgentName
+class AgentCreate(Lenient):
+    """Letta's CreateAgentRequest (quickstart form: `model`, `embedding`, `memory_blocks`)."""
+
+    name: AgentName | None = Field(default=None, description="the agent's id too; default agent-<uuid>")
     memory_blocks: list[BlockIn] = Field(default_factory=list, max_length=32)
     model: str | None = Field(default=None, max_length=256, description="litellm model; None: a memory-only agent")
-    context_window: int = Field(default=8_192, ge=256, le=2_000_000)
+    embedding: str | None = Field(default=None, max_length=256,
+                                  description="recorded; the home's embedding model is what embeds")
+    context_window_limit: int | None = Field(default=None, ge=256, le=2_000_000)
+    context_window: int | None = Field(default=None, ge=256, le=2_000_000, description="memvec's name for the limit")
+    system: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    description: str | None = Field(default=None, max_length=MAX_META_CHARS)
+    metadata: Metadata | None = None
+    agent_type: str | None = Field(default=None, max_length=64)
+    llm_config: dict[str, Any] | None = Field(default=None, description="its model and context_window are used")
 
 
-class AgentPatch(Strict):
+class AgentPatch(Lenient):
+    name: AgentName | None = Field(default=None, description="must be the agent's id: renaming is not supported")
     model: str | None = Field(default=None, max_length=256)
+    embedding: str | None = Field(default=None, max_length=256)
+    context_window_limit: int | None = Field(default=None, ge=256, le=2_000_000)
     context_window: int | None = Field(default=None, ge=256, le=2_000_000)
+    system: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
+    description: str | None = Field(default=None, max_length=MAX_META_CHARS)
+    metadata: Metadata | None = None
+    llm_config: dict[str, Any] | None = None
 
 
-class AgentOut(BaseModel):
-    id: str = Field(description="agent ids are their names")
-    name: str
-    model: str | None
-    context_window: int
-    memory_blocks: list[CoreBlock]
-    created_at: datetime | None
+class BlockOut(BaseModel):
+    """Letta's Block (`id` is `<agent>:<label>`; blocks are addressed by label)."""
+
+    id: str
+    label: str
+    value: str
+    limit: int
+    description: str | None
+    read_only: bool
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, agent: str, block: CoreBlock) -> BlockOut:
+        return cls(id=f"{agent}:{block.label}", label=block.label, value=block.value, limit=block.limit,
+                   description=block.description or None, read_only=block.read_only, metadata=block.metadata)
 
 
-class BlockPatch(Strict):
+class BlockPatch(Lenient):
     value: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     limit: int | None = Field(default=None, ge=1, le=MAX_TEXT_CHARS)
     description: str | None = Field(default=None, max_length=MAX_META_CHARS)
     read_only: bool | None = None
+    metadata: Metadata | None = None
+    label: str | None = Field(default=None, description="must be the block's label: renaming is not supported")
+
+
+class LlmConfigOut(BaseModel):
+    model: str = Field(description="the litellm model; empty for a memory-only agent")
+    model_endpoint_type: str
+    context_window: int
+
+
+class EmbeddingConfigOut(BaseModel):
+    embedding_model: str
+    embedding_endpoint_type: Literal["hugging-face"] = "hugging-face"
+    embedding_dim: int
+
+
+class MemoryOut(BaseModel):
+    blocks: list[BlockOut]
+    agent_type: str
+
+
+class AgentOut(BaseModel):
+    """Letta's AgentState, filled in, plus memvec's `context_window` and the embedding it really uses."""
+
+    id: str = Field(description="agent ids are their names")
+    name: str
+    agent_type: str
+    blocks: list[BlockOut]
+    memory: MemoryOut
+    llm_config: LlmConfigOut
+    embedding_config: EmbeddingConfigOut
+    system: str
+    tags: list[str]
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="memvec's memory tools are built in")
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    model: str | None
+    embedding: str | None
+    description: str | None
+    metadata: dict[str, Any]
+    message_ids: list[str] = Field(description="recall records in the agent's context, as strings")
+    context_window: int
+    created_at: datetime | None
 
 
 class PassageIn(Strict):
@@ -104,6 +182,10 @@ class Page(BaseModel):
     limit: int
     offset: int
     total: int
+
+
+class Deleted(BaseModel):
+    message: str
 
 
 class ErrorOut(BaseModel):

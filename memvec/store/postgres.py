@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS core_blocks (
     agent TEXT NOT NULL, label TEXT NOT NULL, value TEXT NOT NULL, char_limit INTEGER NOT NULL,
     read_only BOOLEAN NOT NULL DEFAULT FALSE, description TEXT NOT NULL DEFAULT '', updated_at TEXT NOT NULL,
     position BIGSERIAL, PRIMARY KEY (agent, label));
+ALTER TABLE core_blocks ADD COLUMN IF NOT EXISTS metadata TEXT NOT NULL DEFAULT '{}';
 CREATE TABLE IF NOT EXISTS agents (
     name TEXT PRIMARY KEY, settings TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',
     in_context TEXT NOT NULL DEFAULT '[]', turn INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,

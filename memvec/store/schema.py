@@ -70,6 +70,10 @@ MIGRATIONS: list[tuple[int, str]] = [
     -- index-only text: what precedes a record in its session (see memvec.embed.base.embed_records)
     ALTER TABLE records ADD COLUMN context TEXT;
     """),
+    (4, """
+    -- free-form JSON a client attaches to a block (Letta's block metadata)
+    ALTER TABLE core_blocks ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -246,19 +246,20 @@ class SQLStore:
 
     # -- core memory blocks ---------------------------------------------------------------
     def blocks(self, agent: str) -> list[CoreBlock]:
-        rows = self._query("SELECT label, value, char_limit, read_only, description FROM core_blocks "
+        rows = self._query("SELECT label, value, char_limit, read_only, description, metadata FROM core_blocks "
                            f"WHERE agent = ? ORDER BY {self.BLOCK_ORDER}", (agent,))
         return [CoreBlock(label=r["label"], value=r["value"], limit=r["char_limit"], read_only=bool(r["read_only"]),
-                          description=r["description"]) for r in rows]
+                          description=r["description"], metadata=json.loads(r["metadata"])) for r in rows]
 
     def put_block(self, agent: str, block: CoreBlock) -> None:
         with self._write() as db:
             self._run(db, "INSERT INTO core_blocks (agent, label, value, char_limit, read_only, description, "
-                          "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (agent, label) DO UPDATE SET "
+                          "metadata, updated_at) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (agent, label) DO UPDATE SET "
                           "value = excluded.value, char_limit = excluded.char_limit, read_only = excluded.read_only, "
-                          "description = excluded.description, updated_at = excluded.updated_at",
+                          "description = excluded.description, metadata = excluded.metadata, "
+                          "updated_at = excluded.updated_at",
                       (agent, block.label, block.value, block.limit, block.read_only, block.description,
-                       format_time(datetime.now(UTC))))
+                       json.dumps(block.metadata), format_time(datetime.now(UTC))))
 
     def compare_and_set_block(self, agent: str, label: str, expected: str, value: str) -> bool:
         """Set a block's value only if it still is `expected` (no lost update between editors)."""

@@ -1,0 +1,180 @@
+"""Agents and their core-memory blocks, in Letta's shapes (`letta-client` works unchanged).
+
+An agent's id is its name, as in the CLI and the Python API; an agent created without a name gets
+`agent-<uuid>` as both. Blocks are addressed by label; their `id` is `<agent>:<label>`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from fastapi import FastAPI, HTTPException, Query
+
+from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
+from memvec.errors import InvalidInputError
+from memvec.memory import Memory
+from memvec.service.app import AgentId, Caller, Service, visible_agent
+from memvec.service.schemas import (
+    AgentCreate,
+    AgentOut,
+    AgentPatch,
+    BlockOut,
+    BlockPatch,
+    Deleted,
+    EmbeddingConfigOut,
+    LlmConfigOut,
+    MemoryOut,
+)
+from memvec.types import AgentSettings, AgentState, CoreBlock
+
+# litellm provider prefixes that Letta's LlmConfig names the same way
+_ENDPOINT_TYPES = {"openai", "anthropic", "google_ai", "google_vertex", "azure", "groq", "ollama", "vllm",
+                   "mistral", "together", "bedrock", "deepseek", "xai", "openrouter", "fireworks"}
+
+
+def endpoint_type(model: str | None) -> str:
+    provider = (model or "").partition("/")[0]
+    return provider if provider in _ENDPOINT_TYPES else "openai"
+
+
+def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
+    blocks = [BlockOut.of(settings.name, b) for b in memory.core(settings.name).blocks()]
+    embedder = memory.engine.embedder
+    return AgentOut(
+        id=settings.name, name=settings.name, agent_type=settings.agent_type, blocks=blocks,
+        memory=MemoryOut(blocks=blocks, agent_type=settings.agent_type),
+        llm_config=LlmConfigOut(model=settings.model or "", model_endpoint_type=endpoint_type(settings.model),
+                                context_window=settings.context_window),
+        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=embedder.dim),
+        system=settings.system or SYSTEM_INSTRUCTIONS, tags=settings.tags, model=settings.model,
+        embedding=settings.embedding, description=settings.description, metadata=settings.metadata,
+        message_ids=[str(i) for i in state.in_context], context_window=settings.context_window,
+        created_at=state.created_at)
+
+
+def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
+    """The body's fields as AgentSettings fields (Letta's names mapped to memvec's)."""
+    given = body.model_dump(exclude_unset=True, exclude={"memory_blocks", "name", "llm_config"})
+    llm = body.llm_config or {}
+    window = given.pop("context_window_limit", None) or given.get("context_window") or llm.get("context_window")
+    if window is not None:
+        given["context_window"] = window
+    if "model" not in given and llm.get("model"):
+        given["model"] = llm["model"]
+    return {k: v for k, v in given.items() if v is not None or k == "model"}
+
+
+def _new_agent_name(body: AgentCreate) -> str:
+    return body.name or f"agent-{uuid.uuid4()}"
+
+
+def _in_order(names: list[str], *, after: str | None, before: str | None, descending: bool) -> list[str]:
+    ordered = sorted(names, reverse=descending)
+    if after is not None:
+        ordered = [n for n in ordered if (n < after if descending else n > after)]
+    if before is not None:
+        ordered = [n for n in ordered if (n > before if descending else n < before)]
+    return ordered
+
+
+def add_routes(app: FastAPI) -> None:
+    add_agent_routes(app)
+    add_block_routes(app)
+
+
+def add_agent_routes(app: FastAPI) -> None:
+    @app.post("/v1/agents", response_model=AgentOut, status_code=201, tags=["agents"])
+    def create_agent(body: AgentCreate, principal: Caller, service: Service) -> AgentOut:
+        """Create an agent (Letta's CreateAgentRequest; its fields memvec has no use for are ignored).
+        Without `memory_blocks` the agent gets persona and human blocks."""
+        memory, name = service.memory, _new_agent_name(body)
+        if not principal.may_see(name):
+            raise HTTPException(403, f"this key may not create agent {name!r}")
+        if memory.store.get_agent(name) is not None:
+            raise HTTPException(409, f"agent {name!r} already exists")
+        settings = AgentSettings.model_validate({"name": name, **_settings_changes(body)})
+        blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
+        memory.store.put_agent(settings, AgentState())
+        core = memory.core(name)
+        for block in blocks:
+            core.put(block)
+        if not blocks:
+            core.ensure_defaults()
+        return agent_out(memory, *visible_agent(name, principal, service))
+
+    @app.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
+    def list_agents(principal: Caller, service: Service,
+                    after: Annotated[str | None, Query(description="cursor: agents after this id")] = None,
+                    before: Annotated[str | None, Query(description="cursor: agents before this id")] = None,
+                    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+                    name: Annotated[str | None, Query(max_length=64)] = None,
+                    tags: Annotated[list[str] | None, Query(max_length=32)] = None,
+                    match_all_tags: bool = False, order: Literal["asc", "desc"] = "asc",
+                    ascending: bool | None = None) -> list[AgentOut]:
+        """Agents in id order, `limit` at a time after the `after` cursor (what letta-client pages with)."""
+        memory = service.memory
+        names = [n for n in memory.agents() if principal.may_see(n) and (name is None or n == name)]
+        descending = order == "desc" if ascending is None else not ascending
+        found = []
+        for agent in _in_order(names, after=after, before=before, descending=descending):
+            out = agent_out(memory, *visible_agent(agent, principal, service))
+            wanted = set(tags or [])
+            if wanted and not (wanted <= set(out.tags) if match_all_tags else wanted & set(out.tags)):
+                continue
+            found.append(out)
+            if len(found) == limit:
+                break
+        return found
+
+    @app.get("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
+    def get_agent(agent_id: AgentId, principal: Caller, service: Service) -> AgentOut:
+        return agent_out(service.memory, *visible_agent(agent_id, principal, service))
+
+    @app.patch("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
+    def modify_agent(agent_id: AgentId, body: AgentPatch, principal: Caller, service: Service) -> AgentOut:
+        settings, _ = visible_agent(agent_id, principal, service)
+        if body.name is not None and body.name != agent_id:
+            raise InvalidInputError("an agent's name is its id: renaming is not supported")
+        changes = _settings_changes(body)
+        service.memory.store.put_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
+        return agent_out(service.memory, *visible_agent(agent_id, principal, service))
+
+    @app.delete("/v1/agents/{agent_id}", response_model=Deleted, tags=["agents"])
+    def delete_agent(agent_id: AgentId, principal: Caller, service: Service) -> Deleted:
+        """Delete the agent, its blocks and all its records (200 with a message, as Letta answers)."""
+        visible_agent(agent_id, principal, service)
+        with service.agent_lock(agent_id):
+            records = service.memory.delete_agent(agent_id)
+        return Deleted(message=f"agent {agent_id!r} deleted with {records} records")
+
+
+def add_block_routes(app: FastAPI) -> None:
+    @app.get("/v1/agents/{agent_id}/core-memory/blocks", response_model=list[BlockOut], tags=["core memory"])
+    def list_blocks(agent_id: AgentId, principal: Caller, service: Service,
+                    after: Annotated[str | None, Query(description="cursor: blocks after this block id")] = None,
+                    before: Annotated[str | None, Query(description="cursor: blocks before this block id")] = None,
+                    limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[BlockOut]:
+        """The agent's blocks in their order; `after`/`before` take a block id (what letta-client pages with)."""
+        visible_agent(agent_id, principal, service)
+        blocks = [BlockOut.of(agent_id, b) for b in service.memory.core(agent_id).blocks()]
+        ids = [b.id for b in blocks]
+        start = ids.index(after) + 1 if after in ids else (len(ids) if after is not None else 0)
+        stop = ids.index(before) if before in ids else len(ids)
+        return blocks[start:stop][:limit]
+
+    @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
+    def get_block(agent_id: AgentId, label: str, principal: Caller, service: Service) -> BlockOut:
+        visible_agent(agent_id, principal, service)
+        return BlockOut.of(agent_id, service.memory.core(agent_id).get(label))
+
+    @app.patch("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
+    def modify_block(agent_id: AgentId, label: str, body: BlockPatch, principal: Caller, service: Service
+                     ) -> BlockOut:
+        visible_agent(agent_id, principal, service)
+        if body.label is not None and body.label != label:
+            raise InvalidInputError("a block is addressed by its label: renaming is not supported")
+        core = service.memory.core(agent_id)
+        changes = {k: v for k, v in body.model_dump(exclude_unset=True, exclude={"label"}).items() if v is not None}
+        block = CoreBlock.model_validate({**core.get(label).model_dump(), **changes})
+        return BlockOut.of(agent_id, core.put(block))

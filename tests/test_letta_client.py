@@ -1,0 +1,130 @@
+"""The official `letta-client` (pinned), unchanged, against a real `memvec serve`.
+
+The client validates every response strictly against its own models
+(`_strict_response_validation=True`), so a missing or None field it declares fails the test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import letta_client
+import pytest
+from letta_client import Letta
+
+from tests.service_helpers import Server
+
+ADMIN = "letta-admin-0001"
+SCOPED = "letta-scope-0001"
+QUICKSTART_BLOCKS = [{"label": "human", "value": "The human's name is Chad. They like vibe coding."},
+                     {"label": "persona", "value": "My name is Sam, the all-knowing sentient AI."}]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("letta") / "home", keys=f"{ADMIN},{SCOPED}=scoped-agent").start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[Letta]:
+    with Letta(base_url=server.url, api_key=ADMIN, _strict_response_validation=True) as letta:
+        yield letta
+
+
+def test_create_in_the_quickstart_form_and_retrieve(client: Letta) -> None:
+    agent = client.agents.create(model="openai/gpt-4o-mini", embedding="openai/text-embedding-3-small",
+                                 memory_blocks=QUICKSTART_BLOCKS, tags=["demo"], description="quickstart",
+                                 include_base_tools=True)
+    assert agent.id.startswith("agent-") and agent.name == agent.id
+    assert [b.label for b in agent.blocks] == ["human", "persona"] and agent.blocks[0].value.startswith("The human")
+    assert [b.label for b in agent.memory.blocks] == ["human", "persona"]
+    assert agent.llm_config.model == "openai/gpt-4o-mini" and agent.llm_config.api_model_endpoint_type == "openai"
+    assert agent.llm_config.context_window == 8192
+    assert agent.embedding == "openai/text-embedding-3-small" and agent.embedding_config is not None
+    assert agent.embedding_config.embedding_model == "hash:64" and agent.embedding_config.embedding_dim == 64
+    assert agent.agent_type == "memgpt_agent" and agent.system and agent.tags == ["demo"]
+    assert agent.tools == [] and agent.sources == [] and agent.description == "quickstart"
+    again = client.agents.retrieve(agent.id)
+    assert again.model_dump() == agent.model_dump()
+
+
+def test_list_pages_with_the_clients_cursor(client: Letta) -> None:
+    made = [client.agents.create(name=f"page-{i}", tags=["paged"] if i % 2 else ["other"]).id for i in range(5)]
+    listed = [a.id for a in client.agents.list(limit=2) if a.id.startswith("page-")]
+    assert listed == made  # every agent once, and the iteration ends
+    assert [a.id for a in client.agents.list(name="page-3")] == ["page-3"]
+    assert [a.id for a in client.agents.list(tags=["paged"], limit=50)] == ["page-1", "page-3"]
+    first_page = client.agents.list(order="desc", limit=3, name=None).items
+    assert [a.id for a in first_page] == ["page-4", "page-3", "page-2"]  # nothing sorts after "page-" yet
+
+
+def test_modify_and_delete(client: Letta) -> None:
+    agent = client.agents.create(name="mod-me", model="openai/gpt-4o-mini")
+    changed = client.agents.update(agent.id, tags=["a", "b"], description="changed", metadata={"team": "x"},
+                                   system="Be brief.", model="anthropic/claude-3-5-haiku", context_window_limit=16000)
+    assert changed.tags == ["a", "b"] and changed.description == "changed" and changed.metadata == {"team": "x"}
+    assert changed.system == "Be brief." and changed.llm_config.api_model_endpoint_type == "anthropic"
+    assert changed.llm_config.context_window == 16000
+    assert client.agents.retrieve(agent.id).model_dump() == changed.model_dump()
+    with pytest.raises(letta_client.BadRequestError, match="renaming is not supported"):
+        client.agents.update(agent.id, name="other-name")
+    client.agents.delete(agent.id)
+    with pytest.raises(letta_client.NotFoundError):
+        client.agents.retrieve(agent.id)
+
+
+def test_blocks_list_retrieve_update_by_label(client: Letta) -> None:
+    agent = client.agents.create(name="blocky", memory_blocks=QUICKSTART_BLOCKS)
+    blocks = client.agents.blocks.list(agent.id)
+    assert [(b.label, b.id) for b in blocks] == [("human", "blocky:human"), ("persona", "blocky:persona")]
+    human = client.agents.blocks.retrieve("human", agent_id=agent.id)
+    assert human.value.startswith("The human's name is Chad") and human.limit == 2000
+    updated = client.agents.blocks.update("human", agent_id=agent.id, value="Name: Chad", metadata={"v": 2},
+                                          description="who they are")
+    assert (updated.value, updated.metadata, updated.description) == ("Name: Chad", {"v": 2}, "who they are")
+    assert client.agents.retrieve(agent.id).blocks[0].value == "Name: Chad"
+    with pytest.raises(letta_client.UnprocessableEntityError, match="the block limit is 2000"):
+        client.agents.blocks.update("human", agent_id=agent.id, value="x" * 2_001)
+
+
+def test_refusals_are_not_retried(server: Server, client: Letta) -> None:
+    client.agents.create(name="dup")
+    with pytest.raises(letta_client.ConflictError):
+        client.agents.create(name="dup")
+    response = httpx.post(f"{server.url}/v1/agents", json={"name": "dup"}, headers={"Authorization": f"Bearer {ADMIN}"})
+    assert response.status_code == 409 and response.headers["x-should-retry"] == "false"
+    invalid = httpx.post(f"{server.url}/v1/agents", json={"name": "no spaces"},
+                         headers={"Authorization": f"Bearer {ADMIN}"})
+    assert invalid.status_code == 422 and invalid.headers["x-should-retry"] == "false"
+
+
+def test_a_scoped_key_sees_only_its_agents(server: Server, client: Letta) -> None:
+    client.agents.create(name="scoped-agent")
+    with Letta(base_url=server.url, api_key=SCOPED, _strict_response_validation=True) as scoped:
+        assert [a.id for a in scoped.agents.list()] == ["scoped-agent"]
+        with pytest.raises(letta_client.NotFoundError):
+            scoped.agents.retrieve("dup")
+        with pytest.raises(letta_client.PermissionDeniedError):
+            scoped.agents.create(model="openai/gpt-4o-mini")
+    with Letta(base_url=server.url, api_key="wrong-key-0000", max_retries=0) as stranger, \
+            pytest.raises(letta_client.AuthenticationError):
+        stranger.agents.list()
+
+
+def test_agents_written_through_the_python_api_are_agents_of_the_service(tmp_path: Path) -> None:
+    from memvec import Memory
+    from memvec.embed import HashingEmbedder
+
+    home = tmp_path / "home"
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        mem.recall("probe").append("user", "hello from the CLI", session_id="s1")
+    srv = Server(home).start()
+    try:
+        with Letta(base_url=srv.url, _strict_response_validation=True) as letta:
+            assert [a.id for a in letta.agents.list()] == ["probe"]
+            assert letta.agents.retrieve("probe").name == "probe"
+    finally:
+        srv.stop()
