@@ -28,8 +28,8 @@ def _lag(writer: httpx.Client, reader: httpx.Client, token: str) -> tuple[float,
     acknowledged = time.perf_counter()
     for searches in range(1, 10_000):
         hits = reader.get("/v1/agents/ana/archival-memory/search",
-                          params={"query": token, "top_k": 1, "mode": "bm25"}).json()["hits"]
-        if hits and token in hits[0]["text"]:
+                          params={"query": token, "top_k": 1, "mode": "bm25"}).json()["results"]
+        if hits and token in hits[0]["content"]:
             return (time.perf_counter() - acknowledged) * 1000, searches
     raise AssertionError(f"server B never found {token}")
 

@@ -69,7 +69,7 @@ class WriteLoad:
     other answer is counted by status in `answers` (with the time it came), for the test to judge."""
 
     def __init__(self, servers: list[Server], *, writers_per_server: int = 6, prefix: str = "") -> None:
-        self.acknowledged: list[tuple[int, str]] = []
+        self.acknowledged: list[tuple[str, str]] = []
         self.answers: list[tuple[float, int, float]] = []  # (when, status, seconds taken) of non-201s
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -114,16 +114,16 @@ class WriteLoad:
             thread.join()
 
 
-def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[int, str]], *, every: int = 10,
+def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[str, str]], *, every: int = 10,
                                 vector: bool = False) -> None:
     """Every acknowledged passage is listed, and a sample is found by its unique token (BM25) and,
     with `vector`, by vector search on its exact text (the hash embedder maps it to the same vector)."""
     with httpx.Client(base_url=srv.url, timeout=60) as api:
-        listed = api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()["items"]
+        listed = api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()
         assert {i for i, _ in acknowledged} <= {p["id"] for p in listed}
         searches = [("bm25", lambda text: text.split()[-1])] + ([("vector", lambda text: text)] if vector else [])
         for record_id, text in acknowledged[::every]:
             for mode, query in searches:
                 hits = api.get("/v1/agents/ana/archival-memory/search",
-                               params={"query": query(text), "top_k": 1, "mode": mode}).json()["hits"]
+                               params={"query": query(text), "top_k": 1, "mode": mode}).json()["results"]
                 assert hits[0]["id"] == record_id, (mode, text)

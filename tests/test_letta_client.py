@@ -128,3 +128,26 @@ def test_agents_written_through_the_python_api_are_agents_of_the_service(tmp_pat
             assert letta.agents.retrieve("probe").name == "probe"
     finally:
         srv.stop()
+
+
+def test_passages_create_list_search_delete(client: Letta) -> None:
+    agent = client.agents.create(name="archivist")
+    made = [client.agents.passages.create(agent.id, text=text, tags=tags)[0] for text, tags in (
+        ("The launch window opens on 4 March.", ["space"]), ("Ana's dog is a beagle called Toby.", ["pets"]),
+        ("The quarterly report is due on Friday.", ["work"]), ("Toby the beagle loves the beach.", ["pets"]))]
+    assert all(isinstance(p.id, str) and p.text and p.created_at for p in made) and made[1].tags == ["pets"]
+    ids = [p.id for p in made]
+    assert [p.id for p in client.agents.passages.list(agent.id)] == ids
+    assert [p.id for p in client.agents.passages.list(agent.id, ascending=False, limit=2)] == ids[:1:-1]
+    assert [p.id for p in client.agents.passages.list(agent.id, after=ids[1], limit=10)] == ids[2:]
+    assert [p.id for p in client.agents.passages.list(agent.id, before=ids[2])] == ids[:2]
+    assert client.agents.passages.list(agent.id, search="beagle", limit=2)[0].id in {ids[1], ids[3]}
+    found = client.agents.passages.search(agent.id, query="what kind of dog is Toby?", top_k=2, tags=["pets"])
+    assert found.count == 2 and {r.id for r in found.results} == {ids[1], ids[3]}
+    assert found.results[0].content and found.results[0].timestamp and found.results[0].tags == ["pets"]
+    extras = found.results[0].model_extra or {}
+    assert set(extras) >= {"citation", "score", "scores", "untrusted"}  # memvec's fields ride along
+    client.agents.passages.delete(ids[0], agent_id=agent.id)
+    assert [p.id for p in client.agents.passages.list(agent.id)] == ids[1:]
+    with pytest.raises(letta_client.NotFoundError):
+        client.agents.passages.delete(ids[0], agent_id=agent.id)

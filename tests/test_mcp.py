@@ -165,8 +165,8 @@ def test_stdio_process_with_the_real_model_shares_its_home_with_serve(tmp_path: 
         assert "Lisbon" in top["text"] and top["citation"]["source_url"] == "https://hr.example/move"
         assert json.loads(out["from_serve"][1])["results"][0]["citation"]["source_url"] == "https://fac.example/parking"
         hits = httpx.get(f"{srv.url}/v1/agents/alice/archival-memory/search", timeout=30,
-                         params={"query": "When is the quarterly review?", "top_k": 1}).json()["hits"]
-        assert hits[0]["id"] == json.loads(out["saved"][1])["id"]
+                         params={"query": "When is the quarterly review?", "top_k": 1}).json()["results"]
+        assert hits[0]["id"] == str(json.loads(out["saved"][1])["id"])
     finally:
         srv.stop()
 

@@ -94,18 +94,20 @@ def test_agents_blocks_passages_and_citations(server: Server) -> None:
     passages = batch.json()
     assert [p["untrusted"] for p in passages] == [False, True]
     hits = api.get("/v1/agents/ana/archival-memory/search",
-                   params={"query": "beagle Toby", "top_k": 5, "tags": ["pets"]}).json()["hits"]
+                   params={"query": "beagle Toby", "top_k": 5, "tags": ["pets"]}).json()["results"]
     assert hits[0]["citation"] == {"session_id": "s1", "turn_id": "D1:3", "source_url": "https://chat/1"}
     assert set(hits[0]["scores"]) >= {"vector", "bm25"} and hits[0]["untrusted"] is False
     page = api.get("/v1/agents/ana/archival-memory", params={"limit": 1}).json()
-    assert page["total"] == 2 and len(page["items"]) == 1
+    assert [p["id"] for p in page] == [passages[0]["id"]]
+    rest = api.get("/v1/agents/ana/archival-memory", params={"limit": 5, "after": page[0]["id"]}).json()
+    assert [p["id"] for p in rest] == [passages[1]["id"]]
     assert api.delete(f"/v1/agents/ana/archival-memory/{passages[0]['id']}").status_code == 200
     assert api.delete(f"/v1/agents/ana/archival-memory/{passages[0]['id']}").status_code == 404
     recorded = api.post("/v1/agents/ana/messages", json={"session_id": "s2", "messages": [
         {"role": "user", "content": "I moved to Lisbon"}, {"role": "assistant", "content": "Noted"}]}).json()
     assert [m["citation"]["turn_id"] for m in recorded["recorded"]] == ["1", "2"]
     found = api.get("/v1/agents/ana/recall-memory/search", params={"query": "Lisbon", "roles": ["user"]}).json()
-    assert [h["text"] for h in found["hits"]] == ["I moved to Lisbon"]
+    assert [h["content"] for h in found["results"]] == ["I moved to Lisbon"]
     assert api.get("/v1/agents/ana/messages").json()["total"] == 2
     assert api.delete("/v1/agents/ana").json()["message"].startswith("agent 'ana' deleted")
     assert api.get("/v1/agents/ana").status_code == 404
@@ -181,7 +183,7 @@ def test_search_takes_the_ranking_overrides(server: Server) -> None:
     def hits(**params: Any) -> list[dict[str, Any]]:
         response = api.get(url, params={"query": "tent", **params})
         assert response.status_code == 200, response.text
-        return list(response.json()["hits"])
+        return list(response.json()["results"])
 
     # without the session signal, the fused score is exactly the documented formula over the hits' own scores
     for params, fusion, weight in (({}, "convex", 0.5), ({"vector_weight": 1.0}, "convex", 1.0),
@@ -189,8 +191,8 @@ def test_search_takes_the_ranking_overrides(server: Server) -> None:
         found = hits(session_weight=0, **params)
         assert len(found) == 3
         np.testing.assert_allclose([h["score"] for h in found], expected_fused(found, fusion, weight), atol=1e-5)
-    with_sessions = {h["text"]: h["score"] for h in hits()}
-    without = {h["text"]: h["score"] for h in hits(session_weight=0)}
+    with_sessions = {h["content"]: h["score"] for h in hits()}
+    without = {h["content"]: h["score"] for h in hits(session_weight=0)}
     lifted = {text for text in with_sessions if with_sessions[text] > without[text] + 1e-6}
     assert lifted and lifted <= {"the lake trip had a tent", "the tent was green"}  # the session with two matches
     for bad in ({"vector_weight": 1.5}, {"session_weight": -1}, {"fusion": "max"}):
@@ -219,8 +221,8 @@ def test_parallel_clients_lose_no_write_and_see_no_torn_result(server: Server) -
         with client(server) as own:
             for i in range(40):
                 for hit in own.get("/v1/agents/ana/archival-memory/search",
-                                   params={"query": f"topic{i % 5}", "top_k": 20}).json()["hits"]:
-                    worker_tag = hit["text"].split()[1].split("n")[0]
+                                   params={"query": f"topic{i % 5}", "top_k": 20}).json()["results"]:
+                    worker_tag = hit["content"].split()[1].split("n")[0]
                     if hit["tags"] != [worker_tag]:
                         problems.append(f"torn hit {hit}")
 
@@ -230,12 +232,12 @@ def test_parallel_clients_lose_no_write_and_see_no_torn_result(server: Server) -
             future.result()
     assert not problems
     assert len(acknowledged) == len(set(acknowledged)) == 200
-    listed = {p["id"] for p in api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()["items"]}
+    listed = {p["id"] for p in api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()}
     assert listed == set(acknowledged)
     for worker in range(8):
         hits = api.get("/v1/agents/ana/archival-memory/search",
-                       params={"query": f"w{worker}n7", "top_k": 1, "mode": "bm25"}).json()["hits"]
-        assert hits[0]["text"].startswith(f"note w{worker}n7 ")
+                       params={"query": f"w{worker}n7", "top_k": 1, "mode": "bm25"}).json()["results"]
+        assert hits[0]["content"].startswith(f"note w{worker}n7 ")
 
 
 def test_sigkill_under_write_load_keeps_every_acknowledged_write(tmp_path: Path) -> None:
@@ -290,15 +292,15 @@ def test_export_imported_into_a_fresh_home_returns_the_same_results(tmp_path: Pa
     assert len(exported["passages"]) == 4 and len(exported["messages"]) == 1
     assert exported["embedding_model"] == "hash:64" and exported["passages"][0]["embedding"]
     queries = ["what colour is the car", "bike", "green door"]
-    before = [api.get("/v1/agents/ana/archival-memory/search", params={"query": q}).json()["hits"] for q in queries]
+    before = [api.get("/v1/agents/ana/archival-memory/search", params={"query": q}).json()["results"] for q in queries]
     source.stop()
 
     target = Server(tmp_path / "b").start()
     api = client(target)
     report = api.post("/v1/agents/import", json=exported)
     assert report.status_code == 201 and report.json()["reembedded"] is False
-    after = [api.get("/v1/agents/ana/archival-memory/search", params={"query": q}).json()["hits"] for q in queries]
-    strip = lambda hits: [(h["text"], h["citation"], round(h["score"], 5)) for h in hits]  # noqa: E731
+    after = [api.get("/v1/agents/ana/archival-memory/search", params={"query": q}).json()["results"] for q in queries]
+    strip = lambda hits: [(h["content"], h["citation"], round(h["score"], 5)) for h in hits]  # noqa: E731
     assert [strip(h) for h in after] == [strip(h) for h in before]
     assert api.post("/v1/agents/import", json=exported).status_code == 409
     target.stop()
@@ -327,8 +329,8 @@ def test_messages_run_the_agent_when_it_has_a_model(tmp_path: Path) -> None:
         assert body["traces"][0]["model_calls"] == 2 and body["traces"][0]["stopped_by"] == "send_message"
         assert [m["role"] for m in body["recorded"]] == ["user", "tool", "assistant"]
         assert all(m["citation"]["session_id"] == "web" for m in body["recorded"])
-        hits = api.get("/v1/agents/bot/archival-memory/search", params={"query": "tea"}).json()["hits"]
-        assert hits[0]["text"] == "User likes tea" and hits[0]["citation"]["session_id"] == "web"
+        hits = api.get("/v1/agents/bot/archival-memory/search", params={"query": "tea"}).json()["results"]
+        assert hits[0]["content"] == "User likes tea" and hits[0]["citation"]["session_id"] == "web"
     SCRIPTED.reset()
 
 
@@ -374,8 +376,8 @@ def test_keys_file_with_multi_agent_scopes(tmp_path: Path) -> None:
         assert [a["id"] for a in admin.get("/v1/agents").json()] == ["ana", "bob", "carol"]
         assert [a["id"] for a in pair.get("/v1/agents").json()] == ["ana", "bob"]
         for name in ("ana", "bob"):
-            hits = pair.get(f"/v1/agents/{name}/archival-memory/search", params={"query": "note"}).json()["hits"]
-            assert [h["text"] for h in hits] == [f"{name}'s note"]
+            hits = pair.get(f"/v1/agents/{name}/archival-memory/search", params={"query": "note"}).json()["results"]
+            assert [h["content"] for h in hits] == [f"{name}'s note"]
         assert pair.get("/v1/agents/carol/archival-memory/search", params={"query": "note"}).status_code == 404
         assert pair.post("/v1/agents", json={"name": "dave"}).status_code == 403
         assert client(srv, "carol-only-0001").get("/v1/agents").status_code == 401  # a comment, not a key

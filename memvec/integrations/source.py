@@ -13,14 +13,13 @@ import urllib.request
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from memvec.errors import ServiceCallError
 from memvec.guard import fence
 from memvec.memory import Memory
 from memvec.types import MAX_K, AgentName, Hit, SearchFilters, SearchMode, SearchRequest, Tier
 
-_hits: TypeAdapter[list[Hit]] = TypeAdapter(list[Hit])
 SEARCH_PATHS = {Tier.ARCHIVAL: "archival-memory/search", Tier.RECALL: "recall-memory/search"}
 
 
@@ -75,7 +74,13 @@ def search_service(url: str, api_key: str | None, options: SearchOptions, query:
         raise ServiceCallError(f"memvec service answered {exc.code}: {_detail(exc)}", status=exc.code) from exc
     except (urllib.error.URLError, TimeoutError) as exc:
         raise ServiceCallError(f"memvec service at {url} could not be reached: {exc}") from exc
-    return _hits.validate_python(body["hits"])
+    return [_as_hit(result, options) for result in body["results"]]
+
+
+def _as_hit(result: dict[str, Any], options: SearchOptions) -> Hit:
+    """A search result of the service (Letta's shape plus memvec's fields) as memvec's own `Hit`."""
+    return Hit.model_validate({**result, "id": int(result["id"]), "text": result["content"], "agent": options.agent,
+                               "tier": options.tier})
 
 
 def _detail(exc: urllib.error.HTTPError) -> str:

@@ -132,9 +132,10 @@ class Engine:
         return found[0]
 
     def list_records(self, agent: str, tier: Tier, *, limit: int = 50, offset: int = 0,
-             newest_first: bool = False, filters: SearchFilters | None = None) -> list[Record]:
+                     newest_first: bool = False, filters: SearchFilters | None = None,
+                     after: int | None = None, before: int | None = None) -> list[Record]:
         return self.store.list_records(agent, tier, limit=limit, offset=offset, newest_first=newest_first,
-                               filters=filters)
+                                       filters=filters, after=after, before=before)
 
     def search(self, request: SearchRequest) -> list[Hit]:
         index = self.tier_index(request.agent, request.tier)

@@ -7,22 +7,24 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Response
 
+from memvec.errors import InvalidInputError
 from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
 from memvec.service.auth import Principal
 from memvec.service.schemas import (
     Deleted,
-    HitsOut,
     MessagesIn,
     MessagesOut,
     Page,
     PassageBatch,
     PassageIn,
     PassageOut,
+    SearchOut,
+    SearchResult,
 )
 from memvec.transfer import AgentExport, ImportReport, export_agent, import_agent
 from memvec.types import MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
 
-PassageId = Annotated[int, Path(ge=1, le=2**62)]
+PassageId = Annotated[str, Path(pattern=r"^[0-9]{1,18}$", description="a passage id as listed (digits)")]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Offset = Annotated[int, Query(ge=0, le=2**62)]
 TopK = Annotated[int, Query(ge=1, le=MAX_K)]
@@ -49,16 +51,36 @@ def _page(service: ServiceState, agent: str, tier: Tier, limit: int, offset: int
 
 
 def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: int, mode: SearchMode,
-            filters: dict[str, object], ranking: dict[str, object]) -> HitsOut:
+            filters: dict[str, object], ranking: dict[str, object]) -> SearchOut:
     request = SearchRequest.model_validate({"agent": agent, "tier": tier, "query": query, "k": top_k, "mode": mode,
                                             "filters": SearchFilters.model_validate(filters), **ranking})
-    return HitsOut(query=query, hits=service.memory.search(request))
+    results = [SearchResult.of(hit) for hit in service.memory.search(request)]
+    return SearchOut(count=len(results), results=results)
+
+
+def _cursor(value: str | None) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit() or len(value) > 18:
+        raise InvalidInputError(f"cursor {value!r} is not a record id (digits)")
+    return int(value)
+
+
+def _list_passages(service: ServiceState, agent: str, *, search: str | None, ascending: bool, limit: int,
+                   after: str | None, before: str | None, offset: int) -> list[PassageOut]:
+    if search:  # ranked by memvec's hybrid search, as Letta ranks a listed search by similarity
+        request = SearchRequest(agent=agent, tier=Tier.ARCHIVAL, query=search, k=limit)
+        return [PassageOut.of(hit) for hit in service.memory.search(request)]
+    records = service.memory.engine.list_records(agent, Tier.ARCHIVAL, limit=limit, offset=offset,
+                                                 newest_first=not ascending, after=_cursor(after),
+                                                 before=_cursor(before))
+    return [PassageOut.of(record) for record in records]
 
 
 def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:
     records = [NewRecord.model_validate({"agent": agent, "tier": Tier.ARCHIVAL, **p.model_dump(exclude_none=True)})
                for p in passages]
-    return [PassageOut(**r.record.model_dump(), created=r.created) for r in service.memory.insert(records)]
+    return [PassageOut.of(r.record, created=r.created) for r in service.memory.insert(records)]
 
 
 def add_routes(app: FastAPI) -> None:
@@ -75,17 +97,24 @@ def add_routes(app: FastAPI) -> None:
         response.status_code = 201 if any(p.created for p in out) else 200
         return out
 
-    @app.get("/v1/agents/{agent_id}/archival-memory", response_model=Page, tags=["archival memory"])
+    @app.get("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"])
     def list_passages(agent_id: AgentId, principal: Caller, service: Service, limit: Limit = 50,
-                      offset: Offset = 0, newest_first: bool = False) -> Page:
+                      after: Annotated[str | None, Query(description="cursor: passages after this id")] = None,
+                      before: Annotated[str | None, Query(description="cursor: passages before this id")] = None,
+                      ascending: Annotated[bool, Query(description="oldest first (default)")] = True,
+                      search: Annotated[str | None, Query(max_length=4096, description="rank by this text")] = None,
+                      offset: Offset = 0) -> list[PassageOut]:
+        """Passages in time order, `limit` at a time past the `after` cursor; with `search`, the best
+        `limit` matches of memvec's hybrid search instead."""
         visible_agent(agent_id, principal, service)
-        return _page(service, agent_id, Tier.ARCHIVAL, limit, offset, newest_first)
+        return _list_passages(service, agent_id, search=search, ascending=ascending, limit=limit, after=after,
+                              before=before, offset=offset)
 
-    @app.get("/v1/agents/{agent_id}/archival-memory/search", response_model=HitsOut, tags=["archival memory"])
+    @app.get("/v1/agents/{agent_id}/archival-memory/search", response_model=SearchOut, tags=["archival memory"])
     def search_passages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
                         ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID, tags: Tags = None,
                         tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
-                        start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> HitsOut:
+                        start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> SearchOut:
         visible_agent(agent_id, principal, service)
         return _search(service, agent_id, Tier.ARCHIVAL, query, top_k, mode,
                        {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime},
@@ -95,9 +124,9 @@ def add_routes(app: FastAPI) -> None:
                 tags=["archival memory"])
     def delete_passage(agent_id: AgentId, passage_id: PassageId, principal: Caller, service: Service) -> Deleted:
         visible_agent(agent_id, principal, service)
-        if service.memory.engine.get(agent_id, passage_id).tier is not Tier.ARCHIVAL:
+        if service.memory.engine.get(agent_id, int(passage_id)).tier is not Tier.ARCHIVAL:
             raise HTTPException(404, f"agent {agent_id!r} has no passage {passage_id}")
-        service.memory.engine.delete(agent_id, passage_id)
+        service.memory.engine.delete(agent_id, int(passage_id))
         return Deleted(message=f"passage {passage_id} deleted")
 
     @app.post("/v1/agents/{agent_id}/messages", response_model=MessagesOut, tags=["messages"])
@@ -115,12 +144,13 @@ def add_routes(app: FastAPI) -> None:
         visible_agent(agent_id, principal, service)
         return _page(service, agent_id, Tier.RECALL, limit, offset, newest_first)
 
-    @app.get("/v1/agents/{agent_id}/recall-memory/search", response_model=HitsOut, tags=["messages"])
+    @app.get("/v1/agents/{agent_id}/recall-memory/search", response_model=SearchOut, tags=["messages"])
     def search_messages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
                         ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID,
                         roles: Annotated[list[str] | None, Query(max_length=16)] = None,
                         session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
-                        start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> HitsOut:
+                        start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> SearchOut:
+        """memvec only: search the agent's messages (Letta has no such route), results as for passages."""
         visible_agent(agent_id, principal, service)
         return _search(service, agent_id, Tier.RECALL, query, top_k, mode,
                        {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime},

@@ -16,6 +16,7 @@ from memvec.types import (
     CoreBlock,
     Hit,
     Metadata,
+    MethodScores,
     Record,
     Tag,
 )
@@ -151,8 +152,51 @@ class PassageBatch(Strict):
     passages: list[PassageIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
-class PassageOut(Record):
+class PassageOut(BaseModel):
+    """Letta's Passage (string `id`, `text`, `tags`, `created_at`) with memvec's citation and flags."""
+
+    id: str = Field(description="the record id, as a string: the same id works in every path")
+    text: str
+    agent: str
+    tier: str
+    role: str | None
+    tags: list[str]
+    citation: Citation
+    created_at: datetime
+    untrusted: bool
     created: bool = Field(default=True, description="false when an exact duplicate already existed")
+
+    @classmethod
+    def of(cls, record: Record, *, created: bool = True) -> PassageOut:
+        return cls(id=str(record.id), text=record.text, agent=record.agent, tier=record.tier.value, role=record.role,
+                   tags=record.tags, citation=record.citation, created_at=record.created_at,
+                   untrusted=record.untrusted, created=created)
+
+
+class SearchResult(BaseModel):
+    """Letta's search result (`id`, `content`, `timestamp`, `tags`) with memvec's citation and scores."""
+
+    id: str
+    content: str
+    timestamp: str = Field(description="created_at, ISO 8601")
+    tags: list[str]
+    role: str | None
+    citation: Citation
+    created_at: datetime
+    untrusted: bool
+    score: float
+    scores: MethodScores
+
+    @classmethod
+    def of(cls, hit: Hit) -> SearchResult:
+        return cls(id=str(hit.id), content=hit.text, timestamp=hit.created_at.isoformat(), tags=hit.tags,
+                   role=hit.role, citation=hit.citation, created_at=hit.created_at, untrusted=hit.untrusted,
+                   score=hit.score, scores=hit.scores)
+
+
+class SearchOut(BaseModel):
+    count: int
+    results: list[SearchResult]
 
 
 class MessageIn(Strict):
@@ -170,11 +214,6 @@ class MessagesOut(BaseModel):
     recorded: list[Record] = Field(description="messages stored in the recall tier by this request")
     replies: list[str] = Field(default_factory=list, description="what the agent said (agents with a model)")
     traces: list[dict[str, object]] = Field(default_factory=list, description="one trace per agent reply")
-
-
-class HitsOut(BaseModel):
-    query: str
-    hits: list[Hit]
 
 
 class Page(BaseModel):

@@ -129,13 +129,29 @@ class SQLStore:
         return [by_id[int(i)] for i in ids if int(i) in by_id]
 
     def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
-                     newest_first: bool = False, filters: SearchFilters | None = None) -> list[Record]:
+                     newest_first: bool = False, filters: SearchFilters | None = None,
+                     after: int | None = None, before: int | None = None) -> list[Record]:
         where, params = filter_sql(filters)
         order = "DESC" if newest_first else "ASC"
+        for cursor, past in ((after, not newest_first), (before, newest_first)):
+            if cursor is not None:
+                clause, values = self._cursor_clause(agent, cursor, later=past)
+                where, params = f"{where} AND {clause}", [*params, *values]
         rows = self._query(f"SELECT {RECORD_COLUMNS} FROM records WHERE agent = ? AND tier = ?{where} "
                            f"ORDER BY created_at {order}, id {order} LIMIT ? OFFSET ?",
                            [agent, tier.value, *params, limit, offset])
         return [row_to_record(r) for r in rows]
+
+    def _cursor_clause(self, agent: str, record_id: int, *, later: bool) -> tuple[str, list[Any]]:
+        """Rows after (or before) a record in (created_at, id) order; a cursor record that is gone
+        (deleted meanwhile) falls back to its id alone."""
+        rows = self._query(f"SELECT created_at FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?",
+                           (record_id, agent))
+        sign = ">" if later else "<"
+        if not rows:
+            return f"id {sign} ?", [record_id]
+        return (f"(created_at {sign} ? OR (created_at = ? AND id {sign} ?))",
+                [rows[0]["created_at"], rows[0]["created_at"], record_id])
 
     def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters) -> Ids:
         where, params = filter_sql(filters)
