@@ -151,3 +151,74 @@ def test_passages_create_list_search_delete(client: Letta) -> None:
     assert [p.id for p in client.agents.passages.list(agent.id)] == ids[1:]
     with pytest.raises(letta_client.NotFoundError):
         client.agents.passages.delete(ids[0], agent_id=agent.id)
+
+
+@pytest.fixture
+def agent_server(tmp_path: Path) -> Iterator[str]:
+    """memvec's app under uvicorn on a real port, in this process so litellm's scripted provider
+    (registered here) answers the agent's model calls."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from memvec import Memory
+    from memvec.embed import HashingEmbedder
+    from memvec.service.app import create_app
+    from tests.service_helpers import free_port
+
+    port = free_port()
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
+        server = uvicorn.Server(uvicorn.Config(create_app(mem), host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run)
+        thread.start()
+        while not server.started:
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def test_messages_create_returns_a_letta_response(agent_server: str) -> None:
+    from tests.scripted_llm import SCRIPTED, ToolCall, Turn, say
+
+    SCRIPTED.reset()
+    SCRIPTED.script = [Turn(content="The user shared a preference; I should save it.",
+                            calls=[ToolCall("archival_memory_insert", {"content": "User likes green tea"})]),
+                       say("Noted: you like green tea.")]
+    try:
+        with Letta(base_url=agent_server, _strict_response_validation=True) as letta:
+            agent = letta.agents.create(name="talker", model="scripted/agent", memory_blocks=QUICKSTART_BLOCKS)
+            response = letta.agents.messages.create(agent.id, messages=[
+                {"role": "user", "content": [{"type": "text", "text": "I like green tea"}]}])
+            kinds = [m.message_type for m in response.messages]
+            assert kinds == ["reasoning_message", "tool_call_message", "tool_return_message", "tool_call_message",
+                             "tool_return_message", "assistant_message"]
+            reasoning, call, result = response.messages[:3]
+            assert reasoning.reasoning.startswith("The user shared a preference")  # type: ignore[union-attr]
+            assert call.tool_call.name == "archival_memory_insert"  # type: ignore[union-attr]
+            assert result.status == "success" and result.tool_call_id == call.tool_call.tool_call_id  # type: ignore
+            assert response.messages[-1].content == "Noted: you like green tea."  # type: ignore[union-attr]
+            assert response.stop_reason.stop_reason == "end_turn" and response.usage.step_count == 2
+            assert letta.agents.passages.search(agent.id, query="green tea").results[0].content == \
+                "User likes green tea"
+            SCRIPTED.script = [say("Hello again.")]
+            again = letta.agents.messages.create(agent.id, input="hi")
+            assert [m.message_type for m in again.messages][-1] == "assistant_message"
+            listed = list(letta.agents.messages.list(agent.id, order="asc", limit=2))
+            said = [(m.message_type, getattr(m, "content", None)) for m in listed
+                    if m.message_type != "tool_return_message"]
+            assert said == [("user_message", "I like green tea"), ("assistant_message", "Noted: you like green tea."),
+                            ("user_message", "hi"), ("assistant_message", "Hello again.")]
+            newest = letta.agents.messages.list(agent.id, limit=1).items
+            assert newest[0].content == "Hello again."  # type: ignore[union-attr]
+    finally:
+        SCRIPTED.reset()
+
+
+def test_a_memory_only_agent_records_messages(client: Letta) -> None:
+    agent = client.agents.create(name="recorder")
+    response = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "remember the milk"}])
+    assert [(m.message_type, m.content) for m in response.messages] == [("user_message", "remember the milk")]  # type: ignore
+    assert response.stop_reason.stop_reason == "end_turn"
+    assert [m.id for m in client.agents.messages.list(agent.id)] == [response.messages[0].id]

@@ -108,7 +108,9 @@ def test_agents_blocks_passages_and_citations(server: Server) -> None:
     assert [m["citation"]["turn_id"] for m in recorded["recorded"]] == ["1", "2"]
     found = api.get("/v1/agents/ana/recall-memory/search", params={"query": "Lisbon", "roles": ["user"]}).json()
     assert [h["content"] for h in found["results"]] == ["I moved to Lisbon"]
-    assert api.get("/v1/agents/ana/messages").json()["total"] == 2
+    listed = api.get("/v1/agents/ana/messages", params={"order": "asc"}).json()
+    assert [(m["message_type"], m["content"]) for m in listed] == [("user_message", "I moved to Lisbon"),
+                                                                   ("assistant_message", "Noted")]
     assert api.delete("/v1/agents/ana").json()["message"].startswith("agent 'ana' deleted")
     assert api.get("/v1/agents/ana").status_code == 404
 
@@ -325,7 +327,8 @@ def test_messages_run_the_agent_when_it_has_a_model(tmp_path: Path) -> None:
         SCRIPTED.script = [call("archival_memory_insert", content="User likes tea"), say("Noted: you like tea.")]
         body = api.post("/v1/agents/bot/messages", json={"session_id": "web", "messages": [
             {"role": "user", "content": "I like tea"}]}).json()
-        assert body["replies"] == ["Noted: you like tea."]
+        said = [m["content"] for m in body["messages"] if m["message_type"] == "assistant_message"]
+        assert said == ["Noted: you like tea."] and body["stop_reason"]["stop_reason"] == "end_turn"
         assert body["traces"][0]["model_calls"] == 2 and body["traces"][0]["stopped_by"] == "send_message"
         assert [m["role"] for m in body["recorded"]] == ["user", "tool", "assistant"]
         assert all(m["citation"]["session_id"] == "web" for m in body["recorded"])
@@ -345,7 +348,7 @@ def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path) -> None:
         api.post("/v1/agents", json={"name": "bot", "model": "no-such-provider-xyz/model"})
         response = api.post("/v1/agents/bot/messages", json={"messages": [{"content": "hi"}]})
         assert response.status_code == 502 and response.json()["error"] == "model_error"
-        assert api.get("/v1/agents/bot/messages").json()["total"] == 1  # the user's message was still kept
+        assert [m["content"] for m in api.get("/v1/agents/bot/messages").json()] == ["hi"]  # the user's was kept
 
 
 @pytest.mark.parametrize("state", [

@@ -34,8 +34,22 @@ class Step(BaseModel):
     detail: str | None = None
 
 
+class Event(BaseModel):
+    """What a client shows of a reply, in order (Letta's message types map onto these kinds)."""
+
+    kind: Literal["reasoning", "tool_call", "tool_return", "assistant"]
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    text: str = ""
+    name: str | None = None
+    arguments: str | None = None
+    tool_call_id: str | None = None
+    ok: bool = True
+    record_id: int | None = Field(default=None, description="the recall record that stores it, if one does")
+
+
 class Trace(BaseModel):
     steps: list[Step] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
     model_calls: int = 0
     tool_calls: int = 0
     page_ins: int = 0
@@ -105,8 +119,10 @@ class Agent:
             calls = list(message.tool_calls or [])
             if not calls:
                 if message.content:
-                    sent.append(self._say(str(message.content)))
+                    sent.append(self._say(str(message.content), trace))
                 return "no_tool_call"
+            if message.content:
+                trace.events.append(Event(kind="reasoning", text=str(message.content)))
             scratch.append(_assistant_message(message.content, calls))
             heartbeat, budget_left = self._run_calls(calls, tools, trace, scratch, sent, budget_left, tokens)
             if sent and any(c.function.name == "send_message" for c in calls):
@@ -120,6 +136,7 @@ class Agent:
         heartbeat = False
         for call in calls:
             name, raw = call.function.name, call.function.arguments
+            trace.events.append(Event(kind="tool_call", name=name, arguments=raw or "{}", tool_call_id=call.id))
             if name in SEARCH_TOOLS and budget_left <= 0:
                 outcome = ToolOutcome(json.dumps({"error": BUDGET_SPENT.format(budget=self.settings.page_in_budget)}),
                                       ok=False)
@@ -131,10 +148,13 @@ class Agent:
             trace.page_ins += int(outcome.page_in)
             trace.add(Step(kind="tool", tokens_in_context=tokens, name=name, arguments=_arguments(raw),
                            ok=outcome.ok, detail=None if outcome.ok else outcome.content))
+            trace.events.append(Event(kind="tool_return", name=name, text=outcome.content, tool_call_id=call.id,
+                                      ok=outcome.ok))
             if outcome.sent_message is not None:
-                sent.append(self._say(outcome.sent_message))
+                sent.append(self._say(outcome.sent_message, trace))
             if outcome.sent_message is None:  # a sent message is already stored as the assistant's
-                self._remember("tool", f"{name}({raw or ''}) -> {outcome.content}"[:8000], in_context=False)
+                stored = self._remember("tool", f"{name}({raw or ''}) -> {outcome.content}"[:8000], in_context=False)
+                trace.events[-1].record_id = stored.id
             scratch.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.content})
             heartbeat = heartbeat or outcome.heartbeat
         if budget_left == 0 and any(c.function.name in SEARCH_TOOLS for c in calls):
@@ -171,8 +191,9 @@ class Agent:
             self.state.in_context.append(record.id)
         return record
 
-    def _say(self, text: str) -> str:
-        self._remember("assistant", text, in_context=True)
+    def _say(self, text: str, trace: Trace) -> str:
+        record = self._remember("assistant", text, in_context=True)
+        trace.events.append(Event(kind="assistant", text=text, record_id=record.id))
         return text
 
 

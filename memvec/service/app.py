@@ -161,7 +161,7 @@ def install_body_limit(app: FastAPI) -> None:
 
 
 def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
-    from memvec.service import routes_agents, routes_memory
+    from memvec.service import routes_agents, routes_memory, routes_messages
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -176,6 +176,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
     add_health_route(app)
     routes_agents.add_routes(app)
     routes_memory.add_routes(app)
+    routes_messages.add_routes(app)
     return app
 
 

@@ -9,12 +9,8 @@ from fastapi import Depends, FastAPI, HTTPException, Path, Query, Response
 
 from memvec.errors import InvalidInputError
 from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
-from memvec.service.auth import Principal
 from memvec.service.schemas import (
     Deleted,
-    MessagesIn,
-    MessagesOut,
-    Page,
     PassageBatch,
     PassageIn,
     PassageOut,
@@ -45,11 +41,6 @@ def ranking(fusion: Annotated[Fusion | None, Query(description="hybrid fusion: c
 Ranking = Annotated[dict[str, object], Depends(ranking)]
 
 
-def _page(service: ServiceState, agent: str, tier: Tier, limit: int, offset: int, newest_first: bool) -> Page:
-    items = service.memory.engine.list_records(agent, tier, limit=limit, offset=offset, newest_first=newest_first)
-    return Page(items=items, limit=limit, offset=offset, total=service.memory.store.count(agent, tier))
-
-
 def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: int, mode: SearchMode,
             filters: dict[str, object], ranking: dict[str, object]) -> SearchOut:
     request = SearchRequest.model_validate({"agent": agent, "tier": tier, "query": query, "k": top_k, "mode": mode,
@@ -58,7 +49,7 @@ def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: in
     return SearchOut(count=len(results), results=results)
 
 
-def _cursor(value: str | None) -> int | None:
+def cursor(value: str | None) -> int | None:
     if value is None:
         return None
     if not value.isdigit() or len(value) > 18:
@@ -72,8 +63,8 @@ def _list_passages(service: ServiceState, agent: str, *, search: str | None, asc
         request = SearchRequest(agent=agent, tier=Tier.ARCHIVAL, query=search, k=limit)
         return [PassageOut.of(hit) for hit in service.memory.search(request)]
     records = service.memory.engine.list_records(agent, Tier.ARCHIVAL, limit=limit, offset=offset,
-                                                 newest_first=not ascending, after=_cursor(after),
-                                                 before=_cursor(before))
+                                                 newest_first=not ascending, after=cursor(after),
+                                                 before=cursor(before))
     return [PassageOut.of(record) for record in records]
 
 
@@ -129,21 +120,6 @@ def add_routes(app: FastAPI) -> None:
         service.memory.engine.delete(agent_id, int(passage_id))
         return Deleted(message=f"passage {passage_id} deleted")
 
-    @app.post("/v1/agents/{agent_id}/messages", response_model=MessagesOut, tags=["messages"])
-    def send_messages(agent_id: AgentId, body: MessagesIn, principal: Caller, service: Service) -> MessagesOut:
-        """Run the agent on each user message when it has a model; otherwise only record the messages."""
-        settings, _ = visible_agent(agent_id, principal, service)
-        with service.agent_lock(agent_id):
-            if settings.model:
-                return _run_agent(service, agent_id, body)
-            return _record_messages(service, agent_id, body)
-
-    @app.get("/v1/agents/{agent_id}/messages", response_model=Page, tags=["messages"])
-    def list_messages(agent_id: AgentId, principal: Caller, service: Service, limit: Limit = 50,
-                      offset: Offset = 0, newest_first: bool = False) -> Page:
-        visible_agent(agent_id, principal, service)
-        return _page(service, agent_id, Tier.RECALL, limit, offset, newest_first)
-
     @app.get("/v1/agents/{agent_id}/recall-memory/search", response_model=SearchOut, tags=["messages"])
     def search_messages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
                         ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID,
@@ -175,31 +151,3 @@ def add_routes(app: FastAPI) -> None:
         with service.agent_lock(target):
             return import_agent(service.memory, body, name=target)
 
-
-def _record_messages(service: ServiceState, agent: str, body: MessagesIn) -> MessagesOut:
-    settings, state = visible_agent(agent, Principal(), service)
-    records = []
-    for message in body.messages:
-        state.turn += 1
-        records.append(NewRecord.model_validate({
-            "agent": agent, "tier": Tier.RECALL, "text": message.content, "role": message.name or message.role,
-            "citation": {"session_id": body.session_id, "turn_id": state.turn}}))
-    results = service.memory.insert(records)
-    service.memory.store.put_agent(settings, state)
-    return MessagesOut(recorded=[r.record for r in results])
-
-
-def _run_agent(service: ServiceState, agent_id: str, body: MessagesIn) -> MessagesOut:
-    from memvec.agent import Agent
-
-    store = service.memory.store
-    before = store.last_change(agent_id, Tier.RECALL)
-    agent = Agent(service.memory, agent_id, session_id=body.session_id)
-    out = MessagesOut(recorded=[])
-    for message in body.messages:
-        reply = agent.reply(message.content, role=message.name or message.role)
-        out.replies += reply.messages
-        out.traces.append(reply.trace.model_dump())
-    added = [c.record_id for c in store.changes_since(agent_id, Tier.RECALL, before) if c.op == "add"]
-    out.recorded = store.get(agent_id, added)
-    return out

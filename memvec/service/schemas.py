@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memvec.types import (
     MAX_META_CHARS,
@@ -199,28 +199,48 @@ class SearchOut(BaseModel):
     results: list[SearchResult]
 
 
-class MessageIn(Strict):
+class TextPart(Lenient):
+    type: Literal["text"] = "text"
+    text: str = Field(max_length=MAX_TEXT_CHARS)
+
+
+class MessageIn(Lenient):
+    """Letta's MessageCreate: `content` as a string or a list of text parts."""
+
     role: Literal["user", "assistant", "system", "tool"] = "user"
-    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    content: str | list[TextPart] = Field(min_length=1)
     name: str | None = Field(default=None, max_length=MAX_META_CHARS, description="speaker name, kept as the role")
 
-
-class MessagesIn(Strict):
-    messages: list[MessageIn] = Field(min_length=1, max_length=MAX_BATCH)
-    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_META_CHARS)
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else "\n".join(p.text for p in self.content)
 
 
-class MessagesOut(BaseModel):
-    recorded: list[Record] = Field(description="messages stored in the recall tier by this request")
-    replies: list[str] = Field(default_factory=list, description="what the agent said (agents with a model)")
-    traces: list[dict[str, object]] = Field(default_factory=list, description="one trace per agent reply")
+class MessagesIn(Lenient):
+    messages: list[MessageIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
+    input: str | list[TextPart] | None = Field(default=None, description="one user message (Letta's shorthand)")
+    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_META_CHARS,
+                                   description="memvec: the session cited on every message of this request")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> MessagesIn:
+        if (self.messages is None) == (self.input is None):
+            raise ValueError("give `messages` or `input` (exactly one)")
+        return self
+
+    def all_messages(self) -> list[MessageIn]:
+        return self.messages if self.messages is not None else [MessageIn(content=self.input or "")]
 
 
-class Page(BaseModel):
-    items: list[Record]
-    limit: int
-    offset: int
-    total: int
+class LettaResponseOut(BaseModel):
+    """Letta's LettaResponse: the reply's messages by `message_type` (reasoning, tool call, tool
+    return, assistant), why it stopped, usage; plus what memvec stored and its traces."""
+
+    messages: list[dict[str, Any]]
+    stop_reason: dict[str, Any]
+    usage: dict[str, Any]
+    recorded: list[PassageOut] = Field(description="memvec: the records this request stored in the recall tier")
+    traces: list[dict[str, Any]] = Field(default_factory=list, description="memvec: one trace per agent reply")
+
 
 
 class Deleted(BaseModel):

@@ -1,0 +1,124 @@
+"""Messages in Letta's shapes: send (a `LettaResponse`) and list (Letta messages, cursor paged).
+
+Every message lives in the agent's recall tier, so a listed message's `id` is its record id and
+works as the list cursor. An agent without a model only records what it is sent; its response
+lists those messages back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Query
+
+from memvec.agent.loop import Event, Reply
+from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
+from memvec.service.auth import Principal
+from memvec.service.routes_memory import cursor
+from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
+from memvec.types import NewRecord, Record, Tier
+
+_ANYONE = Principal()  # the service's own bookkeeping acts for every agent
+# memvec's stop reasons in Letta's words
+STOP_REASONS = {"send_message": "end_turn", "no_heartbeat": "end_turn", "no_tool_call": "no_tool_call",
+                "max_steps": "max_steps"}
+
+
+def record_message(record: Record) -> dict[str, Any]:
+    """A recall record as the Letta message of its role, with memvec's citation alongside."""
+    base: dict[str, Any] = {"id": str(record.id), "date": record.created_at.isoformat(), "role": record.role,
+                            "citation": record.citation.model_dump(), "untrusted": record.untrusted}
+    if record.role == "assistant":
+        return {**base, "message_type": "assistant_message", "content": record.text}
+    if record.role == "system":
+        return {**base, "message_type": "system_message", "content": record.text}
+    if record.role == "tool":
+        return {**base, "message_type": "tool_return_message", "tool_return": record.text, "status": "success",
+                "tool_call_id": f"record-{record.id}"}
+    named = {} if record.role == "user" else {"name": record.role}
+    return {**base, "message_type": "user_message", "content": record.text, **named}
+
+
+def event_message(event: Event) -> dict[str, Any]:
+    """One step of a reply as a Letta message (ids of stored steps are their record ids)."""
+    base = {"id": str(event.record_id) if event.record_id else f"{event.kind}-{uuid.uuid4()}",
+            "date": event.at.isoformat()}
+    if event.kind == "reasoning":
+        return {**base, "message_type": "reasoning_message", "reasoning": event.text}
+    if event.kind == "tool_call":
+        return {**base, "message_type": "tool_call_message", "tool_call": {
+            "name": event.name, "arguments": event.arguments, "tool_call_id": event.tool_call_id}}
+    if event.kind == "tool_return":
+        return {**base, "message_type": "tool_return_message", "tool_return": event.text, "name": event.name,
+                "status": "success" if event.ok else "error", "tool_call_id": event.tool_call_id}
+    return {**base, "message_type": "assistant_message", "content": event.text}
+
+
+def _record_only(service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None
+                 ) -> LettaResponseOut:
+    settings, state = visible_agent(agent, _ANYONE, service)
+    records = []
+    for message in messages:
+        state.turn += 1
+        records.append(NewRecord.model_validate({
+            "agent": agent, "tier": Tier.RECALL, "text": message.text(), "role": message.name or message.role,
+            "citation": {"session_id": session_id, "turn_id": state.turn}}))
+    stored = [r.record for r in service.memory.insert(records)]
+    service.memory.store.put_agent(settings, state)
+    return LettaResponseOut(messages=[record_message(r) for r in stored], stop_reason=_stop("end_turn"),
+                            usage=_usage(0), recorded=[PassageOut.of(r) for r in stored])
+
+
+def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None
+               ) -> LettaResponseOut:
+    from memvec.agent import Agent
+
+    store = service.memory.store
+    before = store.last_change(agent, Tier.RECALL)
+    bot = Agent(service.memory, agent, session_id=session_id)
+    replies: list[Reply] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        reply = bot.reply(message.text(), role=message.name or message.role)
+        replies.append(reply)
+        out += [event_message(e) for e in reply.trace.events]
+    added = [c.record_id for c in store.changes_since(agent, Tier.RECALL, before) if c.op == "add"]
+    last = replies[-1].trace.stopped_by or "send_message"
+    return LettaResponseOut(messages=out, stop_reason=_stop(STOP_REASONS[last]),
+                            usage=_usage(sum(r.trace.model_calls for r in replies)),
+                            recorded=[PassageOut.of(r) for r in store.get(agent, added)],
+                            traces=[r.trace.model_dump(mode="json", exclude={"events"}) for r in replies])
+
+
+def _stop(reason: str) -> dict[str, Any]:
+    return {"message_type": "stop_reason", "stop_reason": reason}
+
+
+def _usage(model_calls: int) -> dict[str, Any]:
+    return {"message_type": "usage_statistics", "step_count": model_calls}
+
+
+def add_routes(app: FastAPI) -> None:
+    @app.post("/v1/agents/{agent_id}/messages", response_model=LettaResponseOut, tags=["messages"])
+    def send_messages(agent_id: AgentId, body: MessagesIn, principal: Caller, service: Service) -> LettaResponseOut:
+        """Run the agent on each message when it has a model (a `LettaResponse`); otherwise only record them."""
+        settings, _ = visible_agent(agent_id, principal, service)
+        messages = body.all_messages()
+        with service.agent_lock(agent_id):
+            if settings.model:
+                return _run_agent(service, agent_id, messages, body.session_id)
+            return _record_only(service, agent_id, messages, body.session_id)
+
+    @app.get("/v1/agents/{agent_id}/messages", response_model=list[dict[str, Any]], tags=["messages"])
+    def list_messages(agent_id: AgentId, principal: Caller, service: Service,
+                      after: Annotated[str | None, Query(description="cursor: a message id")] = None,
+                      before: Annotated[str | None, Query(description="cursor: a message id")] = None,
+                      limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+                      order: Literal["asc", "desc"] = "desc") -> list[dict[str, Any]]:
+        """The agent's messages (its recall tier) as Letta messages, newest first unless `order=asc`."""
+        visible_agent(agent_id, principal, service)
+        records = service.memory.engine.list_records(agent_id, Tier.RECALL, limit=limit, newest_first=order == "desc",
+                                                     after=cursor(after), before=cursor(before))
+        return [record_message(r) for r in records]
+
