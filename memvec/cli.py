@@ -18,7 +18,7 @@ from typing import Any, cast
 import click
 from pydantic import ValidationError
 
-from memvec.cli_agents import agent, chat, serve
+from memvec.cli_agents import agent, chat, import_command, serve
 from memvec.cli_common import Context, dump, print_json
 from memvec.cli_mcp import mcp
 from memvec.embed import BACKENDS, Backend
@@ -322,7 +322,7 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-for command in (agent, chat, serve, mcp):
+for command in (agent, chat, serve, mcp, import_command):
     cli.add_command(command)
 
 

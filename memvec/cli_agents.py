@@ -111,3 +111,37 @@ def _stdin_lines() -> Iterator[str]:
             return
         if line.strip():
             yield line
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", help="Import the (single) agent under this name.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def import_command(obj: Context, file: Path, name: str | None, as_json: bool) -> None:
+    """Import a Letta Agent File (.af) or a memvec export (JSON): blocks, settings and messages with
+    citations; what memvec has no use for (tools, sources, ...) is reported as skipped."""
+    import json
+
+    from memvec.agentfile import AgentFileReport, import_agent_file, is_agent_file
+    from memvec.errors import InvalidInputError
+    from memvec.transfer import AgentExport, import_agent
+
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{file} is not JSON: {exc}") from exc
+    with obj.open() as mem:
+        if is_agent_file(data):
+            report = import_agent_file(mem, data, name=name)
+        else:
+            done = import_agent(mem, AgentExport.model_validate(data), name=name)
+            report = AgentFileReport(agent_ids=[done.agent], imported=[done], skipped={})
+    if as_json:
+        print_json(dump(report))
+        return
+    for done in report.imported:
+        click.echo(f"imported agent {done.agent}: {done.messages} messages, {done.passages} passages")
+    skipped = {k: v for k, v in report.skipped.items() if v}
+    if skipped:
+        click.echo(f"skipped (memvec has no use for them): {json.dumps(skipped)}")

@@ -300,7 +300,7 @@ def test_export_imported_into_a_fresh_home_returns_the_same_results(tmp_path: Pa
     target = Server(tmp_path / "b").start()
     api = client(target)
     report = api.post("/v1/agents/import", json=exported)
-    assert report.status_code == 201 and report.json()["reembedded"] is False
+    assert report.status_code == 201 and report.json()["imported"][0]["reembedded"] is False
     after = [api.get("/v1/agents/ana/archival-memory/search", params={"query": q}).json()["results"] for q in queries]
     strip = lambda hits: [(h["content"], h["citation"], round(h["score"], 5)) for h in hits]  # noqa: E731
     assert [strip(h) for h in after] == [strip(h) for h in before]
@@ -309,7 +309,7 @@ def test_export_imported_into_a_fresh_home_returns_the_same_results(tmp_path: Pa
 
     other_model = Server(tmp_path / "c", model="hash:32").start()
     report = client(other_model).post("/v1/agents/import", json=exported)
-    assert report.status_code == 201 and report.json()["reembedded"] is True
+    assert report.status_code == 201 and report.json()["imported"][0]["reembedded"] is True
     other_model.stop()
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Query, Response
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
+from memvec.agentfile import AgentFileReport, import_agent_file, is_agent_file, read_agent_file
 from memvec.errors import InvalidInputError
 from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
 from memvec.service.schemas import (
@@ -17,7 +20,7 @@ from memvec.service.schemas import (
     SearchOut,
     SearchResult,
 )
-from memvec.transfer import AgentExport, ImportReport, export_agent, import_agent
+from memvec.transfer import AgentExport, export_agent, import_agent
 from memvec.types import MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
 
 PassageId = Annotated[str, Path(pattern=r"^[0-9]{1,18}$", description="a passage id as listed (digits)")]
@@ -66,6 +69,47 @@ def _list_passages(service: ServiceState, agent: str, *, search: str | None, asc
                                                  newest_first=not ascending, after=cursor(after),
                                                  before=cursor(before))
     return [PassageOut.of(record) for record in records]
+
+
+IMPORT_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {"type": "object", "description": "a Letta agent file or a memvec export"}},
+    "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
+        "file": {"type": "string", "format": "binary"},
+        "override_name": {"type": "string"}}}}}}}
+
+
+async def _import_document(request: Request) -> tuple[Any, str | None]:
+    """The uploaded or posted document, parsed, and a name the form may give."""
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        form = await request.form()
+        upload, override = form.get("file"), form.get("override_name") or form.get("name")
+        if upload is None or isinstance(upload, str):
+            raise InvalidInputError("upload the agent file as the multipart field `file`")
+        raw = await upload.read()
+        return _json(raw), str(override) if override else None
+    return _json(await request.body()), None
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"the document is not JSON: {exc}") from exc
+
+
+def _import_targets(data: Any, name: str | None) -> list[str]:
+    if is_agent_file(data):
+        exports, _ = read_agent_file(data)
+        return [name] if name and len(exports) == 1 else [e.agent.name for e in exports]
+    return [name or AgentExport.model_validate(data).agent.name]
+
+
+def _import(service: ServiceState, data: Any, name: str | None) -> AgentFileReport:
+    if is_agent_file(data):
+        return import_agent_file(service.memory, data, name=name)
+    doc = AgentExport.model_validate(data)
+    report = import_agent(service.memory, doc, name=name)
+    return AgentFileReport(agent_ids=[report.agent], imported=[report], skipped={})
 
 
 def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:
@@ -138,16 +182,20 @@ def add_routes(app: FastAPI) -> None:
         visible_agent(agent_id, principal, service)
         return export_agent(service.memory, agent_id, with_embeddings=embeddings)
 
-    @app.post("/v1/agents/import", response_model=ImportReport, status_code=201, tags=["export"])
-    def import_(body: AgentExport, principal: Caller, service: Service,
-                name: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")] = None
-                ) -> ImportReport:
-        """Restore an export into this home (re-embedding when this home's model differs)."""
-        target = name or body.agent.name
-        if not principal.may_see(target):
-            raise HTTPException(403, f"this key may not create agent {target!r}")
-        if target in service.memory.agents():
-            raise HTTPException(409, f"agent {target!r} already exists")
-        with service.agent_lock(target):
-            return import_agent(service.memory, body, name=target)
+    @app.post("/v1/agents/import", response_model=AgentFileReport, status_code=201, tags=["export"],
+              openapi_extra=IMPORT_BODY)
+    async def import_(request: Request, principal: Caller, service: Service,
+                      name: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")] = None
+                      ) -> AgentFileReport:
+        """Import a Letta Agent File (`.af`) or a memvec export: uploaded as multipart `file` (what
+        letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
+        data, override = await _import_document(request)
+        target_name = name or override
+        targets = _import_targets(data, target_name)
+        for target in targets:
+            if not principal.may_see(target):
+                raise HTTPException(403, f"this key may not create agent {target!r}")
+            if target in service.memory.agents():
+                raise HTTPException(409, f"agent {target!r} already exists")
+        return await run_in_threadpool(_import, service, data, target_name)
 

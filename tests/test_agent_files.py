@@ -1,0 +1,122 @@
+"""Letta Agent Files (.af) from ../shared/data/letta-agent-files: through letta-client's
+`import_file` against a real `memvec serve`, and through `memvec import`."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import letta_client
+import pytest
+from letta_client import Letta
+
+from memvec import Memory
+from tests.conftest import SHARED_DATA, run_cli
+from tests.service_helpers import Server
+
+AGENT_FILES = SHARED_DATA / "letta-agent-files"
+FILES = ["memgpt_agent_with_convo.af", "deep_research_agent.af"]
+
+
+def load(name: str) -> dict[str, Any]:
+    path = AGENT_FILES / name
+    if not path.exists():
+        pytest.skip(f"{path} is missing (see ../shared/data/README)")
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def with_conversation(data: dict[str, Any]) -> dict[str, Any]:
+    """The real file plus a short conversation in Letta's message format (content parts, ids)."""
+    data = copy.deepcopy(data)
+    agent = data["agents"][0]
+    said = [("user", "Hi, I'm Chad. I race sailboats on the Bay every Sunday."),
+            ("assistant", "Nice to meet you Chad! Sailing every Sunday sounds great."),
+            ("user", "My favourite restaurant is Taste of the Himalayas in Berkeley.")]
+    for n, (role, text) in enumerate(said, start=1):
+        agent["messages"].append({"type": "message", "role": role, "id": f"message-{n}", "name": None,
+                                  "content": [{"type": "text", "text": text}],
+                                  "created_at": f"2025-11-0{n}T10:00:00+00:00", "tool_calls": None})
+    agent["in_context_message_ids"] = ["message-0", "message-3"]
+    return data
+
+
+def expected_blocks(data: dict[str, Any]) -> list[tuple[str, str, int, bool]]:
+    by_id = {b["id"]: b for b in data["blocks"]}
+    return [(by_id[i]["label"], by_id[i]["value"], by_id[i]["limit"], bool(by_id[i]["read_only"]))
+            for i in data["agents"][0]["block_ids"]]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    srv = Server(tmp_path / "home").start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_import_file_through_letta_client(server: Server, name: str) -> None:
+    data = load(name)
+    with Letta(base_url=server.url, _strict_response_validation=True) as client:
+        imported = client.agents.import_file(file=(name, json.dumps(data).encode(), "application/json"))
+        assert len(imported.agent_ids) == 1
+        agent = client.agents.retrieve(imported.agent_ids[0])
+        source = data["agents"][0]
+        assert agent.system == source["system"] and agent.llm_config.model == source["llm_config"]["handle"]
+        assert agent.llm_config.context_window == source["llm_config"]["context_window"]
+        assert [(b.label, b.value, b.limit, b.read_only) for b in agent.blocks] == expected_blocks(data)
+        skipped = (imported.model_extra or {})["skipped"]
+        assert skipped["tools"] == [t["name"] for t in data["tools"]] and skipped["system_messages"] == 1
+        with pytest.raises(letta_client.ConflictError):  # importing again would duplicate: refused whole
+            client.agents.import_file(file=(name, json.dumps(data).encode(), "application/json"))
+
+
+def test_an_imported_conversation_is_searchable_with_citations(server: Server) -> None:
+    data = with_conversation(load("memgpt_agent_with_convo.af"))
+    with Letta(base_url=server.url, _strict_response_validation=True) as client:
+        agent_id = client.agents.import_file(file=("convo.af", json.dumps(data).encode())).agent_ids[0]
+        listed = list(client.agents.messages.list(agent_id, order="asc"))
+        assert [(m.message_type, m.content) for m in listed] == [  # type: ignore[union-attr]
+            ("user_message", "Hi, I'm Chad. I race sailboats on the Bay every Sunday."),
+            ("assistant_message", "Nice to meet you Chad! Sailing every Sunday sounds great."),
+            ("user_message", "My favourite restaurant is Taste of the Himalayas in Berkeley.")]
+        state = client.agents.retrieve(agent_id)
+        assert state.message_ids == [listed[-1].id]  # what was in Letta's context is in memvec's
+    import httpx
+
+    found = httpx.get(f"{server.url}/v1/agents/{agent_id}/recall-memory/search",
+                      params={"query": "Himalayas restaurant", "top_k": 1}).json()["results"][0]
+    assert found["content"].startswith("My favourite restaurant")
+    assert found["citation"] == {"session_id": f"agent-file:{agent_id}", "turn_id": "4", "source_url": None}
+
+
+def test_a_broken_agent_file_writes_nothing(server: Server) -> None:
+    data = load("deep_research_agent.af")
+    broken = copy.deepcopy(data)
+    broken["blocks"][2]["label"] = "not a label!"
+    with Letta(base_url=server.url, max_retries=0) as client:
+        with pytest.raises(letta_client.BadRequestError, match="label"):
+            client.agents.import_file(file=("broken.af", json.dumps(broken).encode()))
+        with pytest.raises(letta_client.BadRequestError, match="not JSON"):
+            client.agents.import_file(file=("x.af", b"{nope"))
+        assert list(client.agents.list()) == []
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_memvec_import_on_the_command_line(tmp_path: Path, name: str) -> None:
+    home, data = tmp_path / "home", with_conversation(load(name))
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    report = json.loads(run_cli("--model", "hash:64", "import", str(path), "--json", home=home).stdout)
+    agent = report["agent_ids"][0]
+    assert report["imported"][0]["messages"] == 3
+    again = run_cli("--model", "hash:64", "import", str(path), home=home, check=False)
+    assert again.returncode == 2 and "already exist" in again.stderr
+    with Memory.open(home, model="hash:64") as mem:
+        blocks = [(b.label, b.value, b.limit, b.read_only) for b in mem.core(agent).blocks()]
+        assert blocks == expected_blocks(data)
+        hit = mem.recall(agent).search("Himalayas restaurant in Berkeley", k=1, mode="bm25")[0]
+        assert hit.text.startswith("My favourite restaurant") and hit.citation.turn_id == "4"
