@@ -5,6 +5,7 @@ The client validates every response strictly against its own models
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -222,3 +223,11 @@ def test_a_memory_only_agent_records_messages(client: Letta) -> None:
     assert [(m.message_type, m.content) for m in response.messages] == [("user_message", "remember the milk")]  # type: ignore
     assert response.stop_reason.stop_reason == "end_turn"
     assert [m.id for m in client.agents.messages.list(agent.id)] == [response.messages[0].id]
+
+
+def test_export_file_gives_memvecs_export(client: Letta) -> None:
+    agent = client.agents.create(name="exported", memory_blocks=QUICKSTART_BLOCKS)
+    client.agents.passages.create(agent.id, text="kept in the export")
+    exported = json.loads(client.agents.export_file(agent.id))
+    assert exported["format"] == "memvec-agent-export" and exported["agent"]["name"] == "exported"
+    assert [p["text"] for p in exported["passages"]] == ["kept in the export"]

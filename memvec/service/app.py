@@ -32,6 +32,13 @@ from memvec.service.schemas import ErrorOut, Health
 from memvec.store import STORE_FILE
 from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, Tier, describe_validation_error
 
+API_DESCRIPTION = """Vector-search memory for LLM agents: core, recall and archival tiers with citations.
+
+The `/v1` routes take Letta's shapes, so the official `letta-client` works unchanged for agents,
+core-memory blocks, passages, messages and agent-file import. Agent ids are agent names; passage and
+message ids are record ids as strings. memvec-only: `recall-memory/search`, batch passage insert,
+search filters and fusion parameters, the export with embeddings. Not served: streaming, async runs,
+tools, sources/folders, identities, groups, templates, `/v1/blocks`."""
 MAX_BODY_BYTES = 16 * 1024 * 1024
 RETRY_AFTER_S = 1
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
@@ -169,7 +176,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
         memory.save()  # uvicorn re-raises SIGTERM after shutdown: save the indexes here, not after run()
 
     app = FastAPI(title="memvec", version="0.1.0", lifespan=lifespan, responses=ERROR_RESPONSES,
-                  description="Vector-search memory for LLM agents: core, recall and archival tiers with citations.")
+                  description=API_DESCRIPTION)
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)
     install_body_limit(app)
