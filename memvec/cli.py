@@ -316,7 +316,9 @@ def stats(obj: Context, as_json: bool) -> None:
     if as_json:
         print_json(dump(result))
         return
-    click.echo(f"home {result.home}  model {result.model_id}  store {result.store_bytes} bytes")
+    budget = result.indexes.budget if result.indexes.budget is not None else "no limit"
+    click.echo(f"home {result.home}  model {result.model_id}  store {result.store_bytes} bytes  "
+               f"indexes loaded {result.indexes.loaded} (budget {budget})")
     for p in result.partitions:
         click.echo(f"  {p.agent}/{p.tier.value}: {p.records} records, dim {p.dim}, {p.index_kind}, "
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")

@@ -86,8 +86,12 @@ def chat(obj: Context, name: str, llm: str | None, session: str | None, messages
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 @click.option("--wait-for-store/--no-wait-for-store", default=True, show_default=True,
               help="When the store (PostgreSQL) is down at start: retry with backoff until it is back, or exit 4.")
+@click.option("--max-loaded-indexes", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Keep at most N (agent, tier) indexes in memory; the least recently used are saved and "
+                   "unloaded, and reload on next use [env MEMVEC_MAX_LOADED_INDEXES; default no limit].")
 @click.pass_obj
-def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, wait_for_store: bool) -> None:
+def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, wait_for_store: bool,
+          max_loaded_indexes: int | None) -> None:
     """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs). While the store
     is unreachable requests answer 503 with Retry-After and /v1/health reports it (503)."""
     import uvicorn
@@ -96,7 +100,8 @@ def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level:
     from memvec.service.auth import KeyRing
 
     keys = KeyRing.from_environment(keys_file)
-    with open_when_store_is_up(obj, wait_for_store, query_batching=True) as mem:
+    budget = {"max_loaded_indexes": max_loaded_indexes} if max_loaded_indexes else {}
+    with open_when_store_is_up(obj, wait_for_store, query_batching=True, **budget) as mem:
         click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.engine.embedder.dim})", err=True)  # loads it now
         if not keys.open:
             click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)

@@ -71,6 +71,9 @@ class MemoryConfig(BaseModel):
     query_cache_size: int = Field(default=1024, ge=0, description="query vectors kept (LRU); 0 turns the cache off")
     query_batching: bool = Field(default=False, description="concurrent searches share one forward pass "
                                                             "(on in `memvec serve`)")
+    max_loaded_indexes: int | None = Field(
+        default=None, ge=1, description="keep at most this many (agent, tier) indexes in memory; the least "
+                                        "recently used are saved and unloaded (None: no limit)")
     index: IndexSettings = Field(default_factory=IndexSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
 
@@ -81,5 +84,7 @@ class MemoryConfig(BaseModel):
         resolved_model = model or os.environ.get("MEMVEC_MODEL") or None
         store = settings.pop("store", None) or os.environ.get("MEMVEC_STORE") or None
         backend = settings.pop("embed_backend", None) or os.environ.get("MEMVEC_EMBED_BACKEND") or None
+        if settings.get("max_loaded_indexes") is None and os.environ.get("MEMVEC_MAX_LOADED_INDEXES"):
+            settings["max_loaded_indexes"] = os.environ["MEMVEC_MAX_LOADED_INDEXES"]
         return cls.model_validate({"home": resolved_home, "model": resolved_model, "store": store,
                                    "embed_backend": backend, **settings})

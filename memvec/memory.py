@@ -22,7 +22,7 @@ from memvec.embed.queries import MicroBatcher, QueryCache
 from memvec.errors import IndexFileError, InvalidInputError, ModelMismatchError
 from memvec.index.files import Manifest, read_manifest
 from memvec.index.tier import TierIndex, verify_on_disk
-from memvec.search.engine import Engine
+from memvec.search.engine import Engine, IndexUsage
 from memvec.store import open_store
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
@@ -50,6 +50,7 @@ class Stats(BaseModel):
     home: str
     model_id: str
     store_bytes: int
+    indexes: IndexUsage
     partitions: list[PartitionStats]
 
 
@@ -85,7 +86,7 @@ class Memory:
         self.index_settings = self._resolve_index_kind()
         self.engine = Engine(store=self.store, embedder=self._serving(embedder or self._lazy(self.model_id)),
                              index_root=self.home / "index", index_settings=self.index_settings,
-                             search_settings=config.search)
+                             search_settings=config.search, max_loaded_indexes=config.max_loaded_indexes)
 
     @classmethod
     def open(cls, home: str | os.PathLike[str] | None = None, *, model: str | None = None,
@@ -224,7 +225,7 @@ class Memory:
                 last_change=self.store.last_change(agent, tier),
                 indexed_change=manifest.last_change if manifest else None))
         return Stats(home=str(self.home), model_id=self.model_id, store_bytes=self.store.storage_bytes(),
-                     partitions=parts)
+                     indexes=self.engine.index_usage(), partitions=parts)
 
     # -- lifecycle ------------------------------------------------------------------------
     def save(self) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, Field
 
 from memvec.config import IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, embed_records
@@ -23,17 +24,29 @@ from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, Se
 log = logging.getLogger("memvec.engine")
 
 
+class IndexUsage(BaseModel):
+    """Loaded (agent, tier) indexes against the budget, and what the budget cost."""
+
+    loaded: int
+    budget: int | None = Field(description="None: no limit")
+    loads: int = Field(description="indexes opened (first use, or again after an eviction)")
+    evictions: int = Field(description="indexes saved and unloaded to stay within the budget")
+
+
 class Engine:
     def __init__(self, *, store: Store, embedder: Embedder, index_root: Path,
-                 index_settings: IndexSettings, search_settings: SearchSettings) -> None:
+                 index_settings: IndexSettings, search_settings: SearchSettings,
+                 max_loaded_indexes: int | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.index_root = index_root
         self.index_settings = index_settings
         self.search_settings = search_settings
+        self.max_loaded_indexes = max_loaded_indexes
         self.load_reports: dict[tuple[str, Tier], LoadReport] = {}
-        self._indexes: dict[tuple[str, Tier], TierIndex] = {}
+        self._indexes: OrderedDict[tuple[str, Tier], TierIndex] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
+        self._loads = self._evictions = 0
 
     def index_dir(self, agent: str, tier: Tier) -> Path:
         return self.index_root / agent / tier.value
@@ -47,9 +60,30 @@ class Engine:
                                                directory=self.index_dir(agent, tier),
                                                settings=self.index_settings)
                 self._indexes[key], self.load_reports[key] = index, report
+                self._loads += 1
+            self._indexes.move_to_end(key)
             index = self._indexes[key]
+            evicted = self._over_budget()
+        for old in evicted:  # saved outside the engine lock: a reload meanwhile catches up from the store
+            if old.unsaved:
+                old.save()
         index.catch_up()
         return index
+
+    def _over_budget(self) -> list[TierIndex]:
+        """Unload the least recently used indexes past the budget (caller holds the lock)."""
+        evicted = []
+        while self.max_loaded_indexes is not None and len(self._indexes) > self.max_loaded_indexes:
+            key, old = self._indexes.popitem(last=False)
+            self.load_reports.pop(key, None)
+            evicted.append(old)
+            self._evictions += 1
+        return evicted
+
+    def index_usage(self) -> IndexUsage:
+        with self._lock:
+            return IndexUsage(loaded=len(self._indexes), budget=self.max_loaded_indexes, loads=self._loads,
+                              evictions=self._evictions)
 
     # -- writes ---------------------------------------------------------------------------
     def insert(self, records: Sequence[NewRecord], vectors: npt.NDArray[np.float32] | None = None

@@ -193,8 +193,9 @@ def add_health_route(app: FastAPI) -> None:
     def health(service: Service, response: Response) -> Health:
         """Readiness: 200 while the store answers, 503 (status `unavailable`) while it does not."""
         memory = service.memory
+        usage = memory.engine.index_usage()
         out = Health(status="ok", store=describe_store(memory), store_ok=True, model=memory.model_id,
-                     auth=not service.keys.open)
+                     auth=not service.keys.open, indexes_loaded=usage.loaded, indexes_budget=usage.budget)
         try:
             out.records = sum(memory.store.count(a, t) for a, t in memory.store.partitions())
             out.agents = len(memory.store.agent_names())

@@ -261,4 +261,6 @@ class Health(BaseModel):
     model: str
     agents: int | None = Field(default=None, description="None while the store is unavailable")
     records: int | None = None
+    indexes_loaded: int = Field(description="(agent, tier) indexes in memory")
+    indexes_budget: int | None = Field(description="the most kept in memory (None: no limit)")
     auth: bool
