@@ -34,6 +34,17 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("ONNX pooling ignores the attention mask", "memvec/embed/onnx.py",
      "parts.append((hidden * weights).sum(axis=1) / counts)", "parts.append(hidden.mean(axis=1))",
      "tests/test_onnx.py"),
+    ("MCP over HTTP ignores key scopes", "memvec/mcp_server/server.py",
+     "if not principal.may_see(self.agent):", "if False:", "tests/test_mcp.py"),
+    ("an evicted index is dropped unsaved", "memvec/search/engine.py",
+     "                old.save()", "                pass", "tests/test_index_budget.py"),
+    ("PostgreSQL pool timeout becomes a 500", "memvec/store/postgres.py",
+     "except PoolTimeout as exc:", "except ImportError as exc:", "tests/test_postgres_faults.py"),
+    ("refusals invite letta-client to retry", "memvec/service/app.py",
+     'headers = {"x-should-retry": "false"} if status in NO_RETRY else None', "headers = None",
+     "tests/test_letta_client.py"),
+    ("agent-file import drops read-only flags", "memvec/agentfile.py",
+     '"read_only": bool(b.get("read_only"))', '"read_only": False', "tests/test_agent_files.py"),
 ]
 
 
