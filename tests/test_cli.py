@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memvec.cli import cli, run
@@ -148,6 +149,15 @@ def test_session_weight_option_changes_only_the_fused_score(memvec: Cli) -> None
         scores[weight] = {h["text"]: (h["score"], h["scores"]["bm25"]) for h in json.loads(out)}
     for text, (_fused, bm25) in scores["2"].items():
         assert bm25 == scores["0"][text][1]  # hits report their own scores either way
-    assert scores["2"] != scores["0"]
+    # weight 0: exactly 0.5 * minmax(vector) + 0.5 * minmax(bm25) over the three candidates
+    code, out, _ = memvec("search", "tent", "--agent", "a", "--tier", "recall", "--json", "--session-weight", "0")
+    hits = json.loads(out)
+    vector = np.array([h["scores"]["vector"] for h in hits])
+    bm25 = np.array([h["scores"]["bm25"] for h in hits])
+    scaled = [(v - v.min()) / (v.max() - v.min()) for v in (vector, bm25)]
+    np.testing.assert_allclose([h["score"] for h in hits], 0.5 * scaled[0] + 0.5 * scaled[1], atol=1e-5)
+    # weight 2 lifts the two "trip" messages (their session matches twice), never the lone "shop" one
+    lifted = {t for t in scores["2"] if scores["2"][t][0] > scores["0"][t][0] + 1e-6}
+    assert lifted and lifted <= {"the lake trip had a tent", "the tent was green"}
     code, _, err = memvec("search", "tent", "--agent", "a", "--tier", "recall", "--session-weight", "-1")
     assert code == 2 and "session_weight" in err
