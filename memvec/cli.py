@@ -53,8 +53,9 @@ MODE = click.Choice([m.value for m in SearchMode])
               help="What computes the vectors: onnx-int8 (default for a new home), onnx (fp32) or torch "
                    "(sentence-transformers). Default: the home's; another one needs `memvec rebuild` "
                    "[env MEMVEC_EMBED_BACKEND].")
-@click.option("--index-kind", type=click.Choice(["flat", "hnsw"]), default=None,
-              help="FAISS index kind: exact 'flat' or approximate 'hnsw' for large tiers. Default: the kind the "
+@click.option("--index-kind", type=click.Choice(["flat", "hnsw", "flat-fp16", "hnsw-fp16"]), default=None,
+              help="FAISS index kind: exact 'flat' or approximate 'hnsw' for large tiers; '-fp16' halves vector "
+                   "memory (16-bit floats). Default: the kind the "
                    "home was built with (flat for a new home); a new kind is remembered and indexes rebuild.")
 @click.option("--store", envvar="MEMVEC_STORE", default=None, metavar="URL",
               help="Store: SQLite in the home (default) or postgresql://... shared by several servers "

@@ -40,8 +40,9 @@ class SearchSettings(BaseModel):
 class IndexSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["flat", "hnsw"] | None = Field(
-        default=None, description="None: the kind this home was built with (flat for a new home)")
+    kind: Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16"] | None = Field(
+        default=None, description="None: the kind this home was built with (flat for a new home); -fp16 "
+                                  "stores vectors as 16-bit floats (half the memory)")
     hnsw_m: int = Field(default=32, ge=4, le=128)
     hnsw_ef_construction: int = Field(default=200, ge=8)
     hnsw_ef_search: int = Field(default=128, ge=8)

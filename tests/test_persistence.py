@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -130,11 +131,16 @@ def test_rebuild_without_model_change_does_not_re_embed(home: Path) -> None:
         assert [r.reembedded for r in reports] == [0]
 
 
-def test_switching_index_kind_rebuilds_to_hnsw(home: Path) -> None:
+@pytest.mark.parametrize("kind", ["hnsw", "flat-fp16", "hnsw-fp16"])
+def test_switching_index_kind_rebuilds(home: Path, kind: str) -> None:
     fill(home)
-    with Memory.open(home, index={"kind": "hnsw"}) as mem:
+    with Memory.open(home, index={"kind": kind}) as mem:
         assert mem.archival("app").search("note 3", k=1, mode="vector")[0].text.startswith("note 3 ")
-    assert read_manifest(index_dir(home)).index_kind == "hnsw"
+        filtered = mem.archival("app").search("note 3", k=1, mode="vector", start=datetime(2000, 1, 1, tzinfo=UTC))
+        assert filtered[0].text.startswith("note 3 ")  # the exact path over the allowed ids decodes fp16 too
+    assert read_manifest(index_dir(home)).index_kind == kind
     with Memory.open(home) as mem:  # the home remembers the kind
-        assert mem.index_settings.kind == "hnsw"
+        assert mem.index_settings.kind == kind
         assert mem.verify() == []
+        mem.archival("app").delete(mem.archival("app").search("note 5", k=1, mode="bm25")[0].id)
+        assert not [h for h in mem.archival("app").search("note 5", k=3, mode="vector") if h.text.startswith("note 5 ")]

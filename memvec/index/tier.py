@@ -268,9 +268,10 @@ def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, mod
 
 def _vector_mismatches(agent: str, tier: Tier, store: Store, vector: VectorIndex, model_id: str) -> list[str]:
     wrong = 0
+    tolerance = 1e-3 if vector.is_fp16 else 1e-5  # half precision keeps ~3 significant digits
     for batch in store.embeddings(agent, tier):
         if any(m != model_id for m in batch.models):
             return [f"store holds embeddings from a model other than {model_id!r}"]
         indexed = vector.vectors_for(batch.ids)
-        wrong += int((np.abs(indexed - batch.vectors).max(axis=1) > 1e-5).sum())
+        wrong += int((np.abs(indexed - batch.vectors).max(axis=1) > tolerance).sum())
     return [f"{wrong} vectors in the index differ from the store's embeddings"] if wrong else []

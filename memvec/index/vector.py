@@ -1,7 +1,8 @@
 """FAISS vector index: inner product over L2-normalized vectors (= cosine), ids = store row ids.
 
-``flat`` (default) is exact brute force; ``hnsw`` is approximate and meant for large tiers. Both
-sit in an ``IndexIDMap2`` so results carry store ids and vectors can be read back by id. HNSW
+``flat`` (default) is exact brute force; ``hnsw`` is approximate and meant for large tiers. The
+``-fp16`` kinds store each vector as 16-bit floats (half the memory; scores differ from float32 in
+the fourth decimal). All sit in an ``IndexIDMap2`` so results carry store ids and vectors can be read back by id. HNSW
 cannot delete in place, so removed ids become tombstones that searches exclude; the index is
 rebuilt from the store when tombstones pass a quarter of it. Filtered searches (an allowed-id
 set) are exact over the allowed vectors for both kinds, so filters never cost recall.
@@ -37,7 +38,8 @@ def _one_omp_thread_here() -> None:
 
 Ids = npt.NDArray[np.int64]
 Vectors = npt.NDArray[np.float32]
-IndexKind = Literal["flat", "hnsw"]
+IndexKind = Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16"]
+INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "flat-fp16", "hnsw-fp16")
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,22 @@ class VectorIndex:
         self._index: Any = faiss.IndexIDMap2(self._make_base())
         self._tombstones: set[int] = set()
 
+    @property
+    def is_hnsw(self) -> bool:
+        return self.kind.startswith("hnsw")
+
+    @property
+    def is_fp16(self) -> bool:
+        return self.kind.endswith("-fp16")
+
     def _make_base(self) -> Any:
-        if self.kind == "flat":
-            return faiss.IndexFlatIP(self.dim)
-        base = faiss.IndexHNSWFlat(self.dim, self.hnsw.m, faiss.METRIC_INNER_PRODUCT)
+        fp16, metric = faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+        if not self.is_hnsw:
+            return faiss.IndexScalarQuantizer(self.dim, fp16, metric) if self.is_fp16 else faiss.IndexFlatIP(self.dim)
+        if self.is_fp16:
+            base = faiss.IndexHNSWSQ(self.dim, fp16, self.hnsw.m, metric)
+        else:
+            base = faiss.IndexHNSWFlat(self.dim, self.hnsw.m, metric)
         base.hnsw.efConstruction = self.hnsw.ef_construction
         base.hnsw.efSearch = self.hnsw.ef_search
         return base
@@ -94,7 +108,7 @@ class VectorIndex:
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) == 0:
             return
-        if self.kind == "flat":
+        if not self.is_hnsw:
             self._index.remove_ids(ids)
             return
         present = np.isin(ids, self._stored_ids())
@@ -102,11 +116,14 @@ class VectorIndex:
 
     # -- reading --------------------------------------------------------------------------
     def _storage(self) -> Vectors:
+        """Every stored vector in insertion order: a view for float32, decoded for fp16."""
         base = faiss.downcast_index(self._index.index)
-        flat = base if self.kind == "flat" else faiss.downcast_index(base.storage)
+        flat = faiss.downcast_index(base.storage) if self.is_hnsw else base
         n = int(flat.ntotal)
         if n == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.is_fp16:
+            return flat.reconstruct_n(0, n)
         return faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
 
     def vectors_for(self, ids: Ids) -> Vectors:
@@ -139,7 +156,7 @@ class VectorIndex:
         return ids[0][found].astype(np.int64), scores[0][found]
 
     def _params(self, selector: Any) -> Any:
-        if self.kind == "hnsw":
+        if self.is_hnsw:
             return faiss.SearchParametersHNSW(sel=selector, efSearch=self.hnsw.ef_search)
         return faiss.SearchParameters(sel=selector)
 
@@ -168,13 +185,15 @@ class VectorIndex:
             with np.load(path, allow_pickle=False) as data:
                 dim, m, efc, efs = (int(x) for x in data["meta"])
                 kind = data["kind"].tobytes().decode()
-                index = cls(dim, kind="hnsw" if kind == "hnsw" else "flat", hnsw=HnswParams(m, efc, efs))
+                if kind not in INDEX_KINDS:
+                    raise ValueError(f"unknown index kind {kind!r}")
+                index = cls(dim, kind=kind, hnsw=HnswParams(m, efc, efs))
                 index._index = faiss.deserialize_index(data["faiss"])
                 index._tombstones = {int(i) for i in data["tombstones"]}
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             raise IndexFileError(f"cannot read vector index {path}: {exc}") from exc
         if int(index._index.d) != dim:
             raise IndexFileError(f"vector index {path} has dim {index._index.d}, manifest says {dim}")
-        if kind == "hnsw":
+        if index.is_hnsw:
             faiss.downcast_index(index._index.index).hnsw.efSearch = efs
         return index
