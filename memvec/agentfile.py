@@ -10,6 +10,7 @@ anything is written.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -120,19 +121,35 @@ def read_agent_file(data: dict[str, Any]) -> tuple[list[AgentExport], dict[str, 
     return [doc for doc, _ in converted], skipped
 
 
-def import_agent_file(memory: Memory, data: dict[str, Any], *, name: str | None = None) -> AgentFileReport:
-    """Import every agent of an agent file (`name` renames a single agent); nothing is written when
-    any agent is invalid or already exists."""
-    exports, skipped = read_agent_file(data)
+@dataclass(frozen=True)
+class ImportPlan:
+    """A validated document to import: its agents, the name each gets, and what is skipped."""
+
+    exports: list[AgentExport]
+    targets: list[str]
+    skipped: dict[str, Any]
+
+
+def read_document(data: Any, *, name: str | None = None) -> ImportPlan:
+    """A Letta agent file or a memvec export, validated whole (`name` renames a single agent);
+    raises InvalidInputError or pydantic's ValidationError, having written nothing."""
+    if is_agent_file(data):
+        exports, skipped = read_agent_file(data)
+    else:
+        exports, skipped = [AgentExport.model_validate(data)], {}
     if name is not None and len(exports) != 1:
         raise InvalidInputError("a new name can only be given to a file with one agent")
-    targets = [name or doc.agent.name for doc in exports]
+    return ImportPlan(exports=exports, targets=[name or doc.agent.name for doc in exports], skipped=skipped)
+
+
+def import_document(memory: Memory, plan: ImportPlan) -> AgentFileReport:
+    """Import every agent of the plan; nothing is written when any of them already exists."""
     existing = set(memory.agents())
-    taken = [t for t in targets if t in existing]
+    taken = [t for t in plan.targets if t in existing]
     if taken:
         raise InvalidInputError(f"agent(s) {', '.join(map(repr, taken))} already exist here; delete them or "
                                 "import under another name")
-    reports = [import_agent(memory, doc, name=target) for doc, target in zip(exports, targets, strict=True)]
-    return AgentFileReport(agent_ids=targets, imported=reports, skipped=skipped)
+    reports = [import_agent(memory, doc, name=target) for doc, target in zip(plan.exports, plan.targets, strict=True)]
+    return AgentFileReport(agent_ids=plan.targets, imported=reports, skipped=plan.skipped)
 
 

@@ -128,20 +128,16 @@ def import_command(obj: Context, file: Path, name: str | None, as_json: bool) ->
     citations; what memvec has no use for (tools, sources, ...) is reported as skipped."""
     import json
 
-    from memvec.agentfile import AgentFileReport, import_agent_file, is_agent_file
+    from memvec.agentfile import import_document, read_document
     from memvec.errors import InvalidInputError
-    from memvec.transfer import AgentExport, import_agent
 
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"{file} is not JSON: {exc}") from exc
+    plan = read_document(data, name=name)
     with obj.open() as mem:
-        if is_agent_file(data):
-            report = import_agent_file(mem, data, name=name)
-        else:
-            done = import_agent(mem, AgentExport.model_validate(data), name=name)
-            report = AgentFileReport(agent_ids=[done.agent], imported=[done], skipped={})
+        report = import_document(mem, plan)
     if as_json:
         print_json(dump(report))
         return

@@ -116,13 +116,13 @@ def add_agent_routes(app: FastAPI) -> None:
         memory = service.memory
         names = [n for n in memory.agents() if principal.may_see(n) and (name is None or n == name)]
         descending = order == "desc" if ascending is None else not ascending
-        found = []
+        wanted, found = set(tags or []), []
         for agent in _in_order(names, after=after, before=before, descending=descending):
-            out = agent_out(memory, *visible_agent(agent, principal, service))
-            wanted = set(tags or [])
-            if wanted and not (wanted <= set(out.tags) if match_all_tags else wanted & set(out.tags)):
-                continue
-            found.append(out)
+            settings, state = visible_agent(agent, principal, service)
+            has = set(settings.tags)
+            if wanted and not (wanted <= has if match_all_tags else wanted & has):
+                continue  # filtered on the settings, before the blocks are read
+            found.append(agent_out(memory, settings, state))
             if len(found) == limit:
                 break
         return found

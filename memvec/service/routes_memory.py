@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from memvec.agentfile import AgentFileReport, import_agent_file, is_agent_file, read_agent_file
+from memvec.agentfile import AgentFileReport, import_document, read_document
 from memvec.errors import InvalidInputError
 from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
 from memvec.service.schemas import (
@@ -20,7 +20,7 @@ from memvec.service.schemas import (
     SearchOut,
     SearchResult,
 )
-from memvec.transfer import AgentExport, export_agent, import_agent
+from memvec.transfer import AgentExport, export_agent
 from memvec.types import MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
 
 PassageId = Annotated[str, Path(pattern=r"^[0-9]{1,18}$", description="a passage id as listed (digits)")]
@@ -95,21 +95,6 @@ def _json(raw: bytes) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"the document is not JSON: {exc}") from exc
-
-
-def _import_targets(data: Any, name: str | None) -> list[str]:
-    if is_agent_file(data):
-        exports, _ = read_agent_file(data)
-        return [name] if name and len(exports) == 1 else [e.agent.name for e in exports]
-    return [name or AgentExport.model_validate(data).agent.name]
-
-
-def _import(service: ServiceState, data: Any, name: str | None) -> AgentFileReport:
-    if is_agent_file(data):
-        return import_agent_file(service.memory, data, name=name)
-    doc = AgentExport.model_validate(data)
-    report = import_agent(service.memory, doc, name=name)
-    return AgentFileReport(agent_ids=[report.agent], imported=[report], skipped={})
 
 
 def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:
@@ -190,12 +175,12 @@ def add_routes(app: FastAPI) -> None:
         """Import a Letta Agent File (`.af`) or a memvec export: uploaded as multipart `file` (what
         letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
         data, override = await _import_document(request)
-        target_name = name or override
-        targets = _import_targets(data, target_name)
-        for target in targets:
+        plan = read_document(data, name=name or override)
+        existing = set(service.memory.agents())
+        for target in plan.targets:
             if not principal.may_see(target):
                 raise HTTPException(403, f"this key may not create agent {target!r}")
-            if target in service.memory.agents():
+            if target in existing:
                 raise HTTPException(409, f"agent {target!r} already exists")
-        return await run_in_threadpool(_import, service, data, target_name)
+        return await run_in_threadpool(import_document, service.memory, plan)
 

@@ -138,14 +138,6 @@ class PostgresStore(SQLStore):
         finds every row by its dedup key and returns the same ids (created False), never a copy."""
         return _retry_if_broken(lambda: super(PostgresStore, self).insert(rows))
 
-    def healthy(self) -> bool:
-        """Whether a connection can be had right now (what /v1/health reports)."""
-        try:
-            with self._connection():
-                return True
-        except StoreError:
-            return False
-
     def close(self) -> None:
         self.pool.close()
 

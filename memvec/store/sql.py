@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memvec.errors import StoreError
 from memvec.guard import looks_untrusted
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
 from memvec.store.rows import (
@@ -65,6 +66,14 @@ class SQLStore:
     def _run(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         """Execute inside a `_write` transaction; returns the cursor."""
         return db.execute(self._sql(sql), params)
+
+    def healthy(self) -> bool:
+        """Whether the database answers right now (down: False, never an exception)."""
+        try:
+            self._query("SELECT 1")
+            return True
+        except StoreError:
+            return False
 
     # -- meta -----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

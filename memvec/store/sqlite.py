@@ -72,13 +72,6 @@ class SQLiteStore(SQLStore):
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {self.path}: {exc}") from exc
 
-    def healthy(self) -> bool:
-        try:
-            self._rows("SELECT 1")
-            return True
-        except StoreError:
-            return False
-
     def _migrate(self) -> None:
         with self._write() as db:
             db.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
