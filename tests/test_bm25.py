@@ -84,7 +84,7 @@ def test_scores_equal_rank_bm25_on_a_real_corpus(corpus_name: str, k1: float, b:
     index.add(list(range(1, len(corpus) + 1)), corpus)
     ref = reference([tokenize(doc) for doc in corpus], k1, b)
     for query in QUERIES:
-        ours = index.scores_for(index.slot_scores(query), list(range(1, len(corpus) + 1)))
+        ours = index.scores_for(index.query_scores(query), list(range(1, len(corpus) + 1)))
         expected = ref.get_scores(tokenize(query))
         np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
         top_ids, top_scores = index.search(query, 10)
@@ -117,19 +117,62 @@ words = st.sampled_from(FRUIT)
 documents = st.lists(st.lists(words, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=25)
 
 
-@settings(max_examples=60, deadline=None)
-@given(docs=documents, drop=st.sets(st.integers(0, 24)), query=st.lists(words, min_size=1, max_size=3))
-def test_property_add_remove_matches_fresh(docs: list[str], drop: set[int], query: list[str]) -> None:
-    ids = list(range(len(docs)))
-    grown = BM25Index()
-    grown.add(ids, docs)
-    grown.remove([i for i in drop if i < len(docs)])
-    keep = [i for i in ids if i not in drop]
-    fresh = BM25Index()
-    fresh.add(keep, [docs[i] for i in keep])
-    q = " ".join(query)
-    np.testing.assert_allclose(grown.scores_for(grown.slot_scores(q), keep),
-                               fresh.scores_for(fresh.slot_scores(q), keep), rtol=1e-5, atol=1e-6)
+operations = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 30), st.lists(words, min_size=1, max_size=8).map(" ".join)),
+    st.tuples(st.just("remove"), st.integers(0, 30), st.just("")),
+    st.tuples(st.just("reload"), st.just(0), st.just(""))), min_size=1, max_size=60)
+
+
+@settings(max_examples=80, deadline=None)
+@given(ops=operations, query=st.lists(words, min_size=1, max_size=3), recent=st.sampled_from([1, 5, 50_000]))
+def test_property_any_history_scores_like_the_reference(tmp_path_factory: pytest.TempPathFactory,
+                                                         ops: list[tuple[str, int, str]], query: list[str],
+                                                         recent: int) -> None:
+    """Adds (re-adds replace), removes, merges of the recent segment (every 1 or 5 postings, or
+    never) and save/load round trips in any order: the sparse scores equal rank_bm25's on the
+    documents that survive, and the top-k is theirs."""
+    index, docs = BM25Index(recent_postings=recent), {}
+    path = tmp_path_factory.mktemp("bm25") / "lexical.npz"
+    for op, record_id, text in ops:
+        if op == "add":
+            index.add([record_id], [text])
+            docs[record_id] = text
+        elif op == "remove":
+            index.remove([record_id])
+            docs.pop(record_id, None)
+        else:
+            index.save(path)
+            index = BM25Index.load(path)
+            index._recent_limit = recent
+    assert sorted(docs) == index.ids().tolist() and len(index) == len(docs)
+    if not docs:
+        assert len(index.query_scores(" ".join(query))) == 0
+        return
+    ids = sorted(docs)
+    expected = reference([tokenize(docs[i]) for i in ids], 0.9, 0.4).get_scores(tokenize(" ".join(query)))
+    scored = index.query_scores(" ".join(query))
+    np.testing.assert_allclose(index.scores_for(scored, ids), expected, rtol=1e-5, atol=1e-6)
+    assert sorted(scored.ids.tolist()) == [i for i, e in zip(ids, expected, strict=True) if e > 0]
+    top_ids, _ = index.search(" ".join(query), 5)
+    order = sorted((-e, i) for i, e in zip(ids, expected, strict=True) if e > 0)[:5]
+    np.testing.assert_allclose(sorted(-e for e, _ in order), sorted(index.scores_for(scored, top_ids)),
+                               rtol=1e-5)
+
+
+def test_a_query_reads_only_its_posting_lists() -> None:
+    """Scores come back for the documents holding a query term only, not one per document."""
+    index = BM25Index(recent_postings=100)
+    index.add(list(range(5000)), [f"common words here and token{i}" for i in range(5000)])
+    scored = index.query_scores("token42 token4999")
+    assert sorted(scored.ids.tolist()) == [42, 4999]
+    assert len(index.query_scores("nothing matches")) == 0
+
+
+def test_an_old_format_file_is_refused(tmp_path: Path) -> None:
+    with open(tmp_path / "lexical.npz", "wb") as fh:
+        np.savez(fh, params=np.array([0.9, 0.4]), terms=np.zeros(0, np.uint8))
+    with pytest.raises(KeyError):
+        BM25Index.load(tmp_path / "lexical.npz")
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:

@@ -7,6 +7,9 @@ a query is (sum · q) / count, the session's centroid score, and its mean BM25 s
 its records' non-zero scores over the count. A record without a session is its own session: its
 session score is its own score, so a tier that mixes both kinds does not favour either.
 Derived like the other index files: built from the store, saved beside them.
+
+Per query only the sessions of the candidates are scored, from the BM25 scores of the records
+that hold a query term, so the cost follows the candidates and the posting lists, not the tier.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from memvec.index.idmap import IdMap
 
 Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
@@ -28,8 +33,7 @@ class SessionTable:
         self._row_of_name: dict[str, int] = {}
         self._sums = np.zeros((16, dim), dtype=np.float32)
         self._counts = np.zeros(16, dtype=np.int64)
-        self._row_of_id: dict[int, int] = {}
-        self._lookup: tuple[Ids, Ids] | None = None  # (sorted ids, their rows), rebuilt after a change
+        self._row_of_id = IdMap()
 
     def __len__(self) -> int:
         """How many records belong to a session."""
@@ -53,63 +57,58 @@ class SessionTable:
             row = self._row(session)
             self._sums[row] += vector
             self._counts[row] += 1
-            self._row_of_id[record_id] = row
-        self._lookup = None
+            self._row_of_id.set(record_id, row)
 
     def remove(self, ids: Ids, vectors: npt.NDArray[np.float32]) -> None:
         """Forget records; `vectors` are the ones they were added with."""
         for record_id, vector in zip(ids.tolist(), vectors, strict=True):
-            row = self._row_of_id.pop(record_id, None)
-            if row is None:
+            row = self._row_of_id.pop(record_id)
+            if row < 0:
                 continue
             self._counts[row] -= 1
             self._sums[row] = self._sums[row] - vector if self._counts[row] else 0.0  # no rounding residue
-        self._lookup = None
 
     def rows_for(self, ids: Ids) -> Ids:
         """The session row of each id (-1: no session)."""
-        if self._lookup is None:
-            known = np.fromiter(self._row_of_id, dtype=np.int64, count=len(self._row_of_id))
-            order = np.argsort(known)
-            rows = np.fromiter(self._row_of_id.values(), dtype=np.int64, count=len(known))
-            self._lookup = (known[order], rows[order])
-        known, rows = self._lookup
-        if len(known) == 0:
-            return np.full(len(ids), -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(known, ids), len(known) - 1)
-        return np.where(known[at] == ids, rows[at], -1)
+        return self._row_of_id.rows_for(np.asarray(ids, dtype=np.int64))
 
-    def vector_means(self, query: npt.NDArray[np.float32]) -> Scores:
-        """Mean cosine of each session's records with `query` (its centroid score)."""
-        n = len(self._names)
+    def vector_means(self, query: npt.NDArray[np.float32], rows: Ids) -> Scores:
+        """Mean cosine with `query` of the records of each session in `rows` (its centroid
+        score); -1 rows get 0."""
+        known = np.maximum(rows, 0)
         # einsum, not `@`: a BLAS call here wakes OpenBLAS's thread pool, whose spinning threads then
         # slow the FAISS search that follows (x2 at 100k records on 2 cores, measured)
-        means = np.einsum("ij,j->i", self._sums[:n], query) / np.maximum(self._counts[:n], 1)
-        return np.asarray(means, dtype=np.float32)
+        means = np.einsum("ij,j->i", self._sums[known], query) / np.maximum(self._counts[known], 1)
+        return np.where(rows >= 0, means, 0.0).astype(np.float32)
 
-    def score_means(self, rows: Ids, scores: Scores) -> Scores:
-        """Mean score per session, given the `scores` of records in session `rows` (from
-        :meth:`rows_for`, without -1); records not given score 0."""
-        n = len(self._names)
-        sums = np.bincount(rows, weights=scores, minlength=n)[:n]
-        return (sums / np.maximum(self._counts[:n], 1)).astype(np.float32)
+    def score_means(self, ids: Ids, scores: Scores, rows: Ids) -> Scores:
+        """Mean score of each session in `rows`, given the `scores` of the records `ids` (records
+        not given score 0); -1 rows get 0."""
+        scored_rows = self.rows_for(ids)
+        in_session = scored_rows >= 0
+        groups, inverse = np.unique(scored_rows[in_session], return_inverse=True)
+        sums = np.bincount(inverse, weights=scores[in_session], minlength=len(groups))
+        out = np.zeros(len(rows), dtype=np.float64)
+        if len(groups):
+            at = np.minimum(np.searchsorted(groups, rows), len(groups) - 1)
+            found = (rows >= 0) & (groups[at] == rows)
+            out[found] = sums[at[found]] / np.maximum(self._counts[rows[found]], 1)
+        return out.astype(np.float32)
 
     @staticmethod
-    def spread(rows: Ids, per_session: Scores, own: Scores) -> Scores:
-        """Each record's session score, given its session row from :meth:`rows_for`; a record
-        without a session (row -1) keeps its `own` score."""
-        out = np.asarray(own, dtype=np.float32).copy()
-        out[rows >= 0] = per_session[rows[rows >= 0]]
-        return out
+    def spread(rows: Ids, session_scores: Scores, own: Scores) -> Scores:
+        """Each record's session score, given its session row from :meth:`rows_for` and the score
+        of that session (both per record); a record without a session (row -1) keeps its `own`."""
+        return np.where(rows >= 0, session_scores, own).astype(np.float32)
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, path: Path) -> None:
         n = len(self._names)
+        ids, rows = self._row_of_id.items()
         with open(path, "wb") as fh:
             np.savez(fh, dim=np.array([self.dim]), sums=self._sums[:n], counts=self._counts[:n],
                      names=np.frombuffer(json.dumps(self._names).encode(), dtype=np.uint8),
-                     ids=np.fromiter(self._row_of_id, dtype=np.int64, count=len(self._row_of_id)),
-                     rows=np.fromiter(self._row_of_id.values(), dtype=np.int64, count=len(self._row_of_id)))
+                     ids=ids, rows=rows)
 
     @classmethod
     def load(cls, path: Path) -> SessionTable:
@@ -122,5 +121,5 @@ class SessionTable:
             table._counts = np.zeros(n, dtype=np.int64)
             table._sums[:len(table._names)] = data["sums"]
             table._counts[:len(table._names)] = data["counts"]
-            table._row_of_id = dict(zip(data["ids"].tolist(), data["rows"].tolist(), strict=True))
+            table._row_of_id = IdMap.from_arrays(data["ids"].astype(np.int64), data["rows"].astype(np.int64))
         return table

@@ -66,7 +66,6 @@ class TierIndex:
         self.vector = self._empty_vector()
         self.lexical = self._empty_lexical()
         self.sessions = SessionTable(embedder.dim)
-        self._slot_sessions: tuple[Ids, Ids] | None = None
         self.applied = 0
         self.unsaved = 0
 
@@ -116,7 +115,6 @@ class TierIndex:
         except (OSError, ValueError, KeyError) as exc:
             raise IndexFileError(f"cannot read index files in {self.directory}: {exc}") from exc
         self.applied = manifest.last_change
-        self._slot_sessions = None
 
     def _manifest_fields(self) -> dict[str, object]:
         return {"agent": self.agent, "tier": self.tier.value, "model_id": self.embedder.model_id,
@@ -136,7 +134,6 @@ class TierIndex:
             changes = self.store.changes_since(self.agent, self.tier, self.applied)
             if not changes:
                 return 0
-            self._slot_sessions = None
             final: dict[int, str] = {}
             for change in changes:
                 final[change.record_id] = change.op
@@ -190,7 +187,6 @@ class TierIndex:
             self.applied = self.store.last_change(self.agent, self.tier)
             self.vector, self.lexical = self._empty_vector(), self._empty_lexical()
             self.sessions = SessionTable(self.embedder.dim)
-            self._slot_sessions = None
             reembedded = sum(self._add_batch(b) for b in self.store.embeddings(self.agent, self.tier))
             self.catch_up()  # anything written while we read
             self.save()
@@ -200,8 +196,7 @@ class TierIndex:
     def save(self) -> None:
         with self.lock, directory_lock(self.directory):
             write_atomically(self.directory / VECTOR_FILE, self.vector.save)
-            write_atomically(self.directory / LEXICAL_FILE, self.lexical.save)  # compacts: slots move
-            self._slot_sessions = None
+            write_atomically(self.directory / LEXICAL_FILE, self.lexical.save)
             write_atomically(self.directory / SESSIONS_FILE, self.sessions.save)
             fields = self._manifest_fields()
             manifest = Manifest.model_validate({
@@ -213,16 +208,6 @@ class TierIndex:
 
     def __len__(self) -> int:
         return len(self.lexical)
-
-    def slot_sessions(self) -> tuple[Ids, Ids]:
-        """(BM25 slots that belong to a session, their session rows), cached until the index
-        changes: per query, a session's BM25 sum is then one bincount over these slots."""
-        with self.lock:
-            if self._slot_sessions is None:
-                rows = self.sessions.rows_for(self.lexical.slot_ids())
-                slots = np.flatnonzero(rows >= 0)
-                self._slot_sessions = (slots, rows[slots])
-            return self._slot_sessions
 
 
 def id_disagreement(store_ids: npt.NDArray[np.int64], vector: VectorIndex, lexical: BM25Index) -> str:

@@ -1,8 +1,8 @@
 """Search modes over one (agent, tier): ``hybrid``, ``vector``, ``bm25`` and the ``token`` baseline.
 
 Hybrid over-fetches candidates from FAISS and from BM25, takes the UNION, scores every member
-with both methods (the vector score is read back from the index, the BM25 score from the full
-score array), and fuses: a document that only one method found can still win.
+with both methods (the vector score is read back from the index, the BM25 score from the query's
+sparse scores), and fuses: a document that only one method found can still win.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.config import SearchSettings
-from memvec.index.lexical import top_k
+from memvec.index.lexical import QueryScores, top_k
 from memvec.index.tier import TierIndex
 from memvec.index.tokenize import plain_tokens
 from memvec.search.fuse import convex, rrf
@@ -64,15 +64,15 @@ def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings,
             allowed: Ids | None, query_vector: npt.NDArray[np.float32]) -> Ranked:
     depth = max(request.k * settings.candidate_factor, settings.min_candidates)
     vector_ids, _ = index.vector.search(query_vector, depth, allowed)
-    slot_scores = index.lexical.slot_scores(request.query)
-    bm25_ids, _ = index.lexical.search_scored(slot_scores, depth, allowed)
+    lexical = index.lexical.query_scores(request.query)
+    bm25_ids, _ = index.lexical.search_scored(lexical, depth, allowed)
     union = np.union1d(vector_ids, bm25_ids).astype(np.int64)
     if len(union) == 0:
         return Ranked(union, np.zeros(0, dtype=np.float32))
     vector = index.vector.vectors_for(union) @ query_vector
-    bm25 = index.lexical.scores_for(slot_scores, union.tolist())
+    bm25 = index.lexical.scores_for(lexical, union)
     session_weight = settings.session_weight if request.session_weight is None else request.session_weight
-    with_vector, with_bm25 = _with_sessions(index, session_weight, union, vector, bm25, query_vector, slot_scores)
+    with_vector, with_bm25 = _with_sessions(index, session_weight, union, vector, bm25, query_vector, lexical)
     if (request.fusion or settings.fusion) is Fusion.RRF:
         fused = rrf(with_vector, with_bm25, settings.rrf_k)
     else:
@@ -83,17 +83,17 @@ def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings,
 
 
 def _with_sessions(index: TierIndex, weight: float, union: Ids, vector: Scores, bm25: Scores,
-                   query_vector: Scores, slot_scores: Scores) -> tuple[Scores, Scores]:
+                   query_vector: Scores, lexical: QueryScores) -> tuple[Scores, Scores]:
     """Each candidate's scores plus `weight` times its session's mean scores (memvec.index.sessions).
     Hits still report their own scores; only the fused score carries the session's."""
     sessions = index.sessions
     if weight <= 0 or len(sessions) == 0:
         return vector, bm25
-    slots, rows = index.slot_sessions()
-    bm25_means = sessions.score_means(rows, slot_scores[slots])
-    union_rows = sessions.rows_for(union)
-    return (vector + weight * sessions.spread(union_rows, sessions.vector_means(query_vector), vector),
-            bm25 + weight * sessions.spread(union_rows, bm25_means, bm25))
+    rows = sessions.rows_for(union)
+    vector_means = sessions.vector_means(query_vector, rows)
+    bm25_means = sessions.score_means(lexical.ids, lexical.scores, rows)
+    return (vector + weight * sessions.spread(rows, vector_means, vector),
+            bm25 + weight * sessions.spread(rows, bm25_means, bm25))
 
 
 def _token(index: TierIndex, request: SearchRequest) -> Ranked:
