@@ -53,10 +53,12 @@ MODE = click.Choice([m.value for m in SearchMode])
               help="What computes the vectors: onnx-int8 (default for a new home), onnx (fp32) or torch "
                    "(sentence-transformers). Default: the home's; another one needs `memvec rebuild` "
                    "[env MEMVEC_EMBED_BACKEND].")
-@click.option("--index-kind", type=click.Choice(["flat", "hnsw", "flat-fp16", "hnsw-fp16"]), default=None,
-              help="FAISS index kind: exact 'flat' or approximate 'hnsw' for large tiers; '-fp16' halves vector "
-                   "memory (16-bit floats). Default: the kind the "
-                   "home was built with (flat for a new home); a new kind is remembered and indexes rebuild.")
+@click.option("--index-kind", type=click.Choice(["auto", "flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8",
+                                                 "hnsw-sq8"]), default=None,
+              help="FAISS index kind. 'auto': exact 'flat' for small tiers, 'hnsw-sq8' from 50,000 records on "
+                   "(approximate, 8-bit vectors). Or fixed: 'flat', 'hnsw'; '-fp16' halves vector memory, '-sq8' "
+                   "quarters it. Default: the kind the home was built with ('auto' for a new home); a new kind "
+                   "is remembered and indexes rebuild.")
 @click.option("--store", envvar="MEMVEC_STORE", default=None, metavar="URL",
               help="Store: SQLite in the home (default) or postgresql://... shared by several servers "
                    "[env MEMVEC_STORE]. Index files stay in the home.")

@@ -40,9 +40,14 @@ class SearchSettings(BaseModel):
 class IndexSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16"] | None = Field(
-        default=None, description="None: the kind this home was built with (flat for a new home); -fp16 "
-                                  "stores vectors as 16-bit floats (half the memory)")
+    kind: Literal["auto", "flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8"] | None = Field(
+        default=None, description="None: the kind this home was built with ('auto' for a new home). 'auto': "
+                                  "exact flat search for a tier below auto_hnsw_from records, hnsw-sq8 from "
+                                  "there on; -fp16 stores vectors as 16-bit floats (half the memory), -sq8 as "
+                                  "8-bit integers (a quarter)")
+    auto_hnsw_from: int = Field(
+        default=50_000, ge=2, description="kind 'auto': a tier's index becomes hnsw-sq8 once it holds this many "
+                                          "records, and flat again below half of it (rebuilt from the store)")
     hnsw_m: int = Field(default=32, ge=4, le=128)
     hnsw_ef_construction: int = Field(default=200, ge=8)
     hnsw_ef_search: int = Field(default=128, ge=8)

@@ -133,9 +133,9 @@ class Memory:
 
     def _resolve_index_kind(self) -> IndexSettings:
         """An explicit kind is remembered for the home (its indexes rebuild on next load);
-        otherwise the home's recorded kind, flat for a new home."""
+        otherwise the home's recorded kind, 'auto' for a new home."""
         recorded = self.store.get_meta(INDEX_KIND_META_KEY)
-        kind = self.config.index.kind or recorded or "flat"
+        kind = self.config.index.kind or recorded or "auto"
         if kind != recorded:
             self.store.set_meta(INDEX_KIND_META_KEY, kind)
         return self.config.index.model_copy(update={"kind": kind})

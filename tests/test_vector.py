@@ -22,7 +22,7 @@ def brute_force(data: np.ndarray, ids: np.ndarray, query: np.ndarray, k: int) ->
     return ids[np.argsort(-scores, kind="stable")[:k]]
 
 
-KINDS = ["flat", "hnsw", "flat-fp16", "hnsw-fp16"]
+KINDS = ["flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8"]
 
 
 def test_flat_equals_brute_force() -> None:
@@ -52,9 +52,11 @@ def test_hnsw_recall_against_brute_force_is_at_least_095() -> None:
     assert hnsw_recall(index, data, ids, queries, 10) >= 0.95
 
 
-@pytest.mark.parametrize(("kind", "floor"), [("flat-fp16", 0.99), ("hnsw-fp16", 0.95)])
-def test_fp16_recall_against_exact_float32(kind: str, floor: float) -> None:
-    """Half the memory per vector, and the top 10 still agrees with exact float32 search."""
+@pytest.mark.parametrize(("kind", "floor", "bytes_saved"), [
+    ("flat-fp16", 0.99, 2), ("hnsw-fp16", 0.95, 2), ("flat-sq8", 0.95, 3), ("hnsw-sq8", 0.95, 3)])
+def test_compact_recall_against_exact_float32(kind: str, floor: float, bytes_saved: int) -> None:
+    """Half (fp16) or a quarter (sq8) of the memory per vector, and the top 10 still agrees with
+    exact float32 search."""
     data, queries = unit_vectors(20000, 64, 3), unit_vectors(200, 64, 4)
     ids = np.arange(1, 20001, dtype=np.int64)
     index = VectorIndex(64, kind=kind)  # type: ignore[arg-type]
@@ -63,7 +65,19 @@ def test_fp16_recall_against_exact_float32(kind: str, floor: float) -> None:
     exact = VectorIndex(64, kind="flat" if kind.startswith("flat") else "hnsw")
     exact.add(ids, data)
     saved = len(faiss_bytes(exact)) - len(faiss_bytes(index))
-    assert saved >= 0.99 * len(ids) * 64 * 2  # 2 of the 4 bytes per dimension (the HNSW graph stays)
+    assert saved >= 0.99 * len(ids) * 64 * bytes_saved  # of the 4 bytes per dimension (the HNSW graph stays)
+
+
+@pytest.mark.parametrize("kind", ["flat-sq8", "hnsw-sq8"])
+def test_sq8_learns_usable_bounds_from_a_single_first_vector(kind: str) -> None:
+    """A tier that starts with one record: its bounds must not clip the vectors that follow."""
+    data, queries = unit_vectors(5000, 64, 9), unit_vectors(100, 64, 10)
+    ids = np.arange(1, 5001, dtype=np.int64)
+    index = VectorIndex(64, kind=kind)  # type: ignore[arg-type]
+    index.add(ids[:1], data[:1])
+    index.add(ids[1:], data[1:])
+    assert hnsw_recall(index, data, ids, queries, 10) >= 0.95
+    np.testing.assert_allclose(index.vectors_for(ids[-5:]), data[-5:], atol=index.tolerance)
 
 
 def faiss_bytes(index: VectorIndex) -> bytes:
@@ -110,7 +124,7 @@ def test_save_load_round_trip(tmp_path: Path, kind: str) -> None:
     loaded = VectorIndex.load(tmp_path / "v.npz")
     assert (loaded.kind, loaded.dim, len(loaded)) == (kind, 24, 297)
     np.testing.assert_array_equal(loaded.search(data[50], 7)[0], index.search(data[50], 7)[0])
-    np.testing.assert_allclose(loaded.vectors_for(ids[3:6]), data[3:6], atol=1e-3 if "fp16" in kind else 1e-7)
+    np.testing.assert_allclose(loaded.vectors_for(ids[3:6]), data[3:6], atol=index.tolerance)
 
 
 @settings(max_examples=40, deadline=None)

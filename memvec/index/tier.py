@@ -33,13 +33,14 @@ from memvec.index.files import (
 from memvec.index.lexical import BM25Index
 from memvec.index.sessions import SessionTable
 from memvec.index.tokenize import date_words, tokenize
-from memvec.index.vector import HnswParams, VectorIndex
+from memvec.index.vector import HnswParams, IndexKind, VectorIndex
 from memvec.store.base import EmbeddingBatch, Store
 from memvec.types import Tier
 
 log = logging.getLogger("memvec.index")
 Ids = npt.NDArray[np.int64]
 INDEX_FILES = (VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE)
+AUTO_LARGE_KIND: IndexKind = "hnsw-sq8"  # kind 'auto' past auto_hnsw_from (benchmarks/results/scale.md)
 
 
 @dataclass
@@ -63,16 +64,27 @@ class TierIndex:
         self.directory = directory
         self.settings = settings
         self.lock = threading.RLock()
-        self.vector = self._empty_vector()
+        self.vector = self._empty_vector(self.kind_for(0))
         self.lexical = self._empty_lexical()
         self.sessions = SessionTable(embedder.dim)
         self.applied = 0
         self.unsaved = 0
 
-    def _empty_vector(self) -> VectorIndex:
+    def _empty_vector(self, kind: IndexKind = "flat") -> VectorIndex:
         s = self.settings
-        return VectorIndex(self.embedder.dim, kind=s.kind or "flat",
+        return VectorIndex(self.embedder.dim, kind=kind,
                            hnsw=HnswParams(s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search))
+
+    def kind_for(self, count: int, current: str | None = None) -> IndexKind:
+        """The vector index kind for a tier of `count` records. Kind 'auto' switches at
+        auto_hnsw_from, and back only below half of it, so a tier near the line does not flap."""
+        kind = self.settings.kind or "flat"
+        if kind != "auto":
+            return kind
+        big = self.settings.auto_hnsw_from
+        if current == AUTO_LARGE_KIND and count >= big // 2:
+            return AUTO_LARGE_KIND
+        return AUTO_LARGE_KIND if count >= big else "flat"
 
     def _empty_lexical(self) -> BM25Index:
         return BM25Index(k1=self.settings.bm25_k1, b=self.settings.bm25_b)
@@ -102,6 +114,7 @@ class TierIndex:
     def _load(self) -> None:
         manifest = read_manifest(self.directory)
         expected = self._manifest_fields()
+        expected["index_kind"] = self.kind_for(manifest.record_count, current=manifest.index_kind)
         for key in ("agent", "tier", "model_id", "dim", "index_kind", "bm25_k1", "bm25_b", "context_weight",
                     "index_dates", "vector_context"):
             if getattr(manifest, key) != expected[key]:
@@ -118,7 +131,7 @@ class TierIndex:
 
     def _manifest_fields(self) -> dict[str, object]:
         return {"agent": self.agent, "tier": self.tier.value, "model_id": self.embedder.model_id,
-                "dim": self.embedder.dim, "index_kind": self.settings.kind or "flat",
+                "dim": self.embedder.dim, "index_kind": self.vector.kind,
                 "bm25_k1": self.settings.bm25_k1, "bm25_b": self.settings.bm25_b,
                 "context_weight": self.settings.context_weight, "index_dates": self.settings.index_dates,
                 "vector_context": self.settings.vector_context}
@@ -147,7 +160,7 @@ class TierIndex:
                 self._add_batch(batch)
             self.applied = changes[-1].seq
             self.unsaved += len(changes)
-            if self.vector.tombstone_fraction > 0.25:
+            if self.vector.tombstone_fraction > 0.25 or self.kind_for(len(self), self.vector.kind) != self.vector.kind:
                 self.rebuild()
             elif self.unsaved >= self.settings.save_every:
                 self.save()
@@ -185,7 +198,8 @@ class TierIndex:
         """Rebuild both indexes from the store and save them; returns how many were re-embedded."""
         with self.lock:
             self.applied = self.store.last_change(self.agent, self.tier)
-            self.vector, self.lexical = self._empty_vector(), self._empty_lexical()
+            kind = self.kind_for(len(self.store.ids(self.agent, self.tier)), current=self.vector.kind)
+            self.vector, self.lexical = self._empty_vector(kind), self._empty_lexical()
             self.sessions = SessionTable(self.embedder.dim)
             reembedded = sum(self._add_batch(b) for b in self.store.embeddings(self.agent, self.tier))
             self.catch_up()  # anything written while we read
@@ -253,7 +267,7 @@ def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, mod
 
 def _vector_mismatches(agent: str, tier: Tier, store: Store, vector: VectorIndex, model_id: str) -> list[str]:
     wrong = 0
-    tolerance = 1e-3 if vector.is_fp16 else 1e-5  # half precision keeps ~3 significant digits
+    tolerance = vector.tolerance
     for batch in store.embeddings(agent, tier):
         if any(m != model_id for m in batch.models):
             return [f"store holds embeddings from a model other than {model_id!r}"]

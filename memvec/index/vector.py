@@ -2,7 +2,9 @@
 
 ``flat`` (default) is exact brute force; ``hnsw`` is approximate and meant for large tiers. The
 ``-fp16`` kinds store each vector as 16-bit floats (half the memory; scores differ from float32 in
-the fourth decimal). All sit in an ``IndexIDMap2`` so results carry store ids and vectors can be read back by id. HNSW
+the fourth decimal); the ``-sq8`` kinds as one byte per dimension (a quarter), scaled per dimension
+between bounds learned from the vectors the index is built with (widened by a tenth each side, so
+later vectors rarely clip; a rebuild learns them again). All sit in an ``IndexIDMap2`` so results carry store ids and vectors can be read back by id. HNSW
 cannot delete in place, so removed ids become tombstones that searches exclude; the index is
 rebuilt from the store when tombstones pass a quarter of it. Filtered searches (an allowed-id
 set) are exact over the allowed vectors for both kinds, so filters never cost recall.
@@ -38,8 +40,10 @@ def _one_omp_thread_here() -> None:
 
 Ids = npt.NDArray[np.int64]
 Vectors = npt.NDArray[np.float32]
-IndexKind = Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16"]
-INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "flat-fp16", "hnsw-fp16")
+IndexKind = Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8"]
+INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8")
+_SQ_TYPES = {"fp16": "QT_fp16", "sq8": "QT_8bit"}
+_FEW_TO_LEARN_FROM = 1_000  # below this, per-dimension bounds from the data would be too narrow
 
 
 @dataclass(frozen=True)
@@ -62,15 +66,24 @@ class VectorIndex:
         return self.kind.startswith("hnsw")
 
     @property
-    def is_fp16(self) -> bool:
-        return self.kind.endswith("-fp16")
+    def quantizer(self) -> str | None:
+        """'fp16', 'sq8', or None for float32."""
+        suffix = self.kind.rpartition("-")[2]
+        return suffix if suffix in _SQ_TYPES else None
+
+    @property
+    def tolerance(self) -> float:
+        """How far a stored vector's components may be from the float32 ones it was given."""
+        return {None: 1e-5, "fp16": 1e-3, "sq8": 2e-2}[self.quantizer]
 
     def _make_base(self) -> Any:
-        fp16, metric = faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+        metric = faiss.METRIC_INNER_PRODUCT
+        sq_type = getattr(faiss.ScalarQuantizer, _SQ_TYPES[self.quantizer]) if self.quantizer else None
         if not self.is_hnsw:
-            return faiss.IndexScalarQuantizer(self.dim, fp16, metric) if self.is_fp16 else faiss.IndexFlatIP(self.dim)
-        if self.is_fp16:
-            base = faiss.IndexHNSWSQ(self.dim, fp16, self.hnsw.m, metric)
+            return faiss.IndexScalarQuantizer(self.dim, sq_type, metric) if sq_type is not None \
+                else faiss.IndexFlatIP(self.dim)
+        if sq_type is not None:
+            base = faiss.IndexHNSWSQ(self.dim, sq_type, self.hnsw.m, metric)
         else:
             base = faiss.IndexHNSWFlat(self.dim, self.hnsw.m, metric)
         base.hnsw.efConstruction = self.hnsw.ef_construction
@@ -102,7 +115,22 @@ class VectorIndex:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.shape != (len(ids), self.dim):
             raise ValueError(f"expected vectors of shape ({len(ids)}, {self.dim}), got {vectors.shape}")
+        if not self._index.is_trained:
+            self._learn_bounds(vectors)
         self._index.add_with_ids(vectors, np.ascontiguousarray(ids, dtype=np.int64))
+
+    def _learn_bounds(self, vectors: Vectors) -> None:
+        """Per-dimension bounds of the 8-bit scale, from the first vectors added (all of them when
+        the index is built from the store). From few vectors, every dimension gets the widest range
+        seen in any, symmetric around zero: bounds from one vector would clip all later ones."""
+        base = faiss.downcast_index(self._index.index)
+        quantizer = base.sq if not self.is_hnsw else faiss.downcast_index(base.storage).sq
+        quantizer.rangestat_arg = 0.1  # RS_minmax widened by a tenth of the range each side
+        sample = vectors
+        if len(vectors) < _FEW_TO_LEARN_FROM:
+            bound = float(np.abs(vectors).max()) or 1.0
+            sample = np.stack([np.full(self.dim, -bound), np.full(self.dim, bound)]).astype(np.float32)
+        self._index.train(sample)
 
     def remove(self, ids: Ids) -> None:
         ids = np.asarray(ids, dtype=np.int64)
@@ -116,13 +144,13 @@ class VectorIndex:
 
     # -- reading --------------------------------------------------------------------------
     def _storage(self) -> Vectors:
-        """Every stored vector in insertion order: a view for float32, decoded for fp16."""
+        """Every stored vector in insertion order: a view for float32, decoded for the others."""
         base = faiss.downcast_index(self._index.index)
         flat = faiss.downcast_index(base.storage) if self.is_hnsw else base
         n = int(flat.ntotal)
         if n == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if self.is_fp16:
+        if self.quantizer:
             return flat.reconstruct_n(0, n)
         return faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
 

@@ -1,0 +1,57 @@
+"""Index kind 'auto': flat for small tiers, hnsw-sq8 past a size, flat again below half of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memvec import Memory, NewRecord, SearchRequest, Tier
+from memvec.embed import HashingEmbedder
+from memvec.index.files import read_manifest
+
+BIG = 300
+
+
+def records(start: int, n: int) -> list[NewRecord]:
+    return [NewRecord(agent="ana", tier="archival", text=f"note {i} about topic {i % 13} and colour {i % 7}")
+            for i in range(start, start + n)]
+
+
+def kind(mem: Memory) -> str:
+    return mem.engine.tier_index("ana", Tier.ARCHIVAL).vector.kind
+
+
+def top(mem: Memory, query: str) -> list[int]:
+    return [h.id for h in mem.search(SearchRequest(agent="ana", tier="archival", query=query, k=10, mode="vector"))]
+
+
+def test_auto_switches_at_the_threshold_and_back_below_half(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(64)
+    with Memory.open(tmp_path, embedder=embedder, index={"auto_hnsw_from": BIG}) as mem:
+        assert mem.index_settings.kind == "auto"  # a new home
+        ids = [r.record.id for r in mem.insert(records(0, BIG - 1))]
+        assert kind(mem) == "flat"
+        exact = {q: top(mem, q) for q in ("topic 3 colour 2", "note 17", "colour 5")}
+        ids += [r.record.id for r in mem.insert(records(BIG - 1, 1))]
+        assert kind(mem) == "hnsw-sq8"
+        agree = sum(len(set(top(mem, q)) & set(hits)) for q, hits in exact.items()) / 30
+        assert agree >= 0.8  # one more record and quantized vectors: nearly the same top 10
+        for record_id in ids[:BIG // 2 - 10]:
+            mem.engine.delete("ana", record_id)
+        top(mem, "note")  # catches up
+        assert kind(mem) == "hnsw-sq8"  # above half the threshold: stays
+    with Memory.open(tmp_path, embedder=embedder, index={"auto_hnsw_from": BIG}) as mem:
+        assert kind(mem) == "hnsw-sq8"
+        assert not mem.engine.load_reports[("ana", Tier.ARCHIVAL)].rebuilt  # the saved kind is accepted
+        for record_id in ids[BIG // 2 - 10:BIG // 2 + 1]:
+            mem.engine.delete("ana", record_id)
+        top(mem, "note")
+        assert kind(mem) == "flat"
+        assert mem.verify() == []
+    assert read_manifest(tmp_path / "index" / "ana" / "archival").index_kind == "flat"
+
+
+def test_a_fixed_kind_is_kept_whatever_the_size(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, embedder=HashingEmbedder(64), index={"kind": "flat-sq8", "auto_hnsw_from": 10}) as mem:
+        mem.insert(records(0, 50))
+        assert kind(mem) == "flat-sq8"
+        assert mem.verify() == []
