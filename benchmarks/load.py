@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,14 @@ def _free_port() -> int:
         return port
 
 
-def start_server(home: Path, options: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    """`memvec serve` on a free port with the given global options; returns it once it answers."""
+def start_server(home: Path, options: Sequence[str], serve_options: Sequence[str] = ()
+                 ) -> tuple[subprocess.Popen[bytes], str]:
+    """`memvec serve` on a free port with the given global and serve options; returns it once it answers."""
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": ""}
     process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), *options, "serve",
-                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--port", str(port), *serve_options],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:

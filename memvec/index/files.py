@@ -77,11 +77,13 @@ def _fsync_dir(directory: Path) -> None:
 
 
 @contextmanager
-def directory_lock(directory: Path) -> Iterator[None]:
-    """An exclusive advisory lock so two processes never interleave their renames."""
+def directory_lock(directory: Path, *, shared: bool = False) -> Iterator[None]:
+    """An advisory lock so two writers never interleave their renames (exclusive), and a reader
+    never sees one save's files with another's manifest (shared). Per open file, so it holds
+    between threads of one process as between processes."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        fcntl.flock(fh, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:

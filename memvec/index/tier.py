@@ -96,7 +96,8 @@ class TierIndex:
         index = cls(agent, tier, store=store, embedder=embedder, directory=directory, settings=settings)
         report = LoadReport()
         try:
-            index._load()
+            with directory_lock(directory, shared=True):
+                index._load()
         except IndexFileError as exc:
             report.rebuilt, report.reason = True, str(exc)
             if (directory / "manifest.json").exists() or (directory / VECTOR_FILE).exists():
@@ -104,7 +105,7 @@ class TierIndex:
             report.reembedded = index.rebuild()
             return index, report
         report.changes_applied = index.catch_up()
-        problem = index.disagreement()
+        problem = index.settled_disagreement()
         if problem:
             log.warning("rebuilding %s/%s index: %s", agent, tier.value, problem)
             report.rebuilt, report.reason = True, problem
@@ -139,6 +140,15 @@ class TierIndex:
     def disagreement(self) -> str:
         """Empty when the in-memory indexes hold exactly the store's ids; else what differs."""
         return id_disagreement(self.store.ids(self.agent, self.tier), self.vector, self.lexical)
+
+    def settled_disagreement(self, attempts: int = 3) -> str:
+        """:meth:`disagreement`, not counting writes that land while it is checked: a difference
+        that goes away once the index catches up again was a concurrent write, not a fault."""
+        for _ in range(attempts):
+            problem = self.disagreement()
+            if not problem or self.catch_up() == 0:
+                return problem
+        return self.disagreement()
 
     # -- keeping in step ------------------------------------------------------------------
     def catch_up(self) -> int:
@@ -241,10 +251,11 @@ def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, mod
     Nothing is repaired: this reads what the next open would load, file by file.
     """
     try:
-        manifest = read_manifest(directory)
-        check_files(directory, manifest)
-        vector = VectorIndex.load(directory / VECTOR_FILE)
-        lexical = BM25Index.load(directory / LEXICAL_FILE)
+        with directory_lock(directory, shared=True):
+            manifest = read_manifest(directory)
+            check_files(directory, manifest)
+            vector = VectorIndex.load(directory / VECTOR_FILE)
+            lexical = BM25Index.load(directory / LEXICAL_FILE)
     except (IndexFileError, OSError, ValueError, KeyError) as exc:
         return [str(exc)]
     problems = []

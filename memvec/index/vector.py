@@ -4,10 +4,11 @@
 ``-fp16`` kinds store each vector as 16-bit floats (half the memory; scores differ from float32 in
 the fourth decimal); the ``-sq8`` kinds as one byte per dimension (a quarter), scaled per dimension
 between bounds learned from the vectors the index is built with (widened by a tenth each side, so
-later vectors rarely clip; a rebuild learns them again). All sit in an ``IndexIDMap2`` so results carry store ids and vectors can be read back by id. HNSW
-cannot delete in place, so removed ids become tombstones that searches exclude; the index is
-rebuilt from the store when tombstones pass a quarter of it. Filtered searches (an allowed-id
-set) are exact over the allowed vectors for both kinds, so filters never cost recall.
+later vectors rarely clip; a rebuild learns them again). All sit in an ``IndexIDMap2`` so results
+carry store ids and vectors can be read back by id. HNSW cannot delete in place, so removed ids
+become tombstones that searches exclude; the index is rebuilt from the store when tombstones pass
+a quarter of it. Filtered searches (an allowed-id set) are brute force over the allowed vectors
+(exact for float32, as stored for the compact kinds), so filters never cost HNSW recall.
 """
 
 from __future__ import annotations
