@@ -130,12 +130,12 @@ def test_property_any_history_scores_like_the_reference(tmp_path_factory: pytest
                                                          recent: int) -> None:
     """Adds (re-adds replace), removes, merges of the recent segment (every 1 or 5 postings, or
     never) and save/load round trips in any order: the sparse scores equal rank_bm25's on the
-    documents that survive, and the top-k is theirs."""
+    documents that survive, the top-k is theirs, and each scored document keeps its group."""
     index, docs = BM25Index(recent_postings=recent), {}
     path = tmp_path_factory.mktemp("bm25") / "lexical.npz"
     for op, record_id, text in ops:
         if op == "add":
-            index.add([record_id], [text])
+            index.add_fields(record_id, [(tokenize(text), 1.0)], group=record_id % 5 - 1)
             docs[record_id] = text
         elif op == "remove":
             index.remove([record_id])
@@ -153,6 +153,7 @@ def test_property_any_history_scores_like_the_reference(tmp_path_factory: pytest
     scored = index.query_scores(" ".join(query))
     np.testing.assert_allclose(index.scores_for(scored, ids), expected, rtol=1e-5, atol=1e-6)
     assert sorted(scored.ids.tolist()) == [i for i, e in zip(ids, expected, strict=True) if e > 0]
+    np.testing.assert_array_equal(scored.groups, scored.ids % 5 - 1)  # each document's group, -1 included
     top_ids, _ = index.search(" ".join(query), 5)
     order = sorted((-e, i) for i, e in zip(ids, expected, strict=True) if e > 0)[:5]
     np.testing.assert_allclose(sorted(-e for e, _ in order), sorted(index.scores_for(scored, top_ids)),

@@ -64,7 +64,8 @@ def test_session_means_match_brute_force(ops: list[tuple[str, int, str | None]],
     matched = ids[::2]  # BM25: only some records score, the rest count as 0
     bm25 = {i: float(i % 7 + 1) for i in matched.tolist()}
     matched_scores = np.array([bm25[i] for i in matched.tolist()], np.float32)
-    got = table.spread(rows, table.score_means(matched, matched_scores, rows), np.zeros(len(ids), np.float32))
+    means_per_record = table.score_means(table.rows_for(matched), matched_scores, rows)
+    got = table.spread(rows, means_per_record, np.zeros(len(ids), np.float32))
     means = expected_means(members, bm25)
     np.testing.assert_allclose(got, [means[members[i]] for i in ids.tolist()], rtol=1e-5)
     assert len(table) == len(members)

@@ -16,6 +16,8 @@ once they make up a quarter of the index. Statistics are per index (memvec keeps
 
 A document may have weighted fields (BM25F-style): a token of a field with weight w adds w to
 the term frequency and to the document length, so context text can count less than the text.
+It may also belong to a group (memvec: its session's row), returned with its score, so that
+per-group sums cost what the scores cost and need no lookup per document.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from memvec.index.tokenize import tokenize
 Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
 Slots = npt.NDArray[np.int32]
-FORMAT = 2  # 1: terms as JSON strings, one int64 slot per posting
+FORMAT = 3  # 1: terms as JSON strings, one int64 slot per posting; 2: no groups
 
 
 def top_k(ids: Ids, scores: Scores, k: int) -> tuple[Ids, Scores]:
@@ -56,11 +58,13 @@ def term_hash(term: str) -> int:
 
 @dataclass(frozen=True)
 class QueryScores:
-    """BM25 scores of one query, sparse: the documents with a positive score, by ascending slot."""
+    """BM25 scores of one query, sparse: the documents with a positive score, by ascending slot,
+    with the group of each (-1: none)."""
 
     slots: Slots
     ids: Ids
     scores: Scores
+    groups: Slots
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -86,6 +90,7 @@ class BM25Index:
         self._recent_postings = 0
         self._slot_ids: array[int] = array("q")  # record id per slot, -1 once removed
         self._slot_lens: array[float] = array("f")
+        self._slot_groups: array[int] = array("i")
         self._slot_of = IdMap()
         self._live_len_total = 0.0
 
@@ -111,8 +116,8 @@ class BM25Index:
     def add_tokens(self, record_id: int, tokens: Sequence[str]) -> None:
         self.add_fields(record_id, [(tokens, 1.0)])
 
-    def add_fields(self, record_id: int, fields: Sequence[tuple[Sequence[str], float]]) -> None:
-        """Add a document made of weighted token fields."""
+    def add_fields(self, record_id: int, fields: Sequence[tuple[Sequence[str], float]], *, group: int = -1) -> None:
+        """Add a document made of weighted token fields, in `group` (-1: none)."""
         if record_id in self._slot_of:
             self.remove([record_id])
         counts: Counter[str] = Counter()
@@ -124,6 +129,7 @@ class BM25Index:
         slot = len(self._slot_ids)
         self._slot_ids.append(record_id)
         self._slot_lens.append(length)
+        self._slot_groups.append(group)
         self._slot_of.set(record_id, slot)
         self._live_len_total += length
         for term, tf in counts.items():
@@ -195,6 +201,7 @@ class BM25Index:
         self._set_base(self._expanded_terms()[keep], new_slot[self._base_slots[keep]], self._base_tfs[keep])
         live_ids = slot_ids[alive]
         self._slot_lens = array("f", np.frombuffer(self._slot_lens, dtype=np.float32)[alive].tobytes())
+        self._slot_groups = array("i", np.frombuffer(self._slot_groups, dtype=np.int32)[alive].tobytes())
         self._slot_ids = array("q", live_ids.tobytes())
         self._slot_of = IdMap.from_arrays(live_ids, np.arange(len(live_ids), dtype=np.int64))
 
@@ -260,7 +267,8 @@ class BM25Index:
         positive = scores > 0
         slots = slots[positive].astype(np.int32)
         ids = np.frombuffer(self._slot_ids, dtype=np.int64)[slots].copy()
-        return QueryScores(slots, ids, scores[positive].astype(np.float32))
+        groups = np.frombuffer(self._slot_groups, dtype=np.int32)[slots].copy()
+        return QueryScores(slots, ids, scores[positive].astype(np.float32), groups)
 
     def scores_for(self, scored: QueryScores, ids: Sequence[int] | Ids) -> Scores:
         """The scores of `ids` in a :meth:`query_scores` result (0 for ids it does not hold)."""
@@ -293,7 +301,8 @@ class BM25Index:
             np.savez(fh, format=np.array([FORMAT]), params=np.array([self.k1, self.b]),
                      terms=self._base_terms, offsets=self._base_offsets, slots=self._base_slots,
                      tfs=self._base_tfs, slot_ids=np.frombuffer(self._slot_ids, dtype=np.int64),
-                     slot_lens=np.frombuffer(self._slot_lens, dtype=np.float32))
+                     slot_lens=np.frombuffer(self._slot_lens, dtype=np.float32),
+                     slot_groups=np.frombuffer(self._slot_groups, dtype=np.int32))
 
     @classmethod
     def load(cls, path: Path, *, tokenizer: Callable[[str], list[str]] = tokenize) -> BM25Index:
@@ -309,6 +318,7 @@ class BM25Index:
             slot_ids = data["slot_ids"].astype(np.int64)
             index._slot_ids = array("q", slot_ids.tobytes())
             index._slot_lens = array("f", data["slot_lens"].astype(np.float32).tobytes())
+            index._slot_groups = array("i", data["slot_groups"].astype(np.int32).tobytes())
         live = np.flatnonzero(slot_ids >= 0)
         index._slot_of = IdMap.from_arrays(slot_ids[live], live.astype(np.int64))
         index._live_len_total = float(np.frombuffer(index._slot_lens, dtype=np.float32)[live].sum(dtype=np.float64))

@@ -81,13 +81,20 @@ class SessionTable:
         means = np.einsum("ij,j->i", self._sums[known], query) / np.maximum(self._counts[known], 1)
         return np.where(rows >= 0, means, 0.0).astype(np.float32)
 
-    def score_means(self, ids: Ids, scores: Scores, rows: Ids) -> Scores:
-        """Mean score of each session in `rows`, given the `scores` of the records `ids` (records
-        not given score 0); -1 rows get 0."""
-        scored_rows = self.rows_for(ids)
+    def row_of(self, record_id: int) -> int:
+        """The session row of one record (-1: no session)."""
+        return self._row_of_id.get(int(record_id))
+
+    def score_means(self, scored_rows: Ids, scores: Scores, rows: Ids) -> Scores:
+        """Mean score of each session in `rows`, given the `scores` of records in sessions
+        `scored_rows` (-1: none; records not given score 0); -1 rows get 0."""
         in_session = scored_rows >= 0
-        groups, inverse = np.unique(scored_rows[in_session], return_inverse=True)
-        sums = np.bincount(inverse, weights=scores[in_session], minlength=len(groups))
+        if in_session.sum() > len(self._names):  # more scores than sessions: one pass over the sessions
+            sums = np.bincount(scored_rows[in_session], weights=scores[in_session], minlength=len(self._names))
+            groups = np.arange(len(sums))
+        else:  # few scores: only the sessions they fall in
+            groups, inverse = np.unique(scored_rows[in_session], return_inverse=True)
+            sums = np.bincount(inverse, weights=scores[in_session], minlength=len(groups))
         out = np.zeros(len(rows), dtype=np.float64)
         if len(groups):
             at = np.minimum(np.searchsorted(groups, rows), len(groups) - 1)

@@ -191,7 +191,7 @@ class TierIndex:
         self.vector.add(batch.ids, vectors)
         self.sessions.add(batch.ids, batch.sessions, vectors)
         for row, record_id in enumerate(batch.ids.tolist()):
-            self.lexical.add_fields(record_id, self._lexical_fields(batch, row))
+            self.lexical.add_fields(record_id, self._lexical_fields(batch, row), group=self.sessions.row_of(record_id))
         return len(stale)
 
     def _lexical_fields(self, batch: EmbeddingBatch, row: int) -> list[tuple[list[str], float]]:

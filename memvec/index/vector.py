@@ -157,14 +157,20 @@ class VectorIndex:
 
     def vectors_for(self, ids: Ids) -> Vectors:
         """Stored vectors of `ids` (rows of zeros for ids not in the index)."""
+        ids = np.asarray(ids, dtype=np.int64)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        for row, record_id in enumerate(ids):
-            if int(record_id) in self._tombstones:
-                continue
-            try:  # IndexIDMap2 keeps a hash map from id to position: O(1) per id
-                out[row] = self._index.reconstruct(int(record_id))
-            except RuntimeError:
-                continue
+        if len(ids) == 0:
+            return out
+        try:  # IndexIDMap2 keeps a hash map from id to position; the batch loops in C++
+            out[:] = self._index.reconstruct_batch(ids)
+        except RuntimeError:  # an id it does not hold: one at a time, skipping those
+            for row, record_id in enumerate(ids.tolist()):
+                try:
+                    out[row] = self._index.reconstruct(record_id)
+                except RuntimeError:
+                    continue
+        if self._tombstones:
+            out[np.isin(ids, np.fromiter(self._tombstones, dtype=np.int64))] = 0.0
         return out
 
     def search(self, query: Vectors, k: int, allowed: Ids | None = None) -> tuple[Ids, Vectors]:

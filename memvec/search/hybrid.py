@@ -91,7 +91,7 @@ def _with_sessions(index: TierIndex, weight: float, union: Ids, vector: Scores, 
         return vector, bm25
     rows = sessions.rows_for(union)
     vector_means = sessions.vector_means(query_vector, rows)
-    bm25_means = sessions.score_means(lexical.ids, lexical.scores, rows)
+    bm25_means = sessions.score_means(lexical.groups, lexical.scores, rows)
     return (vector + weight * sessions.spread(rows, vector_means, vector),
             bm25 + weight * sessions.spread(rows, bm25_means, bm25))
 
