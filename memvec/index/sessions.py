@@ -85,7 +85,7 @@ class SessionTable:
         """The session row of one record (-1: no session)."""
         return self._row_of_id.get(int(record_id))
 
-    def score_means(self, scored_rows: Ids, scores: Scores, rows: Ids) -> Scores:
+    def score_means(self, scored_rows: Ids | npt.NDArray[np.int32], scores: Scores, rows: Ids) -> Scores:
         """Mean score of each session in `rows`, given the `scores` of records in sessions
         `scored_rows` (-1: none; records not given score 0); -1 rows get 0."""
         in_session = scored_rows >= 0
