@@ -33,8 +33,11 @@ bench: install
 bench-quick: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks --quick --out benchmarks/results/quick $(BENCH_ARGS)
 
+# Scale (~45 min on 2 cores): one tier at 100k and 1M records (benchmarks/results/scale.md), then
+# 10,000 agents x 200 records behind one `memvec serve` with a budget of 1,000 indexes (agents.md).
 bench-full: install
-	HF_HUB_OFFLINE=1 $(PY) -m benchmarks --full $(BENCH_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.scale $(BENCH_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.agents $(BENCH_ARGS)
 
 # Peers side by side (txtai, chromadb) in their own environment, so they never touch memvec's.
 PEERS_VENV := .venv-peers
@@ -48,7 +51,7 @@ $(PEERS_VENV)/.installed-stamp: pyproject.toml
 bench-peers: $(PEERS_VENV)/.installed-stamp
 	HF_HUB_OFFLINE=1 ANONYMIZED_TELEMETRY=False $(PEERS_VENV)/bin/python -m benchmarks.peers $(BENCH_ARGS)
 
-# float32 vs fp16 vectors, flat and HNSW: bytes per vector, latency, recall@10 vs exact (~5 min at 100k).
+# float32 vs fp16 vs sq8 vectors, flat and HNSW: bytes per vector, latency, recall@10 vs exact (~6 min at 100k).
 bench-compact: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.compact $(BENCH_ARGS)
 

