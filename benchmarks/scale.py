@@ -151,6 +151,31 @@ def run(n: int, n_queries: int = 200, work: Path | None = None) -> dict[str, Any
     return point
 
 
+def crossover(sizes: tuple[int, ...] = (10_000, 25_000, 50_000, 100_000), n_queries: int = 200
+              ) -> list[dict[str, Any]]:
+    """Vector search alone, flat against hnsw-sq8, at the sizes around auto_hnsw_from: where HNSW
+    starts to win, and what building it costs (what a tier pays once when it crosses the line)."""
+    from benchmarks.compact import measure, vectors
+
+    rows = []
+    queries = RandomEmbedder(DIM).embed_documents([f"query {i}" for i in range(n_queries)])
+    for n in sizes:
+        data = vectors(n)
+        flat = measure("flat", data, queries, None)
+        hnsw = measure("hnsw-sq8", data, queries, flat["hits"])
+        rows.append({"n": n, "flat_p50_ms": flat["search_ms"]["p50"], "hnsw_p50_ms": hnsw["search_ms"]["p50"],
+                     "hnsw_build_s": hnsw["build_s"], "recall_at_10": hnsw["recall_at_10_vs_exact"]})
+    return rows
+
+
+def crossover_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["## Where HNSW starts to win (vector search alone, one thread, 200 queries)", "",
+             "| N | flat p50 ms | hnsw-sq8 p50 ms | hnsw-sq8 build s | recall@10 vs exact |", "|---|---|---|---|---|"]
+    lines += [f"| {r['n']:,} | {r['flat_p50_ms']:.2f} | {r['hnsw_p50_ms']:.2f} | {r['hnsw_build_s']:.1f} | "
+              f"{r['recall_at_10']:.3f} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def markdown(points: list[dict[str, Any]]) -> str:
     lines = ["## One tier at scale (synthetic Zipf text, synthetic clustered vectors, dim 384: index cost without "
              "model cost)", "",
@@ -181,10 +206,10 @@ def _pair(ms: dict[str, float]) -> str:
     return f"{ms['p50']:.2f} / {ms['p99']:.2f}"
 
 
-def save(points: list[dict[str, Any]], out: Path) -> None:
+def save(points: list[dict[str, Any]], out: Path, crossing: list[dict[str, Any]] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "scale.json").write_text(json.dumps(points, indent=1))
-    (out / "scale.md").write_text(markdown(points))
+    (out / "scale.json").write_text(json.dumps({"points": points, "crossover": crossing}, indent=1))
+    (out / "scale.md").write_text(markdown(points) + ("\n" + crossover_markdown(crossing) if crossing else ""))
 
 
 
@@ -194,15 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, action="append", help="tier sizes (default: 100,000 and 1,000,000)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--no-crossover", action="store_true", help="skip the flat vs hnsw-sq8 table")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
+    crossing = crossover(n_queries=args.queries) if not args.no_crossover else None
     points = []
     for n in args.n or [100_000, 1_000_000]:
         started = time.perf_counter()
         points.append(run(n, args.queries))
         print(f"{n:,} records: {time.perf_counter() - started:.0f} s", flush=True)
-        save(points, args.out)
-    print(markdown(points))
+        save(points, args.out, crossing)
+    print((args.out / "scale.md").read_text())
     return 0
 
 

@@ -58,7 +58,8 @@ class IndexSettings(BaseModel):
                                   description="BM25 weight of a record's context (e.g. the previous message)")
     index_dates: bool = Field(default=True, description="index each record's date (e.g. '8 May 2023') for BM25")
     vector_context: bool = Field(default=True, description="embed a record with its context too (see embed_records)")
-    save_every: int = Field(default=2_000, ge=1, description="persist an index after this many unsaved changes")
+    save_every: int = Field(default=2_000, ge=1, description="persist an index after this many unsaved changes "
+                                                             "(or an eighth of its records, if more)")
 
 
 class MemoryConfig(BaseModel):

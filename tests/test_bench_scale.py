@@ -33,3 +33,10 @@ def test_many_agents_small() -> None:
     assert result["hit_count"] + result["miss_count"] == 150 and result["miss_count"] > 100
     assert result["max_rss"] >= result["rss_when_budget_full"] > 0
     assert "Errors: 0." in agents.markdown(result)
+
+
+def test_crossover_table_small() -> None:
+    rows = scale.crossover(sizes=(3_000,), n_queries=20)
+    assert rows[0]["n"] == 3_000 and rows[0]["flat_p50_ms"] > 0 and rows[0]["hnsw_build_s"] >= 0
+    assert rows[0]["recall_at_10"] >= 0.9
+    assert "| 3,000 |" in scale.crossover_markdown(rows)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memvec import Memory, ModelMismatchError, Tier
+from memvec import Memory, ModelMismatchError, NewRecord, Tier
 from memvec.embed import HashingEmbedder
 from memvec.index.files import LEXICAL_FILE, MANIFEST_FILE, SESSIONS_FILE, VECTOR_FILE, read_manifest
 
@@ -144,3 +144,18 @@ def test_switching_index_kind_rebuilds(home: Path, kind: str) -> None:
         assert mem.verify() == []
         mem.archival("app").delete(mem.archival("app").search("note 5", k=1, mode="bm25")[0].id)
         assert not [h for h in mem.archival("app").search("note 5", k=3, mode="vector") if h.text.startswith("note 5 ")]
+
+
+def test_a_big_index_waits_for_an_eighth_of_its_size_before_saving_again(tmp_path: Path) -> None:
+    """A save rewrites the whole index: past save_every x 8 records the changes between saves grow
+    with the tier, so saving stays O(1) per change."""
+    with Memory.open(tmp_path, embedder=HashingEmbedder(16), index={"save_every": 10}) as mem:
+        archival = mem.archival("ana")
+        mem.insert([NewRecord(agent="ana", tier="archival", text=f"note {i}") for i in range(400)])
+        index = mem.engine.tier_index("ana", archival.tier)
+        assert index.unsaved == 0
+        for i in range(56):  # 56 unsaved < 456 // 8 = 57
+            archival.insert(f"later note {i}")
+        assert index.unsaved == 56
+        archival.insert("the 57th")  # 57 >= 457 // 8
+        assert index.unsaved == 0

@@ -172,7 +172,10 @@ class TierIndex:
             self.unsaved += len(changes)
             if self.vector.tombstone_fraction > 0.25 or self.kind_for(len(self), self.vector.kind) != self.vector.kind:
                 self.rebuild()
-            elif self.unsaved >= self.settings.save_every:
+            elif self.unsaved >= max(self.settings.save_every, len(self) // 8):
+                # A save rewrites the whole index, so past 16,000 records it waits for changes worth an
+                # eighth of it: saving costs O(1) per change, and a crash replays at most that many
+                # changes from the store's log (read back, never re-embedded).
                 self.save()
             return len(changes)
 
