@@ -31,6 +31,9 @@ class SearchSettings(BaseModel):
     rrf_k: int = Field(default=60, ge=1)
     candidate_factor: int = Field(default=10, ge=1, description="over-fetch: k * factor candidates per method")
     min_candidates: int = Field(default=50, ge=1)
+    refine_factor: int = Field(
+        default=4, ge=1, description="vector mode on a compact index (-fp16, -sq8): fetch k * factor candidates "
+                                     "and rank them by the exact float32 vectors read from the store")
     session_weight: float = Field(
         default=1.0, ge=0.0, le=10.0,
         description="hybrid: add this times the mean score of a record's session (or document) to its own "

@@ -55,3 +55,20 @@ def test_a_fixed_kind_is_kept_whatever_the_size(tmp_path: Path) -> None:
         mem.insert(records(0, 50))
         assert kind(mem) == "flat-sq8"
         assert mem.verify() == []
+
+
+def test_vector_search_on_a_compact_index_ranks_by_the_exact_vectors(tmp_path: Path) -> None:
+    """hnsw-sq8 finds candidates; their float32 vectors from the store rank them: the same top 10,
+    with the same scores, as exact search (the hashing embedder gives many exact ties)."""
+    texts = records(0, 2_000)
+    answers = {}
+    for kind_name in ("flat", "hnsw-sq8"):
+        with Memory.open(tmp_path / kind_name, embedder=HashingEmbedder(64), index={"kind": kind_name}) as mem:
+            mem.insert(texts)
+            answers[kind_name] = [[(h.id, round(h.score, 5)) for h in mem.search(SearchRequest(
+                agent="ana", tier="archival", query=q, k=10, mode="vector"))] for q in
+                ("topic 3 colour 2", "note 17 about", "colour 5 topic 11", "note 1999")]
+    for compact, exact in zip(answers["hnsw-sq8"], answers["flat"], strict=True):
+        assert [score for _, score in compact] == [score for _, score in exact]  # exact scores, best first
+        above_ties = exact[-1][1]  # ids tied at the 10th score may differ
+        assert {i for i, s in compact if s > above_ties} == {i for i, s in exact if s > above_ties}

@@ -236,6 +236,17 @@ class TierIndex:
     def __len__(self) -> int:
         return len(self.lexical)
 
+    def exact_vectors(self, ids: Ids) -> npt.NDArray[np.float32]:
+        """The float32 vectors of `ids` as stored (the index may hold them quantized); rows of ids
+        the store no longer holds, or holds under another model, come from the index."""
+        out = self.vector.vectors_for(ids)
+        row_of = {int(record_id): row for row, record_id in enumerate(ids.tolist())}
+        for batch in self.store.embeddings(self.agent, self.tier, list(row_of)):
+            for record_id, vector, model in zip(batch.ids.tolist(), batch.vectors, batch.models, strict=True):
+                if model == self.embedder.model_id:
+                    out[row_of[record_id]] = vector
+        return out
+
 
 def id_disagreement(store_ids: npt.NDArray[np.int64], vector: VectorIndex, lexical: BM25Index) -> str:
     store_ids = np.sort(store_ids)

@@ -55,9 +55,20 @@ def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, all
     if query_vector is None:
         query_vector = index.embedder.embed_query(request.query)
     if request.mode is SearchMode.VECTOR:
-        ids, scores = index.vector.search(query_vector, request.k, allowed)
-        return Ranked(ids, scores, vector=scores)
+        return _vector(index, request.k, settings, allowed, query_vector)
     return _hybrid(index, request, settings, allowed, query_vector)
+
+
+def _vector(index: TierIndex, k: int, settings: SearchSettings, allowed: Ids | None,
+            query_vector: npt.NDArray[np.float32]) -> Ranked:
+    """Vector search; on a compact index the candidates are ranked again by their exact vectors
+    from the store (a few dozen rows), so quantization costs next to no recall."""
+    if index.vector.quantizer is None:
+        ids, scores = index.vector.search(query_vector, k, allowed)
+        return Ranked(ids, scores, vector=scores)
+    candidates, _ = index.vector.search(query_vector, k * settings.refine_factor, allowed)
+    ids, scores = top_k(candidates, index.exact_vectors(candidates) @ query_vector, k)
+    return Ranked(ids, scores, vector=scores)
 
 
 def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings,
