@@ -13,6 +13,7 @@ from benchmarks.harness import MeasuredEmbedder, RandomEmbedder
 from benchmarks.metrics import percentile
 from memvec import Memory, NewRecord, SearchRequest
 from memvec.embed import Embedder
+from memvec.index.heap import BIG_INDEX, release_freed_memory
 
 BATCH = 256
 _SUBJECTS = ["I", "We", "My sister", "The team", "Our neighbour", "Grandpa", "The kids", "My manager"]
@@ -158,6 +159,7 @@ def growth_point(n: int, dim: int = 384, n_queries: int = 100, progress: Callabl
     point: dict[str, Any] = {"n": n}
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
+        release_freed_memory(BIG_INDEX)  # what earlier points freed must not count for or against this one
         rss_before = rss_bytes()
         mem = Memory.open(home, embedder=RandomEmbedder(dim), index={"kind": "flat"})
         point["ingest_seconds"] = ingest(mem, texts, batch=5000, progress=progress)
