@@ -33,7 +33,7 @@ bench: install
 bench-quick: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks --quick --out benchmarks/results/quick $(BENCH_ARGS)
 
-# Scale (~45 min on 2 cores): one tier at 100k and 1M records (benchmarks/results/scale.md), then
+# Scale (~30 min on 2 cores): one tier at 100k and 1M records (benchmarks/results/scale.md), then
 # 10,000 agents x 200 records behind one `memvec serve` with a budget of 1,000 indexes (agents.md).
 bench-full: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.scale $(BENCH_ARGS)
