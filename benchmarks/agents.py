@@ -24,6 +24,7 @@ import httpx
 from benchmarks.load import start_server, stop_server
 from benchmarks.metrics import percentile
 from benchmarks.scale import queries, zipf_texts
+from benchmarks.speed import rss_bytes
 from memvec import Memory, NewRecord
 
 MODEL = "hash:384"
@@ -52,8 +53,7 @@ class RssSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def now(self) -> int:
-        with open(f"/proc/{self.pid}/status") as fh:
-            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmRSS:"))
+        return rss_bytes(self.pid)
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):

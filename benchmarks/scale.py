@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness import RandomEmbedder
-from benchmarks.metrics import percentile
-from benchmarks.speed import SESSION_SIZE, rss_bytes
+from benchmarks.speed import SESSION_SIZE, rss_bytes, summary_ms
 from memvec import Memory, NewRecord, SearchRequest, Tier
 from memvec.index.lexical import term_hash, top_k
 from memvec.index.tokenize import STOPWORDS, tokenize
@@ -100,7 +99,7 @@ def _timed_ms(action: Any, items: list[str]) -> dict[str, float]:
         started = time.perf_counter()
         action(item)
         values.append((time.perf_counter() - started) * 1000)
-    return {"p50": percentile(values, 50), "p99": percentile(values, 99)}
+    return summary_ms(values)
 
 
 def measure_kind(home: str, kind: str, n: int, n_queries: int, out: Any) -> None:

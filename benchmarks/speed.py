@@ -31,8 +31,9 @@ def synthetic_texts(n: int, seed: int = 7) -> list[str]:
             f"note {i} with detail {rng.randrange(10**6)}." for i in range(n)]
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/status") as fh:
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident memory of this process (or of `pid`)."""
+    with open(f"/proc/{pid}/status") as fh:
         for line in fh:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024

@@ -211,7 +211,7 @@ class TierIndex:
         """Rebuild both indexes from the store and save them; returns how many were re-embedded."""
         with self.lock:
             self.applied = self.store.last_change(self.agent, self.tier)
-            kind = self.kind_for(len(self.store.ids(self.agent, self.tier)), current=self.vector.kind)
+            kind = self.kind_for(self.store.count(self.agent, self.tier), current=self.vector.kind)
             self.vector, self.lexical = self._empty_vector(kind), self._empty_lexical()
             self.sessions = SessionTable(self.embedder.dim)
             reembedded = sum(self._add_batch(b) for b in self.store.embeddings(self.agent, self.tier))
@@ -239,12 +239,17 @@ class TierIndex:
     def exact_vectors(self, ids: Ids) -> npt.NDArray[np.float32]:
         """The float32 vectors of `ids` as stored (the index may hold them quantized); rows of ids
         the store no longer holds, or holds under another model, come from the index."""
-        out = self.vector.vectors_for(ids)
+        out = np.zeros((len(ids), self.vector.dim), dtype=np.float32)
         row_of = {int(record_id): row for row, record_id in enumerate(ids.tolist())}
+        missing = set(row_of.values())
         for batch in self.store.embeddings(self.agent, self.tier, list(row_of)):
             for record_id, vector, model in zip(batch.ids.tolist(), batch.vectors, batch.models, strict=True):
                 if model == self.embedder.model_id:
                     out[row_of[record_id]] = vector
+                    missing.discard(row_of[record_id])
+        if missing:
+            rows = np.array(sorted(missing), dtype=np.int64)
+            out[rows] = self.vector.vectors_for(ids[rows])
         return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import faiss as _faiss
 import numpy as np
@@ -42,7 +42,7 @@ def _one_omp_thread_here() -> None:
 Ids = npt.NDArray[np.int64]
 Vectors = npt.NDArray[np.float32]
 IndexKind = Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8"]
-INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8")
+INDEX_KINDS: tuple[str, ...] = get_args(IndexKind)
 _SQ_TYPES = {"fp16": "QT_fp16", "sq8": "QT_8bit"}
 _FEW_TO_LEARN_FROM = 1_000  # below this, per-dimension bounds from the data would be too narrow
 
