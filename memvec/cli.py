@@ -7,7 +7,6 @@ unavailable right now: nothing was written, try again.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Iterator
@@ -19,10 +18,11 @@ import click
 from pydantic import ValidationError
 
 from memvec.cli_agents import agent, chat, import_command, serve
-from memvec.cli_common import Context, dump, print_json
+from memvec.cli_common import Context, dump, input_lines, print_json
 from memvec.cli_mcp import mcp
 from memvec.embed import BACKENDS, Backend
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError, StoreUnavailableError
+from memvec.limits import JSONLimitError, load_json
 from memvec.types import (
     Fusion,
     Hit,
@@ -103,15 +103,15 @@ def add(obj: Context, text: str, agent: str, tier: str, role: str | None, sessio
 
 
 def _jsonl_objects(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed JSON) for each non-blank line; a line that is not JSON is an input error."""
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except ValueError as exc:
-                raise InvalidInputError(f"{path}:{number}: not JSON: {exc}") from exc
+    """(line number, parsed JSON) for each non-blank line; a line that is not UTF-8 JSON (with
+    bounded nesting) is an input error naming the file and line."""
+    for number, raw in enumerate(input_lines(path), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield number, load_json(raw, what="the line")
+        except JSONLimitError as exc:
+            raise InvalidInputError(f"{path}:{number}: {exc}") from exc
 
 
 def _ingest_record(data: Any, agent: str, tier: str, role: str | None) -> NewRecord:

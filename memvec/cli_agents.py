@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from memvec.cli_common import Context, dump, open_when_store_is_up, print_json
+from memvec.cli_common import Context, dump, open_when_store_is_up, print_json, read_input_file, serve_http
 from memvec.errors import NotFoundError
 from memvec.types import AgentSettings
 
@@ -94,8 +94,6 @@ def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level:
           max_loaded_indexes: int | None) -> None:
     """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs). While the store
     is unreachable requests answer 503 with Retry-After and /v1/health reports it (503)."""
-    import uvicorn
-
     from memvec.service.app import create_app
     from memvec.service.auth import KeyRing
 
@@ -103,9 +101,7 @@ def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level:
     budget = {"max_loaded_indexes": max_loaded_indexes} if max_loaded_indexes else {}
     with open_when_store_is_up(obj, wait_for_store, query_batching=True, **budget) as mem:
         click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.engine.embedder.dim})", err=True)  # loads it now
-        if not keys.open:
-            click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
-        uvicorn.run(create_app(mem, keys), host=host, port=port, log_level=log_level)
+        serve_http(create_app(mem, keys), mem, keys, host=host, port=port, log_level=log_level)
 
 
 def _stdin_lines() -> Iterator[str]:
@@ -128,13 +124,9 @@ def import_command(obj: Context, file: Path, name: str | None, as_json: bool) ->
     citations; what memvec has no use for (tools, sources, ...) is reported as skipped."""
     import json
 
-    from memvec.agentfile import import_document, read_document
-    from memvec.errors import InvalidInputError
+    from memvec.agentfile import import_document, parse_document, read_document
 
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"{file} is not JSON: {exc}") from exc
+    data = parse_document(read_input_file(file), what=str(file))
     plan = read_document(data, name=name)
     with obj.open() as mem:
         report = import_document(mem, plan)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from memvec.cli_common import Context, open_when_store_is_up
+from memvec.cli_common import Context, open_when_store_is_up, serve_http
 
 
 @click.command(name="mcp")
@@ -37,9 +37,5 @@ def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file
         if transport == "stdio":
             server.run("stdio")
             return
-        import uvicorn
-
-        if not keys.open:
-            click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
         click.echo(f"memvec: MCP over streamable HTTP at http://{host}:{port}/mcp", err=True)
-        uvicorn.run(http_app(server, keys, name, host=host), host=host, port=port, log_level=log_level)
+        serve_http(http_app(server, keys, name, host=host), mem, keys, host=host, port=port, log_level=log_level)

@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -76,11 +78,27 @@ def validate_agent(agent: str) -> str:
                                 "starting with a letter or digit") from exc
 
 
+def prepare_home(home: Path) -> Path:
+    """The memory home, created if needed; a path that is a file, lies under a file, or cannot be
+    written (read-only file system, permissions) is refused as an input error naming it."""
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=home):
+            pass
+    except FileExistsError as exc:
+        raise InvalidInputError(f"memory home {home} is not a directory (a file is in the way: "
+                                f"{exc.filename or home})") from exc
+    except NotADirectoryError as exc:
+        raise InvalidInputError(f"memory home {home} lies under a file, not a directory") from exc
+    except OSError as exc:
+        raise InvalidInputError(f"memory home {home} cannot be written: {exc.strerror or exc}") from exc
+    return home
+
+
 class Memory:
     def __init__(self, config: MemoryConfig, *, embedder: Embedder | None = None) -> None:
         self.config = config
-        self.home = config.home
-        self.home.mkdir(parents=True, exist_ok=True)
+        self.home = prepare_home(config.home)
         self.store = open_store(self.home, config.store, timeout=config.store_timeout)
         self.model_id = self._resolve_model(embedder)
         self.index_settings = self._resolve_index_kind()

@@ -8,14 +8,17 @@ a home with the same model reuses the embeddings; any other model re-embeds the 
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from memvec.embed.base import checked_vectors
 from memvec.errors import InvalidInputError, NotFoundError
-from memvec.memory import Memory
+from memvec.memory import Memory, validate_agent
+from memvec.store.base import PreparedRecord
 from memvec.types import (
     MAX_TAGS,
     AgentName,
@@ -26,6 +29,7 @@ from memvec.types import (
     NewRecord,
     Record,
     Tier,
+    describe_validation_error,
 )
 
 EXPORT_FORMAT = "memvec-agent-export"
@@ -92,37 +96,100 @@ def export_agent(memory: Memory, name: str, *, with_embeddings: bool = True) -> 
                        messages=_exported(memory, name, Tier.RECALL, with_embeddings))
 
 
-def _vectors(doc: AgentExport, rows: list[ExportedRecord], memory: Memory) -> np.ndarray | None:
-    """The exported embeddings when they are usable here (same model, all present), else None."""
+def _vectors(doc: AgentExport, rows: list[ExportedRecord], memory: Memory, what: str) -> np.ndarray | None:
+    """The exported embeddings when they are from this home's model and every row has one (else
+    None: the text is embedded here). Checked whole: each decodes to the model's dimension, finite,
+    and is re-normalized; anything else refuses the import (InvalidInputError)."""
     if doc.embedding_model != memory.model_id or not rows or any(r.embedding is None for r in rows):
         return None
+    dim = memory.engine.embedder.dim
+    decoded = []
+    for row in rows:
+        try:
+            raw = base64.b64decode(row.embedding or "", validate=True)
+        except ValueError as exc:
+            raise InvalidInputError(f"{what} {row.id}: the embedding is not base64 ({exc})") from exc
+        if len(raw) != 4 * dim:
+            raise InvalidInputError(f"{what} {row.id}: the embedding has {len(raw) / 4:g} values; "
+                                    f"{doc.embedding_model} has {dim}")
+        decoded.append(np.frombuffer(raw, dtype="<f4"))
     try:
-        vectors = np.stack([np.frombuffer(base64.b64decode(r.embedding or ""), dtype="<f4") for r in rows])
-    except ValueError as exc:
-        raise InvalidInputError(f"bad embedding in export: {exc}") from exc
-    return vectors.astype(np.float32) if vectors.shape[1] == memory.engine.embedder.dim else None
+        return checked_vectors(np.stack(decoded), len(rows), dim)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{what}s: {exc}") from exc
 
 
-def _insert(memory: Memory, doc: AgentExport, name: str, tier: Tier, rows: list[ExportedRecord]
-            ) -> tuple[dict[int, int], bool]:
-    records = [NewRecord.model_validate({"agent": name, "tier": tier, "text": r.text, "role": r.role,
-                                         "tags": r.tags, "citation": r.citation, "created_at": r.created_at})
-               for r in rows]
-    vectors = _vectors(doc, rows, memory)
-    results = memory.engine.insert(records, vectors) if records else []
-    return {r.id: res.record.id for r, res in zip(rows, results, strict=True)}, vectors is None and bool(rows)
+def _prepared(memory: Memory, doc: AgentExport, name: str, tier: Tier, rows: list[ExportedRecord]
+              ) -> tuple[list[PreparedRecord], bool]:
+    """The tier's rows validated and embedded (or with their checked embeddings); nothing written."""
+    what = "passage" if tier is Tier.ARCHIVAL else "message"
+    records = []
+    for row in rows:
+        try:
+            records.append(NewRecord.model_validate({
+                "agent": name, "tier": tier, "text": row.text, "role": row.role, "tags": row.tags,
+                "citation": row.citation, "created_at": row.created_at}))
+        except ValidationError as exc:
+            raise InvalidInputError(f"{what} {row.id}: {describe_validation_error(exc)}") from exc
+    vectors = _vectors(doc, rows, memory, what)
+    prepared = memory.engine.prepare(name, tier, records, vectors) if records else []
+    return prepared, vectors is None and bool(rows)
+
+
+@dataclass(frozen=True)
+class _ReadyAgent:
+    """One agent of an import, validated and embedded, waiting for the transaction."""
+
+    doc: AgentExport
+    name: str
+    passages: list[PreparedRecord]
+    messages: list[PreparedRecord]
+    reembedded: bool
+
+
+def _ready(memory: Memory, doc: AgentExport, name: str) -> _ReadyAgent:
+    passages, passages_reembedded = _prepared(memory, doc, name, Tier.ARCHIVAL, doc.passages)
+    messages, messages_reembedded = _prepared(memory, doc, name, Tier.RECALL, doc.messages)
+    return _ReadyAgent(doc, name, passages, messages, passages_reembedded or messages_reembedded)
+
+
+def _write(memory: Memory, ready: _ReadyAgent) -> None:
+    """The agent's blocks, records and settings (inside the caller's transaction)."""
+    store = memory.store
+    for block in ready.doc.blocks:
+        store.put_block(ready.name, block)
+    store.insert(ready.passages)
+    message_ids = [record_id for record_id, _ in store.insert(ready.messages)]
+    id_map = {row.id: new for row, new in zip(ready.doc.messages, message_ids, strict=True)}
+    state = ready.doc.state.model_copy(update={"in_context": [id_map[i] for i in ready.doc.state.in_context
+                                                              if i in id_map]})
+    store.put_agent(ready.doc.agent.model_copy(update={"name": ready.name}), state)
+
+
+def import_agents(memory: Memory, docs: list[tuple[AgentExport, str]]) -> list[ImportReport]:
+    """Restore exported agents (each under the name given): all of them or none. Everything is
+    validated and embedded first; the writes are one store transaction; the indexes catch up after
+    it commits. Refuses names that exist here or repeat (InvalidInputError)."""
+    names = [validate_agent(name) for _, name in docs]
+    existing = set(memory.agents())
+    taken = sorted({n for n in names if n in existing or names.count(n) > 1})
+    if taken:
+        raise InvalidInputError(f"agent(s) {', '.join(map(repr, taken))} already exist here (or twice in the "
+                                "import); delete them or import under another name")
+    ready = [_ready(memory, doc, name) for doc, name in docs]
+    with memory.store.transaction():
+        if set(memory.agents()) & set(names):  # created by someone else while this one was embedding
+            raise InvalidInputError("an agent of this import was created meanwhile; nothing was imported")
+        for agent in ready:
+            _write(memory, agent)
+    for agent in ready:
+        for tier, rows in ((Tier.ARCHIVAL, agent.passages), (Tier.RECALL, agent.messages)):
+            if rows:
+                memory.engine.tier_index(agent.name, tier)  # catches up with the committed records
+    return [ImportReport(agent=a.name, passages=len(a.doc.passages), messages=len(a.doc.messages),
+                         reembedded=a.reembedded) for a in ready]
 
 
 def import_agent(memory: Memory, doc: AgentExport, *, name: AgentName | None = None) -> ImportReport:
-    """Restore an exported agent (under `name`, or its own). Refuses to overwrite an existing agent."""
-    target = name or doc.agent.name
-    if target in memory.agents():
-        raise InvalidInputError(f"agent {target!r} already exists here; delete it or import under another name")
-    for block in doc.blocks:
-        memory.core(target).put(block)
-    _, passages_reembedded = _insert(memory, doc, target, Tier.ARCHIVAL, doc.passages)
-    id_map, messages_reembedded = _insert(memory, doc, target, Tier.RECALL, doc.messages)
-    state = doc.state.model_copy(update={"in_context": [id_map[i] for i in doc.state.in_context if i in id_map]})
-    memory.store.put_agent(doc.agent.model_copy(update={"name": target}), state)
-    return ImportReport(agent=target, passages=len(doc.passages), messages=len(doc.messages),
-                        reembedded=passages_reembedded or messages_reembedded)
+    """Restore one exported agent (under `name`, or its own); see `import_agents`."""
+    return import_agents(memory, [(doc, name or doc.agent.name)])[0]

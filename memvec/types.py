@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from memvec.limits import MAX_METADATA_DEPTH, json_depth_exceeds
+
 MAX_TEXT_CHARS = 32_768
 MAX_TAGS = 32
 MAX_TAG_CHARS = 64
@@ -97,6 +99,8 @@ MAX_METADATA_BYTES = 16_384
 
 
 def _small_json(value: dict[str, Any]) -> dict[str, Any]:
+    if json_depth_exceeds(value, MAX_METADATA_DEPTH):  # deeper cannot be read back by pydantic (255 levels)
+        raise ValueError(f"metadata nests more than {MAX_METADATA_DEPTH} levels deep")
     size = len(json.dumps(value, ensure_ascii=False, default=str).encode())
     if size > MAX_METADATA_BYTES:
         raise ValueError(f"metadata is {size} bytes as JSON; at most {MAX_METADATA_BYTES}")

@@ -35,7 +35,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "parts.append((hidden * weights).sum(axis=1) / counts)", "parts.append(hidden.mean(axis=1))",
      "tests/test_onnx.py"),
     ("MCP over HTTP ignores key scopes", "memvec/mcp_server/server.py",
-     "if not principal.may_see(self.agent):", "if False:", "tests/test_mcp.py"),
+     "if not principal.may_see(agent):", "if False:", "tests/test_mcp.py"),
     ("an evicted index is dropped unsaved", "memvec/search/engine.py",
      "                old.save()", "                pass", "tests/test_index_budget.py"),
     ("an unavailable store answers 500, not 503", "memvec/service/app.py",
@@ -44,7 +44,45 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      'headers = {"x-should-retry": "false"} if status in NO_RETRY else None', "headers = None",
      "tests/test_letta_client.py"),
     ("agent-file import drops read-only flags", "memvec/agentfile.py",
-     '"read_only": bool(b.get("read_only"))', '"read_only": False', "tests/test_agent_files.py"),
+     '"read_only": bool(b.read_only)', '"read_only": False', "tests/test_agent_files.py"),
+    # hardening (issue 20): each hole it closed, reopened
+    ("a key with an empty scope is unscoped", "memvec/service/auth.py",
+     "principal = Principal(_scope(where, scope) if scoped else None)",
+     "principal = Principal(_scope(where, scope) if scope.strip() else None)", "tests/test_hardening.py"),
+    ("scope names keep their spaces", "memvec/service/auth.py",
+     'agents = frozenset(a.strip() for a in scope.split("|") if a.strip())',
+     'agents = frozenset(a for a in scope.split("|") if a.strip())', "tests/test_hardening.py"),
+    ("the body limit trusts Content-Length only", "memvec/service/front.py",
+     "            if size > self.max_body_bytes:\n", "            if False:\n", "tests/test_hardening.py"),
+    ("the key is checked after the body is read", "memvec/service/front.py",
+     "refusal = self.gate(scope) or self._declared_too_large(scope)", "refusal = self._declared_too_large(scope)",
+     "tests/test_hardening.py"),
+    ("JSON bodies are not bounded in depth", "memvec/service/front.py",
+     "if refusal is None and body and _is_json(scope):", "if False:", "tests/test_hardening.py"),
+    ("metadata depth is not bounded", "memvec/types.py",
+     "if json_depth_exceeds(value, MAX_METADATA_DEPTH):", "if False:", "tests/test_hardening.py"),
+    ("an import writes blocks before validating records", "memvec/transfer.py",
+     "    ready = [_ready(memory, doc, name) for doc, name in docs]\n",
+     "    for doc, name in docs:\n        [memory.store.put_block(name, b) for b in doc.blocks]\n"
+     "    ready = [_ready(memory, doc, name) for doc, name in docs]\n", "tests/test_hardening.py"),
+    ("given vectors are not checked for NaN", "memvec/embed/base.py",
+     "    if bad.any():\n", "    if False:\n", "tests/test_hardening.py"),
+    ("given vectors are not re-normalized", "memvec/embed/base.py",
+     "    result: Vectors = (array / norms[:, None]).astype(np.float32)\n",
+     "    result = np.asarray(vectors, dtype=np.float32)\n", "tests/test_hardening.py"),
+    ("a cursor takes any Unicode digit", "memvec/service/routes_memory.py",
+     'if not re.fullmatch(r"[0-9]{1,18}", value):', "if not value.isdigit() or len(value) > 18:",
+     "tests/test_hardening.py"),
+    ("fenced text can close its fence", "memvec/guard.py",
+     "{neutralize_fence_tags(text)}", "{text}", "tests/test_hardening.py"),
+    ("the fence tag alone is not flagged", "memvec/guard.py",
+     '    "fence-break": re.compile(FENCE_TAG, re.I),\n', "", "tests/test_hardening.py"),
+    ("MCP over HTTP stops without saving", "memvec/cli_common.py",
+     "            await asyncio.to_thread(memory.save)\n", "            pass\n", "tests/test_hardening.py"),
+    ("an unusable home is an internal error", "memvec/memory.py",
+     "        self.home = prepare_home(config.home)",
+     "        self.home = config.home\n        self.home.mkdir(parents=True, exist_ok=True)",
+     "tests/test_hardening.py"),
 ]
 
 
@@ -92,7 +130,8 @@ def main() -> int:
         baseline = _pytest(work, " ".join(m[4] for m in MUTANTS[:1]))
         if baseline.returncode != 0:
             raise SystemExit(f"the unmutated copy fails already:\n{baseline.stdout[-2000:]}")
-        caught = [run_mutant(work, *mutant) for mutant in MUTANTS]
+        only = sys.argv[1] if len(sys.argv) > 1 else ""  # `tests/mutants.py WORD`: mutants whose name or test has it
+        caught = [run_mutant(work, *mutant) for mutant in MUTANTS if only in mutant[0] or only in mutant[4]]
     print(f"{sum(caught)} of {len(caught)} mutants caught")
     return 0 if all(caught) else 1
 

@@ -124,11 +124,14 @@ def test_model_mismatch_exits_2(memvec: Cli, home: Path, capsys: pytest.CaptureF
     assert code == 2 and "memvec rebuild --model hash:32" in capsys.readouterr().err
 
 
-def test_internal_error_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a directory")
-    assert run(cli, ["--home", str(blocker), "stats"]) == 1
-    assert "error" in capsys.readouterr().err
+def test_internal_error_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_: object) -> None:
+        raise RuntimeError("a bug in memvec")
+
+    monkeypatch.setattr("memvec.memory.Memory.stats", broken)
+    assert run(cli, ["--home", str(tmp_path / "home"), "--model", "hash:8", "stats"]) == 1
+    assert "internal error: RuntimeError: a bug in memvec" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["add", "ingest", "search", "list", "delete", "rebuild", "verify", "stats"])

@@ -5,6 +5,7 @@ reproduces on the next run."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -50,8 +51,32 @@ def fuzz(operation: Any, mode: GenerationMode, url: str, statuses: Counter[int],
             case.path_parameters["agent_id"] = "ana"  # about half the cases reach the real agent
         response = case.call_and_validate(base_url=url, headers={"Authorization": f"Bearer {key}"}, checks=CHECKS)
         statuses[response.status_code] += 1
+        if case.media_type == "application/json" and case.body is not None:
+            for status in resent_as_hostile_bodies(case, url, key):
+                statuses[status] += 1
 
     check()
+
+
+def resent_as_hostile_bodies(case: Any, url: str, key: str) -> list[int]:
+    """The generated body again, sent chunked (no Content-Length), then nested past the depth limit:
+    neither may be a 5xx, and the deep one must be refused."""
+    kwargs = case.as_transport_kwargs(base_url=url, headers={"Authorization": f"Bearer {key}",
+                                                             "content-type": "application/json"})
+    try:
+        body = json.dumps(kwargs.pop("json")).encode()
+    except (KeyError, TypeError):  # not a JSON body after all (negative cases may generate bytes)
+        return []
+    deep = b'{"a": ' * 70 + body + b"}" * 70
+    statuses = []
+    with httpx.Client(timeout=60) as client:
+        for content, refused in ((iter([body[:7], body[7:]]), False), (iter([deep]), True)):
+            response = client.request(kwargs["method"], kwargs["url"], params=kwargs.get("params"),
+                                      headers=kwargs["headers"], content=content)
+            assert response.status_code < 500, (kwargs["method"], kwargs["url"], response.text)
+            assert not refused or response.status_code in {401, 404, 413, 422}, response.text
+            statuses.append(response.status_code)
+    return statuses
 
 
 def test_no_server_error_on_any_generated_request(live_server: Server) -> None:

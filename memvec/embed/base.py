@@ -8,6 +8,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from memvec.errors import InvalidInputError
+
 Vectors = npt.NDArray[np.float32]
 
 
@@ -61,6 +63,27 @@ def l2_normalize(matrix: npt.NDArray[np.floating]) -> Vectors:
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: Vectors = out / norms
+    return result
+
+
+def checked_vectors(vectors: npt.NDArray[np.floating], rows: int, dim: int) -> Vectors:
+    """Vectors that come from outside the embedder (an import, a caller), made safe to index: the
+    shape must be (rows, dim) and every value finite with a non-zero norm, and each row is
+    re-normalized, so a crafted vector can neither poison scores with NaN nor outrank every
+    genuine one by its length. Raises InvalidInputError."""
+    array = np.asarray(vectors)
+    if array.shape != (rows, dim):
+        raise InvalidInputError(f"expected vectors of shape ({rows}, {dim}), got {array.shape}")
+    array = array.astype(np.float64)
+    bad = ~np.isfinite(array).all(axis=1)
+    scale = np.abs(np.where(bad[:, None], 0.0, array)).max(axis=1, initial=0.0)
+    bad |= scale == 0
+    if bad.any():
+        raise InvalidInputError(f"{int(bad.sum())} vector(s) are not finite or are all zeros "
+                                f"(first at row {int(np.argmax(bad))})")
+    array /= scale[:, None]  # scaled first, so squaring 1e300 cannot overflow
+    norms = np.linalg.norm(array, axis=1)
+    result: Vectors = (array / norms[:, None]).astype(np.float32)
     return result
 
 

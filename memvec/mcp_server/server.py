@@ -8,7 +8,6 @@ caller). Over streamable HTTP the same API keys as `memvec serve` apply: no vali
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +15,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import ValidationError
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Scope
 
 from memvec.errors import MemvecError
 from memvec.mcp_server.tools import DESCRIPTIONS, AgentTools
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing
+from memvec.service.front import FrontDoor, Gate, Refusal
 from memvec.types import describe_validation_error
 
 INSTRUCTIONS = ("Long-term memory for one agent, MemGPT style. Core memory blocks are always-true facts "
@@ -63,39 +63,21 @@ def build_server(memory: Memory, agent: str) -> MCPServer:
     return server
 
 
-class RequireKey:
-    """ASGI wrapper: the HTTP transport answers only callers whose key may use this agent."""
-
-    def __init__(self, app: ASGIApp, keys: KeyRing, agent: str) -> None:
-        self.app, self.keys, self.agent = app, keys, agent
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self.keys.open:
-            refusal = self._refusal(dict(scope["headers"]).get(b"authorization", b"").decode("latin-1"))
-            if refusal is not None:
-                await self._answer(send, *refusal)
-                return
-        await self.app(scope, receive, send)
-
-    def _refusal(self, header: str) -> tuple[int, str, str] | None:
-        scheme, _, token = header.partition(" ")
-        principal = self.keys.principal(token.strip() if scheme.lower() == "bearer" else None)
+def key_gate(keys: KeyRing, agent: str) -> Gate:
+    """401 without a valid key, 403 for a key scoped to other agents: before the body is read."""
+    def gate(scope: Scope) -> Refusal | None:
+        if keys.open:
+            return None
+        principal = keys.principal_of_header(dict(scope["headers"]).get(b"authorization", b"").decode("latin-1"))
         if principal is None:
-            return 401, "unauthorized", "missing or invalid API key"
-        if not principal.may_see(self.agent):
-            return 403, "forbidden", f"this key may not use agent {self.agent!r}"
+            return Refusal(401, "unauthorized", "missing or invalid API key")
+        if not principal.may_see(agent):
+            return Refusal(403, "forbidden", f"this key may not use agent {agent!r}")
         return None
 
-    @staticmethod
-    async def _answer(send: Send, status: int, kind: str, detail: str) -> None:
-        body = json.dumps({"error": kind, "detail": detail}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        if status == 401:
-            headers.append((b"www-authenticate", b"Bearer"))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    return gate
 
 
 def http_app(server: MCPServer, keys: KeyRing, agent: str, *, host: str) -> ASGIApp:
-    """The streamable HTTP app at /mcp, behind the key check."""
-    return RequireKey(server.streamable_http_app(host=host), keys, agent)
+    """The streamable HTTP app at /mcp, behind the front door (keys, body limit, bounded JSON)."""
+    return FrontDoor(server.streamable_http_app(host=host), gate=key_gate(keys, agent))

@@ -14,8 +14,8 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from memvec.config import IndexSettings, SearchSettings
-from memvec.embed.base import Embedder, embed_records
-from memvec.errors import InvalidInputError, NotFoundError
+from memvec.embed.base import Embedder, checked_vectors, embed_records
+from memvec.errors import NotFoundError
 from memvec.index.heap import release_freed_memory
 from memvec.index.tier import LoadReport, TierIndex
 from memvec.search.hybrid import needs_query_vector, rank, to_hits
@@ -103,9 +103,10 @@ class Engine:
     def insert(self, records: Sequence[NewRecord], vectors: npt.NDArray[np.float32] | None = None
                ) -> list[InsertResult]:
         """Insert records (any mix of agents and tiers); exact duplicates are returned, not stored.
-        `vectors` (one row per record, from this home's model) skips embedding, e.g. on import."""
-        if vectors is not None and vectors.shape != (len(records), self.embedder.dim):
-            raise InvalidInputError(f"expected vectors of shape ({len(records)}, {self.embedder.dim})")
+        `vectors` (one row per record, from this home's model) skips embedding, e.g. on import;
+        they are checked (shape, finite) and re-normalized first."""
+        if vectors is not None:
+            vectors = checked_vectors(vectors, len(records), self.embedder.dim)
         groups: dict[tuple[str, Tier], list[int]] = defaultdict(list)
         for position, record in enumerate(records):
             groups[(record.agent, record.tier)].append(position)
@@ -115,6 +116,21 @@ class Engine:
             results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions], given))
         return [results[p] for p in range(len(records))]
 
+    def prepare(self, agent: str, tier: Tier, records: Sequence[NewRecord],
+                vectors: npt.NDArray[np.float32] | None = None) -> list[PreparedRecord]:
+        """Rows for `store.insert`, embedded (or with `vectors`, checked), with their contexts; one
+        (agent, tier) group. Writes nothing: a caller can prepare everything before its transaction."""
+        if vectors is not None:
+            vectors = checked_vectors(vectors, len(records), self.embedder.dim)
+        contexts = self._contexts(agent, tier, list(records))
+        if vectors is None:
+            vector_contexts = contexts if self.index_settings.vector_context else [None] * len(contexts)
+            vectors = embed_records(self.embedder, [record.text for record in records], vector_contexts)
+        now = datetime.now(UTC)
+        return [PreparedRecord(record=record, dedup_key=record.dedup_key(), created_at=record.created_at or now,
+                               embedding=vector, model_id=self.embedder.model_id, context=context)
+                for record, vector, context in zip(records, vectors, contexts, strict=True)]
+
     def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]],
                       given: dict[int, npt.NDArray[np.float32]] | None) -> dict[int, InsertResult]:
         keys = [record.dedup_key() for _, record in items]
@@ -123,16 +139,10 @@ class Engine:
         for key, item in zip(keys, items, strict=True):
             if key not in existing:
                 fresh.setdefault(key, item)
-        contexts = self._contexts(agent, tier, [record for _, record in fresh.values()])
-        if given is None:
-            vector_contexts = contexts if self.index_settings.vector_context else [None] * len(contexts)
-            vectors = embed_records(self.embedder, [record.text for _, record in fresh.values()], vector_contexts)
-        else:
-            vectors = np.array([given[position] for position, _ in fresh.values()], dtype=np.float32)
-        now = datetime.now(UTC)
-        prepared = [PreparedRecord(record=record, dedup_key=key, created_at=record.created_at or now,
-                                   embedding=vector, model_id=self.embedder.model_id, context=context)
-                    for (key, (_, record)), vector, context in zip(fresh.items(), vectors, contexts, strict=True)]
+        vectors = None if given is None else np.array([given[p] for p, _ in fresh.values()], dtype=np.float32)
+        if vectors is not None and not fresh:
+            vectors = None
+        prepared = self.prepare(agent, tier, [record for _, record in fresh.values()], vectors)
         outcome = self.store.insert(prepared)
         key_to_id = dict(existing)
         created_ids = set()

@@ -8,8 +8,7 @@ key may not see answers 404, exactly like an agent that does not exist. Errors a
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Request, Response
@@ -17,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Scope
 
 from memvec.errors import (
     CoreMemoryError,
@@ -28,6 +28,7 @@ from memvec.errors import (
 )
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
+from memvec.service.front import NO_RETRY, FrontDoor, Gate, Refusal
 from memvec.service.schemas import ErrorOut, Health
 from memvec.store import STORE_FILE
 from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, Tier, describe_validation_error
@@ -39,7 +40,6 @@ core-memory blocks, passages, messages and agent-file import. Agent ids are agen
 message ids are record ids as strings. memvec-only: `recall-memory/search`, batch passage insert,
 search filters and fusion parameters, the export with embeddings. Not served: streaming, async runs,
 tools, sources/folders, identities, groups, templates, `/v1/blocks`."""
-MAX_BODY_BYTES = 16 * 1024 * 1024
 RETRY_AFTER_S = 1
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
 
@@ -63,9 +63,7 @@ def state_of(request: Request) -> ServiceState:
 
 
 def caller(request: Request) -> Principal:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    principal = state_of(request).keys.principal(token.strip() if scheme.lower() == "bearer" else None)
+    principal = state_of(request).keys.principal_of_header(request.headers.get("authorization"))
     if principal is None:
         raise HTTPException(401, "missing or invalid API key", headers={"WWW-Authenticate": "Bearer"})
     return principal
@@ -95,10 +93,6 @@ def describe_store(memory: Memory) -> str:
         return str(memory.home / STORE_FILE)
     scheme, _, rest = url.partition("://")
     return f"{scheme}://{rest.rpartition('@')[2]}"
-
-
-# Statuses a retry cannot fix: clients that retry 409/5xx by default (letta-client) are told not to.
-NO_RETRY = frozenset({400, 401, 403, 404, 409, 413, 422, 502})
 
 
 def _error(status: int, kind: str, detail: Any) -> JSONResponse:
@@ -158,28 +152,32 @@ def install_error_handlers(app: FastAPI) -> None:
         return response
 
 
-def install_body_limit(app: FastAPI) -> None:
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return _error(413, "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes")
-        return await call_next(request)
+# readable without a key: readiness for load balancers, and the API's own description
+OPEN_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+
+
+def key_gate(keys: KeyRing) -> Gate:
+    """401 before the body is read, for every path but the open ones (agent scopes are checked per route)."""
+    def gate(scope: Scope) -> Refusal | None:
+        if keys.open or scope["path"] in OPEN_PATHS:
+            return None
+        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        if keys.principal_of_header(authorization) is None:
+            return Refusal(401, "unauthorized", "missing or invalid API key")
+        return None
+
+    return gate
 
 
 def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
     from memvec.service import routes_agents, routes_memory, routes_messages
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        memory.save()  # uvicorn re-raises SIGTERM after shutdown: save the indexes here, not after run()
-
-    app = FastAPI(title="memvec", version="0.1.0", lifespan=lifespan, responses=ERROR_RESPONSES,
+    # indexes are saved by whoever runs the app (memvec serve: cli_common.serve_http) when it stops
+    app = FastAPI(title="memvec", version="0.1.0", responses=ERROR_RESPONSES,
                   description=API_DESCRIPTION)
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)
-    install_body_limit(app)
+    app.add_middleware(FrontDoor, gate=key_gate(app.state.service.keys))
     add_health_route(app)
     routes_agents.add_routes(app)
     routes_memory.add_routes(app)

@@ -2,18 +2,24 @@
 
 Keys come from MEMVEC_API_KEYS (comma-separated) and/or a keys file (one key per line; `#` comments).
 A key may be scoped: `KEY=agent1|agent2` can only see and touch those agents; a scoped key asking
-for another agent gets 404, exactly as if the agent did not exist. With no keys configured the
-service is open (meant for 127.0.0.1).
+for another agent gets 404, exactly as if the agent did not exist. An entry whose scope is empty or
+names no valid agent (`KEY=`, `KEY=|`, as a template with an unset variable writes) is refused at
+start: it must never widen into an unscoped key. With no keys configured the service is open
+(meant for 127.0.0.1).
 """
 
 from __future__ import annotations
 
 import hmac
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from memvec.errors import InvalidInputError
+from memvec.types import AGENT_PATTERN
+
+MIN_KEY_CHARS = 8
 
 
 @dataclass(frozen=True)
@@ -45,24 +51,52 @@ class KeyRing:
                 return principal
         return None
 
+    def principal_of_header(self, authorization: str | None) -> Principal | None:
+        """The principal for an `Authorization` header value (`Bearer KEY`), or None."""
+        scheme, _, token = (authorization or "").partition(" ")
+        return self.principal(token.strip() if scheme.lower() == "bearer" else None)
+
     @classmethod
-    def parse(cls, entries: list[str]) -> KeyRing:
+    def parse(cls, entries: list[tuple[str, str]]) -> KeyRing:
+        """Keys from (where, entry) pairs; `where` names the entry in errors (never the key itself)."""
         keys: dict[str, Principal] = {}
-        for entry in (e.strip() for e in entries):
+        for where, raw in entries:
+            entry = raw.strip()
             if not entry or entry.startswith("#"):
                 continue
-            key, _, scope = entry.partition("=")
-            if len(key) < 8:
-                raise InvalidInputError("API keys must be at least 8 characters long")
-            agents = frozenset(a for a in scope.split("|") if a) if scope else None
-            keys[key] = Principal(agents)
+            key, scoped, scope = (part.strip() for part in entry.partition("="))
+            principal = Principal(_scope(where, scope) if scoped else None)
+            if len(key) < MIN_KEY_CHARS or re.search(r"\s", key):
+                raise InvalidInputError(f"{where}: API keys must be at least {MIN_KEY_CHARS} characters "
+                                        "long, without spaces")
+            if keys.get(key, principal) != principal:
+                raise InvalidInputError(f"{where}: this key is listed twice with different scopes")
+            keys[key] = principal
         return cls(keys)
 
     @classmethod
     def from_environment(cls, keys_file: Path | None = None) -> KeyRing:
-        entries = [e for e in os.environ.get("MEMVEC_API_KEYS", "").split(",") if e.strip()]
+        """MEMVEC_API_KEYS plus the keys file (`keys_file`, else MEMVEC_API_KEYS_FILE)."""
+        entries = [(f"MEMVEC_API_KEYS entry {n}", e)
+                   for n, e in enumerate(os.environ.get("MEMVEC_API_KEYS", "").split(","), start=1)]
         env_file = os.environ.get("MEMVEC_API_KEYS_FILE")
         path = keys_file or (Path(env_file) if env_file else None)
         if path is not None:
-            entries += path.read_text().splitlines()
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidInputError(f"cannot read the keys file {path}: {exc}") from exc
+            entries += [(f"{path} line {n}", line) for n, line in enumerate(lines, start=1)]
         return cls.parse(entries)
+
+
+def _scope(where: str, scope: str) -> frozenset[str]:
+    """The agents of a `KEY=a|b` scope; blank parts are ignored, and a scope left empty is an error."""
+    agents = frozenset(a.strip() for a in scope.split("|") if a.strip())
+    if not agents:
+        raise InvalidInputError(f"{where}: the key has '=' but no agent after it; a scoped key must name "
+                                "its agents (KEY=agent1|agent2), an unscoped key has no '='")
+    invalid = sorted(a for a in agents if not re.match(AGENT_PATTERN, a))
+    if invalid:
+        raise InvalidInputError(f"{where}: {', '.join(map(repr, invalid))} is not an agent name")
+    return agents

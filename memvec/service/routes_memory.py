@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import re
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from memvec.agentfile import AgentFileReport, import_document, read_document
+from memvec.agentfile import AgentFileReport, import_document, parse_document, read_document
 from memvec.errors import InvalidInputError
 from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
 from memvec.service.schemas import (
@@ -55,7 +55,7 @@ def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: in
 def cursor(value: str | None) -> int | None:
     if value is None:
         return None
-    if not value.isdigit() or len(value) > 18:
+    if not re.fullmatch(r"[0-9]{1,18}", value):  # ASCII digits only: str.isdigit also takes '²' and '٣'
         raise InvalidInputError(f"cursor {value!r} is not a record id (digits)")
     return int(value)
 
@@ -86,15 +86,8 @@ async def _import_document(request: Request) -> tuple[Any, str | None]:
         if upload is None or isinstance(upload, str):
             raise InvalidInputError("upload the agent file as the multipart field `file`")
         raw = await upload.read()
-        return _json(raw), str(override) if override else None
-    return _json(await request.body()), None
-
-
-def _json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"the document is not JSON: {exc}") from exc
+        return parse_document(raw, what="the uploaded file"), str(override) if override else None
+    return parse_document(await request.body()), None
 
 
 def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -50,6 +51,10 @@ class Store(Protocol):
 
     def healthy(self) -> bool:
         """Whether the store answers right now (a down database: False, never an exception)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Several writes of this thread as one transaction: all commit, or none."""
         ...
 
     def get_meta(self, key: str) -> str | None: ...

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from memvec.guard import looks_untrusted
+from memvec.limits import MAX_METADATA_DEPTH, json_depth_exceeds
 from memvec.store.base import EmbeddingBatch
-from memvec.types import Citation, Record, SearchFilters, Tier
+from memvec.types import AgentSettings, Citation, Record, SearchFilters, Tier
 
 RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted"
 EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at, session_id"
@@ -24,6 +25,20 @@ def format_time(value: datetime) -> str:
 
 def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.removesuffix("Z")).replace(tzinfo=UTC)
+
+
+def readable_metadata(value: Any) -> dict[str, Any]:
+    """Stored metadata as it can be returned: metadata written before depth was bounded, and now
+    too deep to validate, is replaced by a note, so the agent or block stays readable and deletable."""
+    if isinstance(value, dict) and not json_depth_exceeds(value, MAX_METADATA_DEPTH):
+        return value
+    return {"memvec_note": f"the stored metadata nests more than {MAX_METADATA_DEPTH} levels deep and is "
+                           "hidden; set new metadata to replace it"}
+
+
+def settings_from_json(raw: str) -> AgentSettings:
+    data = json.loads(raw)
+    return AgentSettings.model_validate({**data, "metadata": readable_metadata(data.get("metadata", {}))})
 
 
 def row_to_record(row: Any) -> Record:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +26,9 @@ from memvec.store.rows import (
     filter_sql,
     format_time,
     parse_time,
+    readable_metadata,
     row_to_record,
+    settings_from_json,
 )
 from memvec.types import AgentSettings, AgentState, CoreBlock, Record, SearchFilters, Tier
 
@@ -66,6 +68,13 @@ class SQLStore:
     def _run(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         """Execute inside a `_write` transaction; returns the cursor."""
         return db.execute(self._sql(sql), params)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction around several writes of this thread: every write inside joins it, and
+        they all commit together or not at all."""
+        with self._write():
+            yield
 
     def healthy(self) -> bool:
         """Whether the database answers right now (down: False, never an exception)."""
@@ -242,7 +251,7 @@ class SQLStore:
         r = rows[0]
         state = AgentState(summary=r["summary"], in_context=json.loads(r["in_context"]), turn=r["turn"],
                            created_at=parse_time(r["created_at"]))
-        return AgentSettings.model_validate_json(r["settings"]), state
+        return settings_from_json(r["settings"]), state
 
     def put_agent(self, settings: AgentSettings, state: AgentState | None = None) -> None:
         """Create or update an agent's settings (and its state, when given)."""
@@ -274,7 +283,8 @@ class SQLStore:
         rows = self._query("SELECT label, value, char_limit, read_only, description, metadata FROM core_blocks "
                            f"WHERE agent = ? ORDER BY {self.BLOCK_ORDER}", (agent,))
         return [CoreBlock(label=r["label"], value=r["value"], limit=r["char_limit"], read_only=bool(r["read_only"]),
-                          description=r["description"], metadata=json.loads(r["metadata"])) for r in rows]
+                          description=r["description"], metadata=readable_metadata(json.loads(r["metadata"])))
+                for r in rows]
 
     def put_block(self, agent: str, block: CoreBlock) -> None:
         with self._write() as db:

@@ -28,6 +28,7 @@ class SQLiteStore(SQLStore):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.RLock()
+        self._depth = 0  # nesting of _write in the thread holding the lock
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
             self._db.row_factory = sqlite3.Row
@@ -41,14 +42,26 @@ class SQLiteStore(SQLStore):
     # -- plumbing -------------------------------------------------------------------------
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """An IMMEDIATE transaction; a write inside another one of this thread (`transaction()`)
+        joins it, and the outermost commits or rolls back the lot."""
         with self._lock, self._errors():
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._db
+                finally:
+                    self._depth -= 1
+                return
             self._db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
             try:
                 yield self._db
             except BaseException:
                 if self._db.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
                     self._db.execute("ROLLBACK")
                 raise
+            finally:
+                self._depth = 0
             self._db.execute("COMMIT")
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
