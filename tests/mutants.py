@@ -45,6 +45,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "tests/test_letta_client.py"),
     ("agent-file import drops read-only flags", "memvec/agentfile.py",
      '"read_only": bool(b.read_only)', '"read_only": False', "tests/test_agent_files.py"),
+    ("RRF ranks records BM25 did not find", "memvec/search/hybrid.py",
+     "in_bm25=np.isin(union, bm25_ids) & _matched(bm25))", "in_bm25=None)", "tests/test_fuse.py"),
     # hardening (issue 20): each hole it closed, reopened
     ("a key with an empty scope is unscoped", "memvec/service/auth.py",
      "principal = Principal(_scope(where, scope) if scoped else None)",

@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from memvec.search.fuse import convex, min_max, ranks, rrf
+from memvec import Memory
+from memvec.search.fuse import convex, mean_ranks, min_max, ranks, rrf
 
 finite = st.floats(-10, 10, allow_nan=False, width=32)
 
@@ -40,3 +41,38 @@ def test_rrf_matches_its_definition() -> None:
     bm25 = np.array([1.0, 3.0, 2.0])
     expected = [1 / 61 + 1 / 63, 1 / 63 + 1 / 61, 1 / 62 + 1 / 62]
     np.testing.assert_allclose(rrf(vector, bm25, 60), expected, rtol=1e-6)
+
+
+def test_tied_scores_share_the_mean_of_their_ranks() -> None:
+    assert mean_ranks(np.array([0.1, 0.9, 0.5, 0.9])).tolist() == [4, 1.5, 3, 1.5]
+
+
+def test_rrf_gives_nothing_for_a_list_a_candidate_is_not_in() -> None:
+    vector = np.array([0.9, 0.8, 0.1], dtype=np.float32)
+    bm25 = np.array([0.0, 0.0, 5.0], dtype=np.float32)
+    fused = rrf(vector, bm25, 60, in_vector=np.array([True, True, False]), in_bm25=bm25 > 0)
+    np.testing.assert_allclose(fused, [1 / 61, 1 / 62, 1 / 61], rtol=1e-6)
+
+
+@given(arrays(np.float32, st.integers(1, 30), elements=finite), st.data())
+def test_rrf_ranks_each_list_among_its_members(scores: np.ndarray, data: st.DataObject) -> None:
+    members = data.draw(arrays(np.bool_, len(scores)))
+    fused = rrf(scores, np.zeros_like(scores), 60, in_vector=members, in_bm25=np.zeros_like(members))
+    assert np.all(fused[~members] == 0)
+    inside = scores[members]
+    expected = [1 / (60 + 1 + np.sum(inside > s) + (np.sum(inside == s) - 1) / 2) for s in inside]
+    np.testing.assert_allclose(fused[members], expected, rtol=1e-6)
+
+
+def test_rrf_puts_the_only_bm25_match_first(real_memory: Memory) -> None:
+    """Parcels whose 7-digit keys look alike to the model (as in the benchmark's key-value task): the
+    key decides, and only BM25 reads it. The other parcels share only words that every parcel has,
+    so they are not in BM25's list and must not outvote it with their vector ranks."""
+    archival = real_memory.archival("kv")
+    keys = [4_300_017 + 7_919 * n for n in range(80)]
+    for n, key in enumerate(keys):
+        archival.insert(f"The locker code for parcel {key} is {1000 + n * 37}.")
+    for key in keys[::8]:
+        for fusion in ("rrf", "convex"):
+            top = archival.search(f"What is the locker code for parcel {key}?", k=10, fusion=fusion)[0]
+            assert str(key) in top.text, (fusion, key, top.text)

@@ -164,8 +164,9 @@ def expected_fused(hits: list[dict[str, Any]], fusion: str, vector_weight: float
     vector = np.array([h["scores"]["vector"] for h in hits])
     bm25 = np.array([h["scores"]["bm25"] for h in hits])
     if fusion == "rrf":
-        def rank(scores: np.ndarray) -> np.ndarray:
-            return np.array([1 + sum(other > s for other in scores) for s in scores])
+        def rank(scores: np.ndarray) -> np.ndarray:  # ties share the mean of the ranks they span
+            return np.array([1 + sum(other > s for other in scores) + (sum(other == s for other in scores) - 1) / 2
+                             for s in scores])
         return list(1 / (60 + rank(vector)) + 1 / (60 + rank(bm25)))
 
     def scaled(scores: np.ndarray) -> np.ndarray:

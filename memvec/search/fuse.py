@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 Scores = npt.NDArray[np.float32]
+Mask = npt.NDArray[np.bool_]
 
 
 def min_max(scores: Scores) -> Scores:
@@ -33,7 +34,29 @@ def ranks(scores: Scores) -> npt.NDArray[np.int64]:
     return np.searchsorted(np.sort(negated), negated, side="left").astype(np.int64) + 1
 
 
-def rrf(vector: Scores, bm25: Scores, k: int = 60) -> Scores:
-    """Reciprocal rank fusion: sum of 1 / (k + rank) over both methods (Cormack et al. 2009)."""
-    fused: Scores = (1.0 / (k + ranks(vector)) + 1.0 / (k + ranks(bm25))).astype(np.float32)
-    return fused
+def rrf(vector: Scores, bm25: Scores, k: int = 60, *, in_vector: Mask | None = None,
+        in_bm25: Mask | None = None) -> Scores:
+    """Reciprocal rank fusion: sum of 1 / (k + rank) over both methods (Cormack et al. 2009). A
+    candidate outside a method's own list (`in_vector` / `in_bm25`, default: all in) gets nothing
+    from that method, and the ranks are counted among that list's members only: a union member that
+    BM25 did not find must not share a rank with the ones it found."""
+    return (_reciprocal_ranks(vector, in_vector, k) + _reciprocal_ranks(bm25, in_bm25, k)).astype(np.float32)
+
+
+def mean_ranks(scores: Scores) -> npt.NDArray[np.float64]:
+    """1-based rank of each score, tied scores sharing the mean of the ranks they span: a block of
+    equal scores (say, records that match no query word at all) carries no order, so none of them
+    takes the best rank of the block."""
+    negated = -np.asarray(scores, dtype=np.float64)
+    ordered = np.sort(negated)
+    first = np.searchsorted(ordered, negated, side="left")
+    last = np.searchsorted(ordered, negated, side="right")
+    result: npt.NDArray[np.float64] = (first + last + 1) / 2.0
+    return result
+
+
+def _reciprocal_ranks(scores: Scores, members: Mask | None, k: int) -> npt.NDArray[np.float64]:
+    out = np.zeros(len(scores), dtype=np.float64)
+    inside = np.ones(len(scores), dtype=bool) if members is None else np.asarray(members, dtype=bool)
+    out[inside] = 1.0 / (k + mean_ranks(np.asarray(scores)[inside]))
+    return out

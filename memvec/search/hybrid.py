@@ -85,12 +85,20 @@ def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings,
     session_weight = settings.session_weight if request.session_weight is None else request.session_weight
     with_vector, with_bm25 = _with_sessions(index, session_weight, union, vector, bm25, query_vector, lexical)
     if (request.fusion or settings.fusion) is Fusion.RRF:
-        fused = rrf(with_vector, with_bm25, settings.rrf_k)
+        fused = rrf(with_vector, with_bm25, settings.rrf_k, in_vector=np.isin(union, vector_ids),
+                    in_bm25=np.isin(union, bm25_ids) & _matched(bm25))
     else:
         weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
         fused = convex(with_vector, with_bm25, weight)
     order = np.lexsort((union, -fused))[:request.k]
     return Ranked(union[order], fused[order], vector=vector[order], bm25=bm25[order])
+
+
+def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
+    """The records BM25 found: a score of at least 1% of the best one. Below that a record matches
+    only words that nearly every record has (their IDF is ~0), which says nothing about it; such
+    records, often a large tied block, must not take BM25's next ranks in RRF."""
+    return bm25 > 0.01 * float(bm25.max(initial=0.0))
 
 
 def _with_sessions(index: TierIndex, weight: float, union: Ids, vector: Scores, bm25: Scores,
