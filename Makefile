@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact
+.PHONY: install test lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact train-ranker
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -58,6 +58,11 @@ bench-compact: install
 # Retrieval-quality levers, each alone, on both halves of the LoCoMo dev set (~10 min).
 bench-ablation: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.ablation $(BENCH_ARGS)
+
+# Refit the learned ranker on the LoCoMo dev conversations (deterministic: the same file again) and report
+# it leave-one-conversation-out: memvec/search/ranker.json, benchmarks/results/ranker.{md,json} (~2 min).
+train-ranker: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.train_ranker $(BENCH_ARGS)
 
 # Upper bounds on LoCoMo (ceiling, deeper k, oracle fusion weight) from the raw per-method scores (~3 min).
 bench-headroom: install

@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tqdm import tqdm
 
-from benchmarks import backends, cli_runs, datasets, load, quality, report, speed, staleness, stores
+from benchmarks import backends, cli_runs, datasets, load, quality, report, speed, staleness, stores, train_ranker
 from benchmarks.harness import MeasuredEmbedder
 from memvec.embed import DEFAULT_MODEL_NAME, load_embedder, qualified_model_id
 
@@ -54,10 +54,15 @@ def quality_tasks(args: argparse.Namespace) -> dict[str, list[datasets.Task]]:
 
 
 def run_quality(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
+    """LoCoMo is ranked with rankers fitted leave-one-conversation-out (each conversation by one fitted
+    on the others; --quick uses the shipped one); the synthetic tasks with the shipped ranker."""
     results: dict[str, Any] = {}
+    bar.set_description("quality: fitting rankers leave-one-conversation-out")
+    folds = {} if args.quick else train_ranker.fold_rankers(datasets.load_locomo(args.locomo), embedder)
     for name, task_list in quality_tasks(args).items():
         bar.set_description(f"quality: {name}")
-        rows = quality.merge([quality.run_task(task, embedder) for task in task_list])
+        rows = quality.merge([quality.run_task(task, embedder, ranker=folds.get(task.name.partition("/")[2], "shipped"))
+                              for task in task_list])
         results[name] = {"scores": quality.score(rows), "curves": report.recall_curves(rows)}
         bar.update(1)
     return results

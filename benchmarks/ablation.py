@@ -43,7 +43,8 @@ LEVERS: dict[str, dict[str, Any]] = {
     "all, RRF fusion": {"search": {"fusion": "rrf"}},
     "all, candidates 5·k": {"search": {"candidate_factor": 5, "min_candidates": 20}},
 }
-MODES = {"hybrid": {"mode": "hybrid"}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"}}
+# the first stage's levers: fusion without the learned ranker (its own report: make train-ranker)
+MODES = {"hybrid": {"mode": "hybrid", "rerank": False}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"}}
 
 
 def measure(samples: list[dict], make: Any, embedder: MeasuredEmbedder, settings: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from memvec import Memory
 from memvec.embed import Embedder, backend_of, load_embedder, qualified_model_id
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
-DEFAULT_ONLY = {"hybrid (default)": {"mode": "hybrid"}}
+DEFAULT_ONLY = {"hybrid (default)": {"mode": "hybrid", "rerank": False}}  # fusion: the ranker is fitted for one backend
 
 
 def turn_texts(samples: list[dict]) -> list[str]:

@@ -13,26 +13,34 @@ from benchmarks.harness import load_task
 from benchmarks.metrics import summarize
 from memvec import SearchRequest
 from memvec.embed import Embedder
+from memvec.search.rerank import Ranker
+
+Rows = dict[str, list[tuple[list[str], set[str], str]]]
 
 # name -> SearchRequest fields
 MODES: dict[str, dict[str, Any]] = {
     "token": {"mode": "token"},
     "bm25": {"mode": "bm25"},
     "vector": {"mode": "vector"},
-    "hybrid w=0.3": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.3},
-    "hybrid w=0.5": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.5},
-    "hybrid w=0.7": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.7},
-    "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
+    # fusion alone (the first stage), then the default: fusion re-ordered by the learned ranker
+    "hybrid w=0.3": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.3, "rerank": False},
+    "hybrid w=0.5": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.5, "rerank": False},
+    "hybrid w=0.7": {"mode": "hybrid", "fusion": "convex", "vector_weight": 0.7, "rerank": False},
+    "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf", "rerank": False},
+    "hybrid, no ranker": {"mode": "hybrid", "rerank": False},
     "hybrid (default)": {"mode": "hybrid"},
 }
 
 
 def run_task(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]] = MODES, k: int = 10,
-             **settings: Any) -> dict[str, list[tuple[list[str], set[str], str]]]:
-    """For each mode, (ranked keys, evidence, category) per query; `settings` go to Memory.open."""
+             ranker: Ranker | str | None = "shipped", **settings: Any) -> Rows:
+    """For each mode, (ranked keys, evidence, category) per query; `settings` go to Memory.open.
+    `ranker`: the one the package ships, or another (for a conversation, one not fitted on it), or None."""
     agent = re.sub(r"[^A-Za-z0-9_.-]", "-", task.name)
     with tempfile.TemporaryDirectory() as tmp:
         mem = load_task(Path(tmp), embedder, task, agent, **settings)
+        if ranker != "shipped":
+            mem.engine.ranker = ranker if isinstance(ranker, Ranker) else None
         try:
             out: dict[str, list[tuple[list[str], set[str], str]]] = defaultdict(list)
             for query in task.queries:
@@ -44,9 +52,6 @@ def run_task(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]] = 
             return dict(out)
         finally:
             mem.close()
-
-
-Rows = dict[str, list[tuple[list[str], set[str], str]]]
 
 
 def merge(runs: list[Rows]) -> Rows:
@@ -64,6 +69,6 @@ def score(rows_by_mode: dict[str, list[tuple[list[str], set[str], str]]]) -> dic
         by_category: dict[str, list[tuple[list[str], set[str]]]] = defaultdict(list)
         for ranked, evidence, category in rows:
             by_category[category].append((ranked, evidence))
-        result[mode] = {"overall": summarize([(r, e) for r, e, _ in rows]),
-                        "by_category": {c: summarize(v) for c, v in sorted(by_category.items())}}
+        result[mode] = {"overall": summarize([(r, e) for r, e, _ in rows], ks=(1, 3, 5, 10)),
+                        "by_category": {c: summarize(v, ks=(1, 3, 5, 10)) for c, v in sorted(by_category.items())}}
     return result

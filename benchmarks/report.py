@@ -16,7 +16,7 @@ from benchmarks.metrics import hit_at_k
 from memvec.embed import Embedder
 
 CONVEX_WEIGHTS = ["hybrid w=0.3", "hybrid w=0.5", "hybrid w=0.7"]
-SHOWN_MODES = ["token", "bm25", "vector", *CONVEX_WEIGHTS, "hybrid-rrf", "hybrid (default)"]
+SHOWN_MODES = ["token", "bm25", "vector", *CONVEX_WEIGHTS, "hybrid-rrf", "hybrid, no ranker", "hybrid (default)"]
 
 
 def recall_curves(rows_by_mode: dict[str, list[tuple[list[str], set[str], str]]], max_k: int = 10
@@ -66,9 +66,10 @@ def _quality_section(quality: dict[str, Any]) -> list[str]:
     for name, task in quality.items():
         scores = task["scores"]
         out += [f"### {name} (n={scores['token']['overall']['n']} queries)", "",
-                _table(["mode", "R@1", "R@5", "R@10", "MRR@10", "all-evidence R@10"],
-                       [[m, *(scores[m]["overall"][c] for c in ("recall@1", "recall@5", "recall@10", "mrr@10",
-                                                                  "all@10"))] for m in SHOWN_MODES]), ""]
+                _table(["mode", "R@1", "R@3", "R@5", "R@10", "MRR@10", "all-evidence R@10"],
+                       [[m, *(scores[m]["overall"].get(c, float("nan")) for c in (
+                           "recall@1", "recall@3", "recall@5", "recall@10", "mrr@10", "all@10"))]
+                        for m in SHOWN_MODES]), ""]
         categories = list(scores["token"]["by_category"])
         if len(categories) > 1:
             out += ["recall@10 per question category:", "",

@@ -81,7 +81,8 @@ def summary_ms(values: list[float]) -> dict[str, float]:
 
 
 MODES = {"token": {"mode": "token"}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"},
-         "hybrid": {"mode": "hybrid"}, "hybrid without session score": {"mode": "hybrid", "session_weight": 0.0}}
+         "hybrid": {"mode": "hybrid"}, "hybrid, no ranker": {"mode": "hybrid", "rerank": False},
+         "hybrid without session score": {"mode": "hybrid", "session_weight": 0.0}}
 
 
 def ingest_and_query(model: Embedder, n: int, n_queries: int = 200, progress: Callable[[int], None] | None = None

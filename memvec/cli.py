@@ -201,6 +201,9 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 @click.option("--vector-weight", type=float, help="Convex fusion weight of the vector side, 0..1 (default 0.5).")
 @click.option("--session-weight", type=float,
               help="Weight of the session-level score in hybrid search, 0 turns it off (default 1.0).")
+@click.option("--rerank/--no-rerank", default=None,
+              help="Hybrid: re-order the best candidates with the learned ranker (default: when the home's "
+                   "model has one) or rank by fusion alone.")
 @click.option("--tag", "tags", multiple=True, help="Only records with this tag (repeatable).")
 @click.option("--all-tags", is_flag=True, help="Require all --tag values instead of any.")
 @click.option("--role", "roles", multiple=True, help="Only records with this role (repeatable).")
@@ -212,7 +215,8 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.pass_obj
 def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode: str, fusion: str | None,
-           vector_weight: float | None, session_weight: float | None, tags: tuple[str, ...], all_tags: bool,
+           vector_weight: float | None, session_weight: float | None, rerank: bool | None, tags: tuple[str, ...],
+           all_tags: bool,
            roles: tuple[str, ...], session: str | None, since: datetime | None, until: datetime | None,
            queries: Path | None, as_json: bool) -> None:
     """Search one tier of an agent's memory with QUERY (or many queries with --queries)."""
@@ -225,7 +229,7 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
     def request(text: str) -> SearchRequest:
         return SearchRequest.model_validate({"agent": agent, "tier": tier, "query": text, "k": k, "mode": mode,
                                              "fusion": fusion, "vector_weight": vector_weight,
-                                             "session_weight": session_weight,
+                                             "session_weight": session_weight, "rerank": rerank,
                                              "filters": filters})
 
     with obj.open() as mem:

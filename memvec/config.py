@@ -34,6 +34,9 @@ class SearchSettings(BaseModel):
     refine_factor: int = Field(
         default=4, ge=1, description="vector mode on a compact index (-fp16, -sq8): fetch k * factor candidates "
                                      "and rank them by the exact float32 vectors read from the store")
+    rerank: bool = Field(default=True, description="hybrid: re-order the best fused candidates with the learned "
+                                                   "ranker shipped in the package, when it was fitted for the home's "
+                                                   "model (else plain fusion)")
     session_weight: float = Field(
         default=1.0, ge=0.0, le=10.0,
         description="hybrid: add this times the mean score of a record's session (or document) to its own "

@@ -25,6 +25,7 @@ from memvec.errors import IndexFileError, InvalidInputError, ModelMismatchError
 from memvec.index.files import Manifest, read_manifest
 from memvec.index.tier import TierIndex, verify_on_disk
 from memvec.search.engine import Engine, IndexUsage
+from memvec.search.rerank import shipped_ranker
 from memvec.store import open_store
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
@@ -104,7 +105,8 @@ class Memory:
         self.index_settings = self._resolve_index_kind()
         self.engine = Engine(store=self.store, embedder=self._serving(embedder or self._lazy(self.model_id)),
                              index_root=self.home / "index", index_settings=self.index_settings,
-                             search_settings=config.search, max_loaded_indexes=config.max_loaded_indexes)
+                             search_settings=config.search, max_loaded_indexes=config.max_loaded_indexes,
+                             ranker=shipped_ranker() if config.search.rerank else None)
 
     @classmethod
     def open(cls, home: str | os.PathLike[str] | None = None, *, model: str | None = None,

@@ -221,6 +221,8 @@ class MethodScores(BaseModel):
     vector: float | None = None
     bm25: float | None = None
     token: float | None = None
+    fused: float | None = Field(default=None, description="hybrid: the fused score (set when the ranker re-ordered)")
+    ranker: float | None = Field(default=None, description="hybrid: the learned ranker's score (the hit's score)")
 
 
 class Hit(Record):
@@ -261,6 +263,8 @@ class SearchRequest(BaseModel):
     vector_weight: float | None = Field(default=None, ge=0.0, le=1.0)
     session_weight: float | None = Field(default=None, ge=0.0, le=10.0,
                                          description="hybrid: weight of the session-level score (None: the default)")
+    rerank: bool | None = Field(default=None, description="hybrid: re-order the best candidates with the learned "
+                                                          "ranker (None: when the home's model has one)")
     filters: SearchFilters = Field(default_factory=SearchFilters)
 
 

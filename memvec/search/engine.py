@@ -18,7 +18,8 @@ from memvec.embed.base import Embedder, checked_vectors, embed_records
 from memvec.errors import NotFoundError
 from memvec.index.heap import release_freed_memory
 from memvec.index.tier import LoadReport, TierIndex
-from memvec.search.hybrid import needs_query_vector, rank, to_hits
+from memvec.search.hybrid import candidate_table, needs_query_vector, rank, to_hits
+from memvec.search.rerank import Matrix, Ranker
 from memvec.store.base import PreparedRecord, Store
 from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchMode, SearchRequest, Tier
 
@@ -37,13 +38,14 @@ class IndexUsage(BaseModel):
 class Engine:
     def __init__(self, *, store: Store, embedder: Embedder, index_root: Path,
                  index_settings: IndexSettings, search_settings: SearchSettings,
-                 max_loaded_indexes: int | None = None) -> None:
+                 max_loaded_indexes: int | None = None, ranker: Ranker | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.index_root = index_root
         self.index_settings = index_settings
         self.search_settings = search_settings
         self.max_loaded_indexes = max_loaded_indexes
+        self.ranker = ranker  # the second ranking stage; used only for the models it was fitted with
         self.load_reports: dict[tuple[str, Tier], LoadReport] = {}
         self._indexes: OrderedDict[tuple[str, Tier], TierIndex] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
@@ -203,8 +205,24 @@ class Engine:
         # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
         query_vector = index.embedder.embed_query(request.query) if needs_query_vector(request) else None
         with index.lock:
-            ranked = rank(index, request, self.search_settings, allowed, query_vector)
+            ranked = rank(index, request, self.search_settings, allowed, query_vector, self._ranker_for(request))
         return to_hits(index, ranked)
+
+    def _ranker_for(self, request: SearchRequest) -> Ranker | None:
+        if request.rerank is False or self.ranker is None or not self.ranker.applies_to(self.embedder.model_id):
+            return None
+        return self.ranker
+
+    def candidate_features(self, request: SearchRequest, depth: int) -> tuple[npt.NDArray[np.int64], Matrix]:
+        """The best `depth` fused candidates of a hybrid search and their ranker features, computed
+        exactly as a search computes them (`make train-ranker` fits the ranker on these)."""
+        index = self.tier_index(request.agent, request.tier)
+        allowed = None
+        if not request.filters.is_empty():
+            allowed = self.store.filter_ids(request.agent, request.tier, request.filters)
+        query_vector = index.embedder.embed_query(request.query)
+        with index.lock:
+            return candidate_table(index, request, self.search_settings, allowed, query_vector, depth)
 
     # -- lifecycle ------------------------------------------------------------------------
     def loaded_indexes(self) -> list[TierIndex]:

@@ -17,7 +17,8 @@ from memvec.index.lexical import QueryScores, top_k
 from memvec.index.tier import TierIndex
 from memvec.index.tokenize import plain_tokens
 from memvec.search.fuse import convex, rrf
-from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
+from memvec.search.rerank import Candidates, Matrix, Ranker, feature_matrix
+from memvec.types import Fusion, Hit, MethodScores, Record, SearchMode, SearchRequest
 
 Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
@@ -32,9 +33,11 @@ class Ranked:
     vector: npt.NDArray[np.float32] | None = None
     bm25: npt.NDArray[np.float32] | None = None
     token: npt.NDArray[np.float32] | None = None
+    fused: npt.NDArray[np.float32] | None = None
+    ranker: npt.NDArray[np.float32] | None = None
 
     def method_scores(self, row: int) -> MethodScores:
-        pick = {name: float(arr[row]) for name in ("vector", "bm25", "token")
+        pick = {name: float(arr[row]) for name in ("vector", "bm25", "token", "fused", "ranker")
                 if (arr := getattr(self, name)) is not None}
         return MethodScores(**pick)
 
@@ -44,9 +47,10 @@ def needs_query_vector(request: SearchRequest) -> bool:
 
 
 def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
-         query_vector: npt.NDArray[np.float32] | None = None) -> Ranked:
+         query_vector: npt.NDArray[np.float32] | None = None, ranker: Ranker | None = None) -> Ranked:
     """`query_vector` (the query embedded by the index's model) may be computed beforehand, so that
-    the forward pass runs outside the index lock; it is embedded here when needed and not given."""
+    the forward pass runs outside the index lock; it is embedded here when needed and not given.
+    With a `ranker`, hybrid search re-orders its best fused candidates with it."""
     if request.mode is SearchMode.TOKEN:
         return _token(index, request)
     if request.mode is SearchMode.BM25:
@@ -56,7 +60,7 @@ def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, all
         query_vector = index.embedder.embed_query(request.query)
     if request.mode is SearchMode.VECTOR:
         return _vector(index, request.k, settings, allowed, query_vector)
-    return _hybrid(index, request, settings, allowed, query_vector)
+    return _hybrid(index, request, settings, allowed, query_vector, ranker)
 
 
 def _vector(index: TierIndex, k: int, settings: SearchSettings, allowed: Ids | None,
@@ -71,27 +75,49 @@ def _vector(index: TierIndex, k: int, settings: SearchSettings, allowed: Ids | N
     return Ranked(ids, scores, vector=scores)
 
 
-def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings,
-            allowed: Ids | None, query_vector: npt.NDArray[np.float32]) -> Ranked:
+@dataclass(frozen=True)
+class _Fused:
+    """Every hybrid candidate (the union) with its scores, in the union's id order."""
+
+    union: Ids
+    vector: Scores
+    bm25: Scores
+    fused: Scores
+    session_vector: Scores
+    session_bm25: Scores
+    lexical: QueryScores
+
+
+def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+            query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> Ranked:
+    found = _fuse(index, request, settings, allowed, query_vector)
+    order = np.lexsort((found.union, -found.fused))
+    if ranker is not None and len(order):
+        return _rerank(index, request, found, order[:max(ranker.depth, request.k)], ranker, query_vector)
+    order = order[:request.k]
+    return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order])
+
+
+def _fuse(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+          query_vector: npt.NDArray[np.float32]) -> _Fused:
     depth = max(request.k * settings.candidate_factor, settings.min_candidates)
     vector_ids, _ = index.vector.search(query_vector, depth, allowed)
     lexical = index.lexical.query_scores(request.query)
     bm25_ids, _ = index.lexical.search_scored(lexical, depth, allowed)
     union = np.union1d(vector_ids, bm25_ids).astype(np.int64)
-    if len(union) == 0:
-        return Ranked(union, np.zeros(0, dtype=np.float32))
     vector = index.vector.vectors_for(union) @ query_vector
     bm25 = index.lexical.scores_for(lexical, union)
-    session_weight = settings.session_weight if request.session_weight is None else request.session_weight
-    with_vector, with_bm25 = _with_sessions(index, session_weight, union, vector, bm25, query_vector, lexical)
+    session_vector, session_bm25 = _session_scores(index, union, vector, bm25, query_vector, lexical)
+    weight = settings.session_weight if request.session_weight is None else request.session_weight
+    with_vector, with_bm25 = (vector + weight * session_vector, bm25 + weight * session_bm25) if weight > 0 else (
+        vector, bm25)
     if (request.fusion or settings.fusion) is Fusion.RRF:
         fused = rrf(with_vector, with_bm25, settings.rrf_k, in_vector=np.isin(union, vector_ids),
                     in_bm25=np.isin(union, bm25_ids) & _matched(bm25))
     else:
-        weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
-        fused = convex(with_vector, with_bm25, weight)
-    order = np.lexsort((union, -fused))[:request.k]
-    return Ranked(union[order], fused[order], vector=vector[order], bm25=bm25[order])
+        vector_weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
+        fused = convex(with_vector, with_bm25, vector_weight)
+    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical)
 
 
 def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
@@ -101,18 +127,59 @@ def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
     return bm25 > 0.01 * float(bm25.max(initial=0.0))
 
 
-def _with_sessions(index: TierIndex, weight: float, union: Ids, vector: Scores, bm25: Scores,
-                   query_vector: Scores, lexical: QueryScores) -> tuple[Scores, Scores]:
-    """Each candidate's scores plus `weight` times its session's mean scores (memvec.index.sessions).
-    Hits still report their own scores; only the fused score carries the session's."""
+def _session_scores(index: TierIndex, union: Ids, vector: Scores, bm25: Scores, query_vector: Scores,
+                    lexical: QueryScores) -> tuple[Scores, Scores]:
+    """Each candidate's session mean scores (memvec.index.sessions); a record without a session
+    is its own session. Hits still report their own scores; the fused score adds the session's."""
     sessions = index.sessions
-    if weight <= 0 or len(sessions) == 0:
+    if len(sessions) == 0 or len(union) == 0:
         return vector, bm25
     rows = sessions.rows_for(union)
     vector_means = sessions.vector_means(query_vector, rows)
     bm25_means = sessions.score_means(lexical.groups, lexical.scores, rows)
-    return (vector + weight * sessions.spread(rows, vector_means, vector),
-            bm25 + weight * sessions.spread(rows, bm25_means, bm25))
+    return sessions.spread(rows, vector_means, vector), sessions.spread(rows, bm25_means, bm25)
+
+
+def candidate_table(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+                    query_vector: npt.NDArray[np.float32], depth: int) -> tuple[Ids, Matrix]:
+    """The best `depth` fused candidates and their ranker features (what the ranker is fitted on)."""
+    found = _fuse(index, request, settings, allowed, query_vector)
+    top = np.lexsort((found.union, -found.fused))[:depth]
+    candidates = _candidates(index, found, top, query_vector)
+    records = _records(index, candidates.ids)
+    return candidates.ids, feature_matrix(request.query, candidates, records)
+
+
+def _rerank(index: TierIndex, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
+            query_vector: Scores) -> Ranked:
+    candidates = _candidates(index, found, top, query_vector)
+    learned = ranker.score(feature_matrix(request.query, candidates, _records(index, candidates.ids)),
+                           request.tier.value)
+    order = np.lexsort((candidates.ids, -learned))[:request.k]
+    return Ranked(candidates.ids[order], learned[order], vector=found.vector[top][order],
+                  bm25=found.bm25[top][order], fused=found.fused[top][order], ranker=learned[order])
+
+
+def _candidates(index: TierIndex, found: _Fused, top: Ids, query_vector: Scores) -> Candidates:
+    """The chosen candidates with their neighbours' scores: the records just before and after each
+    in the same session (ids in between belong to other sessions or tiers)."""
+    ids = found.union[top]
+    rows = index.sessions.rows_for(ids)
+    neighbour_vector, neighbour_bm25 = [], np.zeros(len(ids), dtype=np.float32)
+    for step in (-1, 1):
+        near = ids + step
+        same = (rows >= 0) & (index.sessions.rows_for(near) == rows)
+        neighbour_vector.append(np.where(same, index.vector.vectors_for(near) @ query_vector, 0.0).astype(np.float32))
+        neighbour_bm25 = np.maximum(neighbour_bm25, np.where(same, index.lexical.scores_for(found.lexical, near), 0.0))
+    return Candidates(ids=ids, vector=found.vector[top], bm25=found.bm25[top], fused=found.fused[top],
+                      session_vector=found.session_vector[top], session_bm25=found.session_bm25[top],
+                      neighbour_vector=(neighbour_vector[0], neighbour_vector[1]),
+                      neighbour_bm25=neighbour_bm25.astype(np.float32), sessions=rows)
+
+
+def _records(index: TierIndex, ids: Ids) -> list[Record | None]:
+    by_id = {r.id: r for r in index.store.get(index.agent, ids.tolist())}
+    return [by_id.get(int(i)) for i in ids.tolist()]
 
 
 def _token(index: TierIndex, request: SearchRequest) -> Ranked:

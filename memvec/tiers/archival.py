@@ -24,9 +24,12 @@ class ArchivalMemory(TierView):
     def search(self, query: str, *, k: int = 10, mode: SearchMode | str = SearchMode.HYBRID,
                tags: Sequence[str] = (), tag_match: str = "any", start: datetime | None = None,
                end: datetime | None = None, fusion: Fusion | str | None = None,
-               vector_weight: float | None = None) -> list[Hit]:
+               vector_weight: float | None = None, rerank: bool | None = None) -> list[Hit]:
+        """`rerank=False` ranks hybrid hits by fusion alone (default: the learned ranker, when the
+        home's model has one)."""
         filters = {"tags": list(tags), "tag_match": tag_match, "start": start, "end": end}
-        return self._search(query, k=k, mode=mode, filters=filters, fusion=fusion, vector_weight=vector_weight)
+        return self._search(query, k=k, mode=mode, filters=filters, fusion=fusion, vector_weight=vector_weight,
+                            rerank=rerank)
 
     def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False) -> list[Record]:
         return self._list(limit=limit, offset=offset, newest_first=newest_first)
