@@ -18,7 +18,7 @@ from memvec.index.tier import TierIndex
 from memvec.index.tokenize import plain_tokens
 from memvec.search.fuse import convex, rrf
 from memvec.search.rerank import Candidates, Matrix, Ranker, feature_matrix
-from memvec.types import Fusion, Hit, MethodScores, Record, SearchMode, SearchRequest
+from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
 
 Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
@@ -146,15 +146,14 @@ def candidate_table(index: TierIndex, request: SearchRequest, settings: SearchSe
     found = _fuse(index, request, settings, allowed, query_vector)
     top = np.lexsort((found.union, -found.fused))[:depth]
     candidates = _candidates(index, found, top, query_vector)
-    records = _records(index, candidates.ids)
-    return candidates.ids, feature_matrix(request.query, candidates, records)
+    return candidates.ids, feature_matrix(request.query, candidates, *_speakers_and_lengths(index, candidates.ids))
 
 
 def _rerank(index: TierIndex, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
             query_vector: Scores) -> Ranked:
     candidates = _candidates(index, found, top, query_vector)
-    learned = ranker.score(feature_matrix(request.query, candidates, _records(index, candidates.ids)),
-                           request.tier.value)
+    features = feature_matrix(request.query, candidates, *_speakers_and_lengths(index, candidates.ids))
+    learned = ranker.score(features, request.tier.value)
     order = np.lexsort((candidates.ids, -learned))[:request.k]
     return Ranked(candidates.ids[order], learned[order], vector=found.vector[top][order],
                   bm25=found.bm25[top][order], fused=found.fused[top][order], ranker=learned[order])
@@ -169,7 +168,9 @@ def _candidates(index: TierIndex, found: _Fused, top: Ids, query_vector: Scores)
     for step in (-1, 1):
         near = ids + step
         same = (rows >= 0) & (index.sessions.rows_for(near) == rows)
-        neighbour_vector.append(np.where(same, index.vector.vectors_for(near) @ query_vector, 0.0).astype(np.float32))
+        near_vector = np.zeros(len(ids), dtype=np.float32)
+        near_vector[same] = index.vector.vectors_for(near[same]) @ query_vector  # held ids only: one C++ batch
+        neighbour_vector.append(near_vector)
         neighbour_bm25 = np.maximum(neighbour_bm25, np.where(same, index.lexical.scores_for(found.lexical, near), 0.0))
     return Candidates(ids=ids, vector=found.vector[top], bm25=found.bm25[top], fused=found.fused[top],
                       session_vector=found.session_vector[top], session_bm25=found.session_bm25[top],
@@ -177,9 +178,10 @@ def _candidates(index: TierIndex, found: _Fused, top: Ids, query_vector: Scores)
                       neighbour_bm25=neighbour_bm25.astype(np.float32), sessions=rows)
 
 
-def _records(index: TierIndex, ids: Ids) -> list[Record | None]:
-    by_id = {r.id: r for r in index.store.get(index.agent, ids.tolist())}
-    return [by_id.get(int(i)) for i in ids.tolist()]
+def _speakers_and_lengths(index: TierIndex, ids: Ids) -> tuple[list[str | None], Matrix]:
+    facts = index.store.speakers_and_lengths(index.agent, ids.tolist())
+    found = [facts.get(int(i), (None, 0)) for i in ids.tolist()]
+    return [role for role, _ in found], np.array([length for _, length in found], dtype=np.float64)
 
 
 def _token(index: TierIndex, request: SearchRequest) -> Ranked:

@@ -25,8 +25,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memvec.types import Record
-
 Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float64]
@@ -72,10 +70,10 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.casefold()))
 
 
-def _speakers(query: str, records: list[Record | None]) -> tuple[Matrix, Matrix]:
+def _speakers(query: str, speakers: list[str | None]) -> tuple[Matrix, Matrix]:
     """(the query names this record's speaker, the query names another candidate's speaker only)."""
     words = _words(query)
-    roles = [(r.role or "").casefold() if r is not None else "" for r in records]
+    roles = [(role or "").casefold() for role in speakers]
     named = np.array([bool(role) and role in words for role in roles], dtype=np.float64)
     others = {role for role in roles if role and role in words}
     other = np.array([bool(others) and role not in others for role in roles], dtype=np.float64)
@@ -83,23 +81,29 @@ def _speakers(query: str, records: list[Record | None]) -> tuple[Matrix, Matrix]
 
 
 def _session_best(sessions: Ids, scores: Matrix) -> tuple[Matrix, Matrix]:
-    """(the best score of another candidate in the same session, how many candidates share it)."""
-    best, count = np.zeros(len(scores)), np.ones(len(scores))
-    for row in np.unique(sessions[sessions >= 0]):
-        members = np.flatnonzero(sessions == row)
-        count[members] = len(members)
-        for i in members:
-            others = members[members != i]
-            best[i] = scores[others].max() if len(others) else 0.0
+    """(the best score of another candidate in the same session, how many candidates share it);
+    a candidate without a session (-1) is alone. Vectorized: candidates sorted by session, then score."""
+    order = np.lexsort((-scores, sessions))
+    ordered_sessions, ordered_scores = sessions[order], scores[order]
+    starts = np.flatnonzero(np.r_[True, ordered_sessions[1:] != ordered_sessions[:-1]])
+    group = np.cumsum(np.isin(np.arange(len(order)), starts)) - 1
+    counts = np.diff(np.r_[starts, len(order)])
+    second = np.where(counts > 1, ordered_scores[np.minimum(starts + 1, len(order) - 1)], 0.0)
+    is_first = np.zeros(len(order), dtype=bool)
+    is_first[starts] = True
+    best, count = np.empty(len(order)), np.empty(len(order))
+    best[order] = np.where(is_first, second[group], ordered_scores[starts][group])
+    count[order] = counts[group]
+    alone = sessions < 0
+    best[alone], count[alone] = 0.0, 1.0
     return best, count
 
 
-def feature_matrix(query: str, found: Candidates, records: list[Record | None]) -> Matrix:
-    """One row per candidate, one column per name in FEATURES; `records` are the candidates' stored
-    records (None: deleted meanwhile), for their speakers and lengths."""
+def feature_matrix(query: str, found: Candidates, speakers: list[str | None], lengths: Matrix) -> Matrix:
+    """One row per candidate, one column per name in FEATURES; `speakers` (roles) and `lengths`
+    (characters) of the candidates come from the store (a record deleted meanwhile: None, 0)."""
     best_bm25 = float(found.bm25.max(initial=0.0))
-    named, other = _speakers(query, records)
-    lengths = np.array([len(r.text) if r is not None else 0 for r in records], dtype=np.float64)
+    named, other = _speakers(query, speakers)
     vector, fused = found.vector.astype(np.float64), found.fused.astype(np.float64)
     columns = {
         "vector": vector, "vector_gap": vector - vector.max(initial=0.0), "vector_rank_log": _rank_log(vector),
