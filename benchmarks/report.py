@@ -87,7 +87,8 @@ def _fusion_section(quality: dict[str, Any]) -> list[str]:
            "", f"Best mean: **{best}**. The default (`vector_weight` 0.5, convex min-max) is chosen from this: "
            "weights at or below 0.5 keep the exact-token task perfect, while 0.7 lets near-identical "
            "embeddings outvote the one record with the right key; RRF ignores how decisive a BM25 match is "
-           "(only ranks count), so it collapses on the key-value task and trails convex fusion on LoCoMo.", ""]
+           "(only ranks count), so it ranks the right key lower on the key-value task (R@1) and trails "
+           "convex fusion on LoCoMo.", ""]
     if locomo:
         s = {m: locomo["scores"][m]["overall"]["recall@10"] for m in ("token", "bm25", "vector", "hybrid (default)")}
         out += [f"On the LoCoMo recall tier, default hybrid R@10 = {s['hybrid (default)']:.3f}: "
