@@ -34,7 +34,7 @@ _TOOL_NAMES = ("core_memory_append", "core_memory_replace", "archival_memory_ins
                "conversation_search", "send_message")
 
 # memvec's fence tag in any spelling: case, spaces, a slash anywhere, attributes (`</ Untrusted_Memory >`)
-FENCE_TAG = r"<\s*/?\s*untrusted[\s_-]*memory\b[^>]*>?"
+FENCE_TAG = re.compile(r"<\s*/?\s*untrusted[\s_-]*memory\b[^>]*>?", re.I)
 
 SIGNALS: dict[str, re.Pattern[str]] = {
     "override": re.compile(r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|earlier|"
@@ -45,7 +45,7 @@ SIGNALS: dict[str, re.Pattern[str]] = {
                               re.I),
     "prompt-markup": re.compile(r"<\|im_start\|>|<\|im_end\|>|\[/?INST\]|<<SYS>>|</?system>"
                                 r"|^\s*#{0,3}\s*(system|assistant)\s*:|\bsystem prompt\b", re.I | re.M),
-    "fence-break": re.compile(FENCE_TAG, re.I),
+    "fence-break": FENCE_TAG,
     "tool-call": re.compile(r"\"(tool_calls|function_call)\"|\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"arguments\""
                             rf"|\b({'|'.join(_TOOL_NAMES)})\s*\(", re.I),
     "exfiltration": re.compile(r"\b(reveal|print|repeat|show)\b[^.\n]{0,30}"
@@ -69,9 +69,9 @@ def neutralize_fence_tags(text: str) -> str:
     """The text with every spelling of the fence tag defused (`<` written as `&lt;`), so nothing
     inside a fence can close it, or open a fake one, for the model reading it."""
     plain = unicodedata.normalize("NFKC", text)
-    if not re.search(FENCE_TAG, plain, re.I):
+    if not FENCE_TAG.search(plain):
         return text
-    return re.sub(FENCE_TAG, lambda m: "&lt;" + m.group(0)[1:], plain, flags=re.I)
+    return FENCE_TAG.sub(lambda m: "&lt;" + m.group(0)[1:], plain)
 
 
 def fence(text: str, *, record_id: int | None = None) -> str:

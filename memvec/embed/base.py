@@ -81,10 +81,7 @@ def checked_vectors(vectors: npt.NDArray[np.floating], rows: int, dim: int) -> V
     if bad.any():
         raise InvalidInputError(f"{int(bad.sum())} vector(s) are not finite or are all zeros "
                                 f"(first at row {int(np.argmax(bad))})")
-    array /= scale[:, None]  # scaled first, so squaring 1e300 cannot overflow
-    norms = np.linalg.norm(array, axis=1)
-    result: Vectors = (array / norms[:, None]).astype(np.float32)
-    return result
+    return l2_normalize(array / scale[:, None])  # scaled first, so squaring 1e300 cannot overflow
 
 
 class LazyEmbedder:

@@ -21,7 +21,7 @@ from memvec.errors import MemvecError
 from memvec.mcp_server.tools import DESCRIPTIONS, AgentTools
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing
-from memvec.service.front import FrontDoor, Gate, Refusal
+from memvec.service.front import FrontDoor, Gate, Refusal, header
 from memvec.types import describe_validation_error
 
 INSTRUCTIONS = ("Long-term memory for one agent, MemGPT style. Core memory blocks are always-true facts "
@@ -68,7 +68,7 @@ def key_gate(keys: KeyRing, agent: str) -> Gate:
     def gate(scope: Scope) -> Refusal | None:
         if keys.open:
             return None
-        principal = keys.principal_of_header(dict(scope["headers"]).get(b"authorization", b"").decode("latin-1"))
+        principal = keys.principal_of_header(header(scope, b"authorization"))
         if principal is None:
             return Refusal(401, "unauthorized", "missing or invalid API key")
         if not principal.may_see(agent):

@@ -199,9 +199,7 @@ class Engine:
 
     def search(self, request: SearchRequest) -> list[Hit]:
         index = self.tier_index(request.agent, request.tier)
-        allowed = None
-        if not request.filters.is_empty() and request.mode is not SearchMode.TOKEN:
-            allowed = self.store.filter_ids(request.agent, request.tier, request.filters)
+        allowed = self._allowed(request) if request.mode is not SearchMode.TOKEN else None
         # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
         query_vector = index.embedder.embed_query(request.query) if needs_query_vector(request) else None
         with index.lock:
@@ -217,12 +215,16 @@ class Engine:
         """The best `depth` fused candidates of a hybrid search and their ranker features, computed
         exactly as a search computes them (`make train-ranker` fits the ranker on these)."""
         index = self.tier_index(request.agent, request.tier)
-        allowed = None
-        if not request.filters.is_empty():
-            allowed = self.store.filter_ids(request.agent, request.tier, request.filters)
+        allowed = self._allowed(request)
         query_vector = index.embedder.embed_query(request.query)
         with index.lock:
             return candidate_table(index, request, self.search_settings, allowed, query_vector, depth)
+
+    def _allowed(self, request: SearchRequest) -> npt.NDArray[np.int64] | None:
+        """The ids the request's filters allow (None: no filter)."""
+        if request.filters.is_empty():
+            return None
+        return self.store.filter_ids(request.agent, request.tier, request.filters)
 
     # -- lifecycle ------------------------------------------------------------------------
     def loaded_indexes(self) -> list[TierIndex]:

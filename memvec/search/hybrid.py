@@ -144,19 +144,23 @@ def candidate_table(index: TierIndex, request: SearchRequest, settings: SearchSe
                     query_vector: npt.NDArray[np.float32], depth: int) -> tuple[Ids, Matrix]:
     """The best `depth` fused candidates and their ranker features (what the ranker is fitted on)."""
     found = _fuse(index, request, settings, allowed, query_vector)
-    top = np.lexsort((found.union, -found.fused))[:depth]
-    candidates = _candidates(index, found, top, query_vector)
-    return candidates.ids, feature_matrix(request.query, candidates, *_speakers_and_lengths(index, candidates.ids))
+    return _featured(index, request, found, np.lexsort((found.union, -found.fused))[:depth], query_vector)
 
 
 def _rerank(index: TierIndex, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
             query_vector: Scores) -> Ranked:
-    candidates = _candidates(index, found, top, query_vector)
-    features = feature_matrix(request.query, candidates, *_speakers_and_lengths(index, candidates.ids))
+    ids, features = _featured(index, request, found, top, query_vector)
     learned = ranker.score(features, request.tier.value)
-    order = np.lexsort((candidates.ids, -learned))[:request.k]
-    return Ranked(candidates.ids[order], learned[order], vector=found.vector[top][order],
+    order = np.lexsort((ids, -learned))[:request.k]
+    return Ranked(ids[order], learned[order], vector=found.vector[top][order],
                   bm25=found.bm25[top][order], fused=found.fused[top][order], ranker=learned[order])
+
+
+def _featured(index: TierIndex, request: SearchRequest, found: _Fused, top: Ids, query_vector: Scores
+              ) -> tuple[Ids, Matrix]:
+    """The chosen candidates' ids and ranker features (the same for a search and for fitting)."""
+    candidates = _candidates(index, found, top, query_vector)
+    return candidates.ids, feature_matrix(request.query, candidates, *_speakers_and_lengths(index, candidates.ids))
 
 
 def _candidates(index: TierIndex, found: _Fused, top: Ids, query_vector: Scores) -> Candidates:

@@ -28,7 +28,7 @@ from memvec.errors import (
 )
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
-from memvec.service.front import NO_RETRY, FrontDoor, Gate, Refusal
+from memvec.service.front import NO_RETRY, FrontDoor, Gate, Refusal, header
 from memvec.service.schemas import ErrorOut, Health
 from memvec.store import STORE_FILE
 from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, Tier, describe_validation_error
@@ -161,8 +161,7 @@ def key_gate(keys: KeyRing) -> Gate:
     def gate(scope: Scope) -> Refusal | None:
         if keys.open or scope["path"] in OPEN_PATHS:
             return None
-        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        if keys.principal_of_header(authorization) is None:
+        if keys.principal_of_header(header(scope, b"authorization")) is None:
             return Refusal(401, "unauthorized", "missing or invalid API key")
         return None
 

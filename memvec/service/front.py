@@ -35,7 +35,8 @@ class Refusal:
 Gate = Callable[[Scope], Refusal | None]  # decides on the method, path and headers alone
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def header(scope: Scope, name: bytes) -> str | None:
+    """A request header by its lower-case name (None: absent)."""
     for key, value in scope.get("headers", []):
         if key.lower() == name:
             return str(value.decode("latin-1"))
@@ -43,7 +44,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 def _is_json(scope: Scope) -> bool:
-    media = (_header(scope, b"content-type") or "").partition(";")[0].strip().lower()
+    media = (header(scope, b"content-type") or "").partition(";")[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
 
 
@@ -86,7 +87,7 @@ class FrontDoor:
         return Refusal(413, "payload_too_large", f"request bodies are limited to {self.max_body_bytes} bytes")
 
     def _declared_too_large(self, scope: Scope) -> Refusal | None:
-        length = _header(scope, b"content-length")
+        length = header(scope, b"content-length")
         if length is None:
             return None
         if not re.fullmatch(r"[0-9]{1,19}", length.strip()):
