@@ -202,8 +202,8 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 @click.option("--session-weight", type=float,
               help="Weight of the session-level score in hybrid search, 0 turns it off (default 1.0).")
 @click.option("--rerank/--no-rerank", default=None,
-              help="Hybrid: re-order the best candidates with the learned ranker (default: when the home's "
-                   "model has one) or rank by fusion alone.")
+              help="Hybrid: re-order the best candidates with the learned ranker (default: when it was "
+                   "fitted for the home's model and the fusion, convex) or rank by fusion alone.")
 @click.option("--tag", "tags", multiple=True, help="Only records with this tag (repeatable).")
 @click.option("--all-tags", is_flag=True, help="Require all --tag values instead of any.")
 @click.option("--role", "roles", multiple=True, help="Only records with this role (repeatable).")

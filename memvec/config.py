@@ -36,7 +36,7 @@ class SearchSettings(BaseModel):
                                      "and rank them by the exact float32 vectors read from the store")
     rerank: bool = Field(default=True, description="hybrid: re-order the best fused candidates with the learned "
                                                    "ranker shipped in the package, when it was fitted for the home's "
-                                                   "model (else plain fusion)")
+                                                   "model and the fusion (convex; else plain fusion)")
     session_weight: float = Field(
         default=1.0, ge=0.0, le=10.0,
         description="hybrid: add this times the mean score of a record's session (or document) to its own "

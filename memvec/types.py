@@ -264,7 +264,8 @@ class SearchRequest(BaseModel):
     session_weight: float | None = Field(default=None, ge=0.0, le=10.0,
                                          description="hybrid: weight of the session-level score (None: the default)")
     rerank: bool | None = Field(default=None, description="hybrid: re-order the best candidates with the learned "
-                                                          "ranker (None: when the home's model has one)")
+                                                          "ranker (None: when it was fitted for the home's model "
+                                                          "and this fusion, convex)")
     filters: SearchFilters = Field(default_factory=SearchFilters)
 
 

@@ -85,6 +85,22 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "        self.home = prepare_home(config.home)",
      "        self.home = config.home\n        self.home.mkdir(parents=True, exist_ok=True)",
      "tests/test_hardening.py"),
+    # ranking (issue 21)
+    ("the trees send a row on a threshold right", "memvec/search/trees.py",
+     "(rows[:, np.maximum(self.feature, 0)] <= self.threshold)",
+     "(rows[:, np.maximum(self.feature, 0)] < self.threshold)",
+     "tests/test_ranker.py"),
+    ("the trees read exact zeros as LightGBM does not", "memvec/search/trees.py",
+     "        rows = np.where(np.abs(rows) <= _ZERO, 0.0, rows)\n", "", "tests/test_ranker.py"),
+    ("a question mark anywhere ends a question", "memvec/search/rerank.py",
+     '"ends_question": np.array([t.rstrip().endswith("?")', '"ends_question": np.array(["?" in t',
+     "tests/test_ranker.py"),
+    ("the query's time question is not read", "memvec/search/rerank.py",
+     '"asks_time": np.full(len(texts), float(bool(_ASKS_TIME.search(query))))',
+     '"asks_time": np.zeros(len(texts))', "tests/test_ranker.py"),
+    ("the ranker is fitted without monotone scores", "benchmarks/train_ranker.py",
+     '"monotone_constraints": [MONOTONE.get(name, 0) for name in FEATURES]', '"monotone_constraints": []',
+     "tests/test_ranker.py"),
 ]
 
 

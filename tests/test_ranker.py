@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 import pytest
 
 from benchmarks.train_ranker import Question, fit
-from memvec import Memory
+from memvec import Memory, SearchRequest
 from memvec.embed import Embedder
 from memvec.search import rerank
 from memvec.search.rerank import FEATURES, Ranker, shipped_ranker
@@ -49,13 +50,16 @@ def conversation(real_memory: Memory) -> Memory:
 
 def test_the_shipped_ranker_is_used_by_default(conversation: Memory) -> None:
     ranker = shipped_ranker()
-    assert ranker is not None and ranker.applies_to(conversation.model_id)
+    assert ranker is not None and ranker.applies_to(conversation.model_id, "convex")
     for query in QUERIES:
         hits = conversation.recall("conv").search(query, k=5)
         assert all(h.scores.ranker is not None and h.score == pytest.approx(h.scores.ranker) for h in hits)
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         fused = conversation.recall("conv").search(query, k=5, rerank=False)
         assert all(h.scores.ranker is None for h in fused)
+        # fitted on convex fusion's scores: RRF's live on another scale, so RRF ranks alone
+        rrf = SearchRequest.model_validate({"agent": "conv", "tier": "recall", "query": query, "fusion": "rrf"})
+        assert all(h.scores.ranker is None for h in conversation.search(rrf))
 
 
 ANSWERS = {"What did Caroline research?": 7, "When did Melanie paint a sunrise?": 4, "Where does Melanie camp?": 6,
@@ -96,8 +100,6 @@ def test_the_ranker_reorders_by_its_features(conversation: Memory) -> None:
     """Planting a bug in a feature (the speaker named in the query) changes the ranking, so the
     ranker reads what it is given; the order then follows the ranker's own scores."""
     request = {"agent": "conv", "tier": "recall", "query": "What did Caroline research?", "k": 8}
-    from memvec import SearchRequest
-
     ids, features = conversation.engine.candidate_features(SearchRequest.model_validate(request), 50)
     ranker = conversation.engine.ranker
     assert ranker is not None and features.shape == (len(ids), len(FEATURES))
@@ -106,6 +108,24 @@ def test_the_ranker_reorders_by_its_features(conversation: Memory) -> None:
     assert [h.id for h in conversation.search(SearchRequest.model_validate(request))] == expected
     named = FEATURES.index("speaker_named")
     assert features[:, named].sum() > 0, "the query names Caroline: her turns carry the feature"
+
+
+def test_text_features_read_the_candidates_and_the_query(conversation: Memory) -> None:
+    def column(query: str, name: str) -> dict[str, float]:
+        request = SearchRequest.model_validate({"agent": "conv", "tier": "recall", "query": query, "k": 8})
+        ids, features = conversation.engine.candidate_features(request, 50)
+        texts = {r.id: r.text for r in conversation.store.get("conv", ids.tolist())}
+        return {texts[int(i)]: float(features[n, FEATURES.index(name)]) for n, i in enumerate(ids)}
+
+    time_words = column("When did Melanie paint a sunrise?", "time_words")
+    assert time_words[TURNS[3][2]] == 1.0 and time_words[TURNS[0][2]] == 1.0  # "last year", "yesterday"
+    assert time_words[TURNS[5][2]] == 0.0
+    assert set(column("When did Melanie paint a sunrise?", "asks_time").values()) == {1.0}
+    assert set(column("Where does Melanie camp?", "asks_time").values()) == {0.0}
+    conversation.recall("conv").append("Melanie", "Was it hard? It sounded powerful.", session_id="1", turn_id=9)
+    asks = column("What happened at the support group? Was it hard?", "ends_question")
+    assert asks[TURNS[1][2]] == 1.0 and asks[TURNS[2][2]] == 0.0
+    assert asks["Was it hard? It sounded powerful."] == 0.0, "a question inside a turn does not end it"
 
 
 def test_features_and_scores_agree_across_python_cli_and_service(tmp_path: Path, minilm_int8: Embedder) -> None:
@@ -146,16 +166,70 @@ def test_fitting_is_deterministic_and_the_file_round_trips(tmp_path: Path) -> No
     loaded = Ranker.load(path)
     features = questions[0].features
     np.testing.assert_array_equal(loaded.score(features, "recall"), first.score(features, "recall"))
-    # the signal the data was made from gets the largest weight
-    assert int(np.argmax(first.tiers["recall"].weights[:len(FEATURES)])) == 0
+    # the signal the data was made from is the one the trees split on most
+    model = first.tiers["recall"]
+    assert int(np.argmax(np.bincount(model.feature[model.feature >= 0], minlength=len(FEATURES)))) == 0
+
+
+def test_a_closer_record_never_scores_lower() -> None:
+    """The fitted trees are monotone in a record's own closeness to the query, even where the
+    data they learn from is not (here: relevant at middling vector scores only)."""
+    rng = np.random.default_rng(11)
+    questions = []
+    for n in range(80):
+        features = rng.normal(size=(30, len(FEATURES)))
+        keys = [f"k{i}" for i in range(30)]
+        relevant = int(np.argmin(np.abs(features[:, FEATURES.index("vector")] - 0.5)))
+        questions.append(Question(f"c{n % 4}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]}))
+    ranker = fit(questions, ("m",))
+    rows = np.repeat(rng.normal(size=(20, len(FEATURES))), 41, axis=0)
+    rows[:, FEATURES.index("vector")] = np.tile(np.linspace(-3, 3, 41), 20)
+    for tier in ("recall", "archival"):
+        scores = ranker.score(rows, tier).astype(np.float64).reshape(20, 41)
+        assert np.all(np.diff(scores, axis=1) >= -1e-7), tier
+
+
+def test_the_trees_score_as_lightgbm_does() -> None:
+    """memvec walks the trees itself; LightGBM's own prediction is the reference, rows sitting
+    exactly on split thresholds included (a `<` for `<=` would send them the other way)."""
+    import lightgbm
+
+    from benchmarks.train_ranker import ROUNDS, TREE_PARAMS
+    from memvec.search.trees import from_nested_trees
+
+    rng = np.random.default_rng(3)
+    x = np.round(rng.normal(size=(3000, 6)), 1)  # few distinct values: many rows on a threshold
+    y = ((x[:, 0] + x[:, 1] * x[:, 2] + 0.3 * rng.normal(size=3000)) > 0).astype(np.float64)
+    booster = lightgbm.train(TREE_PARAMS, lightgbm.Dataset(x, y, params={"verbose": -1}), num_boost_round=ROUNDS)
+    ensemble = from_nested_trees([t["tree_structure"] for t in booster.dump_model()["tree_info"]])
+    assert len(ensemble.roots) == ROUNDS and ensemble.depth >= 2
+    np.testing.assert_allclose(ensemble.raw_scores(x), booster.predict(x, raw_score=True), rtol=0, atol=1e-9)
+    on_threshold = np.tile(x[:1], (len(ensemble.feature), 1))
+    splits = np.flatnonzero(ensemble.feature >= 0)
+    on_threshold[splits, ensemble.feature[splits]] = ensemble.threshold[splits]
+    np.testing.assert_allclose(ensemble.raw_scores(on_threshold), booster.predict(on_threshold, raw_score=True),
+                               rtol=0, atol=1e-9)
+
+
+def test_a_ranker_file_that_does_not_fit_is_refused(shipped_file: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="version 1"):
+        Ranker.from_json({**shipped_file, "version": 1})
+    recall = dict(shipped_file["tiers"]["recall"])
+    recall["left"] = [10**6] * len(recall["left"])
+    broken = {**shipped_file, "tiers": {**shipped_file["tiers"], "recall": recall}}
+    with pytest.raises(ValueError, match="outside the node table"):
+        Ranker.from_json(broken)
+    with pytest.raises(ValueError, match="does not list"):
+        Ranker.from_json({**shipped_file, "features": shipped_file["features"][:3]})
 
 
 @pytest.fixture
-def shipped_file() -> Iterator[dict[str, object]]:
+def shipped_file() -> Iterator[dict[str, Any]]:
     path = Path(rerank.__file__).with_name(rerank.RANKER_FILE)
     yield json.loads(path.read_text())
 
 
-def test_the_shipped_file_names_its_features_models_and_version(shipped_file: dict[str, object]) -> None:
+def test_the_shipped_file_names_its_features_models_and_version(shipped_file: dict[str, Any]) -> None:
     assert shipped_file["format"] == "memvec-ranker" and shipped_file["features"] == list(FEATURES)
-    assert shipped_file["models"] == [REAL_MODEL] and set(shipped_file["tiers"]) == {"archival", "recall"}  # type: ignore[arg-type]
+    assert shipped_file["models"] == [REAL_MODEL] and set(shipped_file["tiers"]) == {"archival", "recall"}
+    assert shipped_file["version"] == rerank.RANKER_VERSION

@@ -207,7 +207,8 @@ class Engine:
         return to_hits(index, ranked)
 
     def _ranker_for(self, request: SearchRequest) -> Ranker | None:
-        if request.rerank is False or self.ranker is None or not self.ranker.applies_to(self.embedder.model_id):
+        fusion = (request.fusion or self.search_settings.fusion).value
+        if request.rerank is False or self.ranker is None or not self.ranker.applies_to(self.embedder.model_id, fusion):
             return None
         return self.ranker
 

@@ -160,7 +160,7 @@ def _featured(index: TierIndex, request: SearchRequest, found: _Fused, top: Ids,
               ) -> tuple[Ids, Matrix]:
     """The chosen candidates' ids and ranker features (the same for a search and for fitting)."""
     candidates = _candidates(index, found, top, query_vector)
-    return candidates.ids, feature_matrix(request.query, candidates, *_speakers_and_lengths(index, candidates.ids))
+    return candidates.ids, feature_matrix(request.query, candidates, *_speakers_and_texts(index, candidates.ids))
 
 
 def _candidates(index: TierIndex, found: _Fused, top: Ids, query_vector: Scores) -> Candidates:
@@ -182,10 +182,10 @@ def _candidates(index: TierIndex, found: _Fused, top: Ids, query_vector: Scores)
                       neighbour_bm25=neighbour_bm25.astype(np.float32), sessions=rows)
 
 
-def _speakers_and_lengths(index: TierIndex, ids: Ids) -> tuple[list[str | None], Matrix]:
-    facts = index.store.speakers_and_lengths(index.agent, ids.tolist())
-    found = [facts.get(int(i), (None, 0)) for i in ids.tolist()]
-    return [role for role, _ in found], np.array([length for _, length in found], dtype=np.float64)
+def _speakers_and_texts(index: TierIndex, ids: Ids) -> tuple[list[str | None], list[str]]:
+    facts = index.store.speakers_and_texts(index.agent, ids.tolist())
+    found = [facts.get(int(i), (None, "")) for i in ids.tolist()]
+    return [role for role, _ in found], [text for _, text in found]
 
 
 def _token(index: TierIndex, request: SearchRequest) -> Ranked:

@@ -2,14 +2,16 @@
 
 Hybrid fusion finds the evidence among its top 50 far more often than it ranks it first (LoCoMo:
 R@50 0.95, R@1 0.41). The ranker re-orders those candidates from features that mean the same thing
-on any data: the raw scores, their gaps and ranks among the candidates, the session's and the
-neighbouring turns' scores, whether the query names the record's speaker, its length. The model is
-a logistic regression whose weights ship in `memvec/search/ranker.json` with its feature list, a
-version and the embedding models it was fitted with, one model per tier (`make train-ranker` refits
-it). Linear on purpose: a model with pairwise products of the features ranked LoCoMo a little
-better held out (R@1 0.503 vs 0.476) but put an unrelated turn first on a two-record tier, far from
-the data it was fitted on; a linear model extrapolates sanely. A home on any
-other model, or without the file, ranks by plain fusion.
+on any data: the raw scores and their gaps to the best candidate, the session's and the
+neighbouring turns' scores, whether the query names the record's speaker, its length, whether it
+holds time words (for a "when" question) or asks a question itself. The model is a small ensemble
+of boosted trees (memvec.search.trees) per tier, shipped in `memvec/search/ranker.json` with its
+feature list, a version and the embedding models it was fitted with (`make train-ranker` refits
+it). Trees rather than a linear model: held out, they rank LoCoMo better, and their output is
+bounded by the leaves they learned, so a tier far from the fitted data (two records, one
+speaker) cannot push a score past what was seen; a model with pairwise products of the features
+did, and put an unrelated turn first on a two-record tier. A home on any other model, or without
+the file, ranks by plain fusion.
 """
 
 from __future__ import annotations
@@ -25,18 +27,28 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memvec.search.trees import TreeEnsemble
+
 Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float64]
 
 RANKER_FILE = "ranker.json"
 RANKER_FORMAT = "memvec-ranker"
+RANKER_VERSION = 2  # 1: a logistic regression (memvec 0.x before the trees)
 FEATURES = (
-    "vector", "vector_gap", "vector_rank_log", "bm25_share", "bm25_rank_log", "no_bm25",
-    "fused", "fused_gap", "fused_rank_log", "session_vector", "session_bm25_share",
+    "vector", "vector_gap", "bm25_share", "no_bm25", "fused", "fused_gap", "session_vector", "session_bm25_share",
     "prev_vector", "next_vector", "neighbour_bm25_share", "speaker_named", "other_speaker_named",
     "length_log", "session_best_vector", "session_best_bm25_share", "session_candidates_log",
+    "time_words", "asks_time", "ends_question", "has_question",
 )
+# Words that place an event in time: a "when" question's answer usually holds one ("yesterday",
+# "last week", "in May"), and a turn that asks a question rarely holds the answer.
+_TIME_WORDS = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|weekend|recently|soon|(?:day|week|month|year)s?|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4})\b", re.IGNORECASE)
+_ASKS_TIME = re.compile(r"^\s*when\b|\bwhat (?:year|month|day|date)\b|\bhow long\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -52,14 +64,6 @@ class Candidates:
     neighbour_vector: tuple[Scores, Scores]  # previous and next record of the same session (0: none)
     neighbour_bm25: Scores  # the better of the two
     sessions: Ids  # each candidate's session row (-1: none)
-
-
-def _rank_log(scores: npt.NDArray[Any]) -> Matrix:
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
-    ranks = np.empty(len(order), dtype=np.float64)
-    ranks[order] = np.arange(1, len(order) + 1)
-    result: Matrix = np.log(ranks)
-    return result
 
 
 def _share(scores: Scores, best: float) -> Matrix:
@@ -99,50 +103,35 @@ def _session_best(sessions: Ids, scores: Matrix) -> tuple[Matrix, Matrix]:
     return best, count
 
 
-def feature_matrix(query: str, found: Candidates, speakers: list[str | None], lengths: Matrix) -> Matrix:
-    """One row per candidate, one column per name in FEATURES; `speakers` (roles) and `lengths`
-    (characters) of the candidates come from the store (a record deleted meanwhile: None, 0)."""
+def _text_flags(texts: list[str]) -> dict[str, Matrix]:
+    return {"time_words": np.array([bool(_TIME_WORDS.search(t)) for t in texts], dtype=np.float64),
+            "ends_question": np.array([t.rstrip().endswith("?") for t in texts], dtype=np.float64),
+            "has_question": np.array(["?" in t for t in texts], dtype=np.float64)}
+
+
+def feature_matrix(query: str, found: Candidates, speakers: list[str | None], texts: list[str]) -> Matrix:
+    """One row per candidate, one column per name in FEATURES; `speakers` (roles) and `texts` of
+    the candidates come from the store (a record deleted meanwhile: None, "")."""
     best_bm25 = float(found.bm25.max(initial=0.0))
     named, other = _speakers(query, speakers)
     vector, fused = found.vector.astype(np.float64), found.fused.astype(np.float64)
     columns = {
-        "vector": vector, "vector_gap": vector - vector.max(initial=0.0), "vector_rank_log": _rank_log(vector),
-        "bm25_share": _share(found.bm25, best_bm25), "bm25_rank_log": _rank_log(found.bm25),
-        "no_bm25": (found.bm25 <= 0).astype(np.float64), "fused": fused, "fused_gap": fused - fused.max(initial=0.0),
-        "fused_rank_log": _rank_log(fused), "session_vector": found.session_vector.astype(np.float64),
+        "vector": vector, "vector_gap": vector - vector.max(initial=0.0),
+        "bm25_share": _share(found.bm25, best_bm25), "no_bm25": (found.bm25 <= 0).astype(np.float64),
+        "fused": fused, "fused_gap": fused - fused.max(initial=0.0),
+        "session_vector": found.session_vector.astype(np.float64),
         "session_bm25_share": _share(found.session_bm25, best_bm25),
         "prev_vector": found.neighbour_vector[0].astype(np.float64),
         "next_vector": found.neighbour_vector[1].astype(np.float64),
         "neighbour_bm25_share": _share(found.neighbour_bm25, best_bm25),
-        "speaker_named": named, "other_speaker_named": other, "length_log": np.log1p(lengths),
+        "speaker_named": named, "other_speaker_named": other,
+        "length_log": np.log1p(np.array([len(t) for t in texts], dtype=np.float64)),
+        "asks_time": np.full(len(texts), float(bool(_ASKS_TIME.search(query)))), **_text_flags(texts),
     }
     columns["session_best_vector"], count = _session_best(found.sessions, vector)
     columns["session_best_bm25_share"] = _session_best(found.sessions, columns["bm25_share"])[0]
     columns["session_candidates_log"] = np.log(count)
     return np.column_stack([columns[name] for name in FEATURES]) if len(found.ids) else np.zeros((0, len(FEATURES)))
-
-
-@dataclass(frozen=True)
-class TierModel:
-    """A logistic regression over the standardized features of one tier."""
-
-    mean: Matrix
-    scale: Matrix
-    weights: Matrix
-    bias: float
-
-    def logits(self, features: Matrix) -> Matrix:
-        result: Matrix = ((features - self.mean) / self.scale) @ self.weights + self.bias
-        return result
-
-    def to_json(self) -> dict[str, Any]:
-        return {"bias": self.bias, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
-                "weights": self.weights.tolist()}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TierModel:
-        return cls(mean=np.array(data["mean"], dtype=np.float64), scale=np.array(data["scale"], dtype=np.float64),
-                   weights=np.array(data["weights"], dtype=np.float64), bias=float(data["bias"]))
 
 
 @dataclass(frozen=True)
@@ -153,30 +142,40 @@ class Ranker:
     version: int
     features: tuple[str, ...]
     models: tuple[str, ...]
-    tiers: dict[str, TierModel]
+    tiers: dict[str, TreeEnsemble]
     depth: int
+    fusion: str = "convex"  # the first stage it was fitted on: its fused scores are features
 
-    def applies_to(self, model_id: str) -> bool:
-        return model_id in self.models and self.features == FEATURES
+
+    def applies_to(self, model_id: str, fusion: str) -> bool:
+        """Fitted for this embedding model and this fusion (RRF's fused scores live on another
+        scale than convex fusion's, so the trees would read them wrongly)."""
+        return model_id in self.models and fusion == self.fusion and self.features == FEATURES
 
     def score(self, features: Matrix, tier: str) -> Scores:
         """The probability-like score of each row (a sigmoid of the log-odds, so 0..1)."""
-        logits = self.tiers[tier].logits(features)
+        logits = self.tiers[tier].raw_scores(features)
         result: Scores = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
         return result
 
     def to_json(self) -> dict[str, Any]:
         return {"format": RANKER_FORMAT, "version": self.version, "features": list(self.features),
-                "models": list(self.models), "depth": self.depth,
+                "models": list(self.models), "depth": self.depth, "fusion": self.fusion,
                 "tiers": {tier: model.to_json() for tier, model in sorted(self.tiers.items())}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Ranker:
         if data.get("format") != RANKER_FORMAT:
             raise ValueError("not a memvec ranker file")
-        return cls(version=int(data["version"]), features=tuple(data["features"]), models=tuple(data["models"]),
-                   tiers={tier: TierModel.from_json(m) for tier, m in data["tiers"].items()},
-                   depth=int(data["depth"]))
+        if data.get("version") != RANKER_VERSION:
+            raise ValueError(f"ranker file version {data.get('version')!r}; this memvec reads version "
+                             f"{RANKER_VERSION} (refit it with `make train-ranker`)")
+        features = tuple(data["features"])
+        tiers = {tier: TreeEnsemble.from_json(m) for tier, m in data["tiers"].items()}
+        if any(model.features_used > len(features) for model in tiers.values()):
+            raise ValueError("a ranker tree splits on a feature the file does not list")
+        return cls(version=int(data["version"]), features=features, models=tuple(data["models"]), tiers=tiers,
+                   depth=int(data["depth"]), fusion=str(data["fusion"]))
 
     @classmethod
     def load(cls, path: Path) -> Ranker:

@@ -37,8 +37,8 @@ def ranking(fusion: Annotated[Fusion | None, Query(description="hybrid fusion: c
             session_weight: Annotated[float | None, Query(
                 ge=0.0, le=10.0, description="weight of the session-level score; 0 turns it off (default 1.0)")] = None,
             rerank: Annotated[bool | None, Query(
-                description="re-order the best candidates with the learned ranker (default: when the home's model "
-                            "has one); false: fusion alone")] = None,
+                description="re-order the best candidates with the learned ranker (default: when it was fitted "
+                            "for the home's model and the fusion, convex); false: fusion alone")] = None,
             ) -> dict[str, object]:
     """Hybrid-search overrides shared by both search endpoints (None: the server's defaults)."""
     return {"fusion": fusion, "vector_weight": vector_weight, "session_weight": session_weight, "rerank": rerank}

@@ -69,8 +69,8 @@ class Store(Protocol):
 
     def get(self, agent: str, ids: Sequence[int]) -> list[Record]: ...
 
-    def speakers_and_lengths(self, agent: str, ids: Sequence[int]) -> dict[int, tuple[str | None, int]]:
-        """Role and text length of each record found, by id (the ranker's reads)."""
+    def speakers_and_texts(self, agent: str, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
+        """Role and text of each record found, by id (the ranker's reads)."""
         ...
 
     def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,

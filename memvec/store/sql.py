@@ -146,14 +146,14 @@ class SQLStore:
             by_id.update({int(r["id"]): row_to_record(r) for r in rows})
         return [by_id[int(i)] for i in ids if int(i) in by_id]
 
-    def speakers_and_lengths(self, agent: str, ids: Sequence[int]) -> dict[int, tuple[str | None, int]]:
-        """Role and text length (characters) of records, by id: what the ranker reads of the store."""
-        out: dict[int, tuple[str | None, int]] = {}
+    def speakers_and_texts(self, agent: str, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
+        """Role and text of records, by id: what the ranker reads of the store."""
+        out: dict[int, tuple[str | None, str]] = {}
         for start in range(0, len(ids), CHUNK):
             chunk = [int(i) for i in ids[start:start + CHUNK]]
-            rows = self._query(f"SELECT id, role, LENGTH(text) AS length FROM records WHERE id IN "
+            rows = self._query(f"SELECT id, role, text FROM records WHERE id IN "
                                f"({marks(len(chunk))}) AND {self.ROW_HINT}agent = ?", [*chunk, agent])
-            out.update({int(r["id"]): (r["role"], int(r["length"])) for r in rows})
+            out.update({int(r["id"]): (r["role"], r["text"]) for r in rows})
         return out
 
     def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
