@@ -66,6 +66,15 @@ ANSWERS = {"What did Caroline research?": 7, "When did Melanie paint a sunrise?"
            "What support group did Caroline attend?": 1}
 
 
+def test_a_query_sharing_no_word_ranks_by_fusion(conversation: Memory) -> None:
+    """Meaning alone decides (as in the benchmark's paraphrase task): the ranker, fitted on
+    questions that share words with their candidates, stays out and the vector ranks."""
+    query = "Who looked into becoming a parent through official bodies?"
+    hits = conversation.recall("conv").search(query, k=5)
+    assert hits and all(h.scores.ranker is None and h.scores.bm25 == 0 for h in hits)
+    assert hits == conversation.recall("conv").search(query, k=5, rerank=False)
+
+
 def test_the_ranker_puts_the_answer_first_on_a_small_tier(conversation: Memory) -> None:
     """Far from the 50-candidate lists it was fitted on (8 records, 2 speakers), the ranker must
     still rank sanely (a model with pairwise feature products put an unrelated turn first on a

@@ -92,7 +92,9 @@ def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings, 
             query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> Ranked:
     found = _fuse(index, request, settings, allowed, query_vector)
     order = np.lexsort((found.union, -found.fused))
-    if ranker is not None and len(order):
+    # A query sharing no word with any candidate is outside what the ranker was fitted on (every
+    # LoCoMo question shares some): its text features would re-order what only the vector can judge.
+    if ranker is not None and len(order) and found.bm25.max() > 0:
         return _rerank(index, request, found, order[:max(ranker.depth, request.k)], ranker, query_vector)
     order = order[:request.k]
     return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order])
