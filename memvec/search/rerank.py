@@ -10,8 +10,9 @@ feature list, a version and the embedding models it was fitted with (`make train
 it). Trees rather than a linear model: held out, they rank LoCoMo better, and their output is
 bounded by the leaves they learned, so a tier far from the fitted data (two records, one
 speaker) cannot push a score past what was seen; a model with pairwise products of the features
-did, and put an unrelated turn first on a two-record tier. A home on any other model, or without
-the file, ranks by plain fusion.
+did, and put an unrelated turn first on a two-record tier. A home on any other model, a search
+with RRF fusion, a query sharing no word with any candidate, or a package without the file ranks
+by plain fusion.
 """
 
 from __future__ import annotations
