@@ -296,20 +296,29 @@ def rebuild(obj: Context, agent: str | None, new_model: str | None, as_json: boo
 
 @cli.command()
 @click.option("--agent", help="Only this agent.")
+@click.option("--repair", is_flag=True,
+              help="Open every index first: replay what it is behind, rebuild what disagrees, save.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def verify(obj: Context, agent: str | None, as_json: bool) -> None:
-    """Check every saved index against the store; exit 3 if any disagree."""
+def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None:
+    """Check every saved index against the store; exit 3 if any disagree.
+
+    An index that is only behind the store's change log (say, after a crash before its last save)
+    is not a disagreement: it is reported, exit 0, and the next open (or --repair) replays it."""
     with obj.open() as mem:
-        problems = mem.verify(agent=agent)
+        report = mem.verify(agent=agent, repair=repair)
     if as_json:
-        print_json({"ok": not problems, "problems": [dump(p) for p in problems]})
-    elif problems:
-        for p in problems:
-            click.echo(f"{p.agent}/{p.tier.value}: {p.problem}", err=True)
+        print_json({"ok": report.ok, "problems": [dump(p) for p in report.problems],
+                    "behind": [dump(b) for b in report.behind]})
     else:
-        click.echo("ok: every index agrees with the store")
-    if problems:
+        for b in report.behind:
+            click.echo(f"{b.agent}/{b.tier.value}: behind the store by {b.changes} changes "
+                       f"(saved at change {b.saved_at_change}); replayed on the next open")
+        for p in report.problems:
+            click.echo(f"{p.agent}/{p.tier.value}: {p.problem}", err=True)
+        if report.ok:
+            click.echo("ok: every index agrees with the store")
+    if not report.ok:
         sys.exit(EXIT_VERIFY)
 
 

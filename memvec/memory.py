@@ -71,6 +71,25 @@ class VerifyProblem(BaseModel):
     problem: str
 
 
+class IndexBehind(BaseModel):
+    """A saved index that is behind the store's change log: not a fault, the next open (or
+    ``verify --repair``) replays the changes from the store without re-embedding anything."""
+
+    agent: str
+    tier: Tier
+    changes: int
+    saved_at_change: int
+
+
+class VerifyReport(BaseModel):
+    problems: list[VerifyProblem]
+    behind: list[IndexBehind]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
 def validate_agent(agent: str) -> str:
     try:
         return _agent_name.validate_python(agent)
@@ -219,15 +238,23 @@ class Memory:
             self.engine.embedder = self._serving(embedder)
         return reports
 
-    def verify(self, *, agent: str | None = None) -> list[VerifyProblem]:
-        """Disagreements between the saved index files and the store (empty: all agree)."""
+    def verify(self, *, agent: str | None = None, repair: bool = False) -> VerifyReport:
+        """Disagreements between the saved index files and the store, and the indexes merely behind
+        the store's change log. With `repair`, every index is opened first (which replays what it is
+        behind, or rebuilds it from the store if it disagrees) and saved, then checked."""
+        if repair:
+            for part_agent, tier in self._partitions(agent):
+                self.engine.tier_index(part_agent, tier).save()
         self.save()
-        problems = []
+        report = VerifyReport(problems=[], behind=[])
         for part_agent, tier in self._partitions(agent):
-            for problem in verify_on_disk(part_agent, tier, store=self.store, model_id=self.model_id,
-                                          directory=self.engine.index_dir(part_agent, tier)):
-                problems.append(VerifyProblem(agent=part_agent, tier=tier, problem=problem))
-        return problems
+            check = verify_on_disk(part_agent, tier, store=self.store, model_id=self.model_id,
+                                   directory=self.engine.index_dir(part_agent, tier))
+            report.problems += [VerifyProblem(agent=part_agent, tier=tier, problem=p) for p in check.problems]
+            if check.behind and not check.problems:
+                report.behind.append(IndexBehind(agent=part_agent, tier=tier, changes=check.behind,
+                                                 saved_at_change=check.saved_at))
+        return report
 
     def stats(self) -> Stats:
         parts = []

@@ -104,6 +104,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("the ranker is fitted without monotone scores", "benchmarks/train_ranker.py",
      '"monotone_constraints": [MONOTONE.get(name, 0) for name in FEATURES]', '"monotone_constraints": []',
      "tests/test_ranker.py"),
+    # one way in (issue 22)
+    ("verify counts changes the next open replays as missing records", "memvec/index/tier.py",
+     "mismatch = id_disagreement(store.ids(agent, tier), vector, lexical, pending)",
+     "mismatch = id_disagreement(store.ids(agent, tier), vector, lexical)", "tests/test_persistence.py"),
+    ("verify trusts every indexed vector", "memvec/index/tier.py",
+     "        wrong += int((np.abs(indexed - batch.vectors[keep]).max(axis=1) > tolerance).sum())",
+     "        wrong += 0", "tests/test_real_model.py"),
 ]
 
 

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memvec import Memory
@@ -104,7 +105,8 @@ def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None
               "session_id": str(i // 100), "turn_id": str(i)} for i in range(3000)]
     data = tmp_path / "diary.jsonl"
     data.write_text("\n".join(json.dumps(line) for line in lines))
-    env = {**os.environ, "MEMVEC_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    # no periodic save during the ingest: the index on disk is the one written when it was created
+    env = {**os.environ, "MEMVEC_HOME": str(home), "HF_HUB_OFFLINE": "1", "MEMVEC_SAVE_EVERY": "100000"}
     proc = subprocess.Popen([sys.executable, "-m", "memvec", "ingest", str(data), "--agent", "diary",
                              "--tier", "recall", "--role", "me"], env=env, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
@@ -115,6 +117,13 @@ def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None
     committed = _committed(home)
     assert 512 <= committed < 3000, "the kill must land in the middle of the ingest"
     assert committed % 256 == 0, "each batch commits whole or not at all"
+    # the saved index is behind the store (saves come every 2,000 changes): reported, not a fault
+    verified = run_cli("verify", "--json", home=home)
+    behind = json.loads(verified.stdout)["behind"]
+    assert len(behind) == 1 and behind[0]["changes"] == committed - behind[0]["saved_at_change"] > 0
+    repaired = json.loads(run_cli("verify", "--repair", "--json", home=home).stdout)
+    assert repaired == {"ok": True, "problems": [], "behind": []}
+    _verify_catches_a_stored_vector_that_differs(home)
     # reopen: the index catches up from the store's change log; every committed record is searchable
     last = lines[committed - 1]["text"]
     out = run_cli("search", last, "--agent", "diary", "--tier", "recall", "--mode", "bm25", "-k", "1", "--json",
@@ -128,3 +137,15 @@ def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None
                                  home=home).stdout)
     assert (summary["added"], summary["duplicates"]) == (3000 - committed, committed)
     assert run_cli("verify", home=home).returncode == 0
+
+
+def _verify_catches_a_stored_vector_that_differs(home: Path) -> None:
+    """Plant a real disagreement beside the pending changes: verify exits 3; undo it."""
+    with sqlite3.connect(home / STORE_FILE) as db:
+        record_id, blob = db.execute("SELECT id, embedding FROM records ORDER BY id LIMIT 1").fetchone()
+        flipped = (-np.frombuffer(blob, dtype=np.float32)).tobytes()
+        db.execute("UPDATE records SET embedding = ? WHERE id = ?", (flipped, record_id))
+    result = run_cli("verify", home=home, check=False)
+    assert result.returncode == 3 and "1 vectors in the index differ" in result.stderr, result.stderr
+    with sqlite3.connect(home / STORE_FILE) as db:
+        db.execute("UPDATE records SET embedding = ? WHERE id = ?", (blob, record_id))

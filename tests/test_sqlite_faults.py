@@ -26,7 +26,7 @@ def test_a_locked_store_is_unavailable_and_nothing_is_lost(home: Path) -> None:
         other.close()
         assert mem.archival("a").insert("written after the lock").created
         assert [h.id for h in mem.archival("a").search("written before the lock", k=1, mode="bm25")] == [kept]
-        assert mem.store.count("a", Tier.ARCHIVAL) == 2 and mem.verify() == []
+        assert mem.store.count("a", Tier.ARCHIVAL) == 2 and mem.verify().model_dump() == {"problems": [], "behind": []}
 
 
 def test_a_full_disk_refuses_the_batch_whole_and_keeps_the_rest(home: Path) -> None:
@@ -41,7 +41,7 @@ def test_a_full_disk_refuses_the_batch_whole_and_keeps_the_rest(home: Path) -> N
         assert mem.store.count("a", Tier.ARCHIVAL) == 20, "the failed batch left nothing behind"
         mem.store._db.execute("PRAGMA max_page_count = 1073741823")  # type: ignore[attr-defined]
         assert mem.archival("a").insert("space again").created
-        assert mem.store.count("a", Tier.ARCHIVAL) == 21 and mem.verify() == []
+        assert mem.store.count("a", Tier.ARCHIVAL) == 21 and mem.verify().model_dump() == {"problems": [], "behind": []}
 
 
 def _record(text: str) -> NewRecord:

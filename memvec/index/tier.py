@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from memvec.index.lexical import BM25Index
 from memvec.index.sessions import SessionTable
 from memvec.index.tokenize import date_words, tokenize
 from memvec.index.vector import HnswParams, IndexKind, VectorIndex
-from memvec.store.base import EmbeddingBatch, Store
+from memvec.store.base import Change, EmbeddingBatch, Store
 from memvec.types import Tier
 
 log = logging.getLogger("memvec.index")
@@ -253,22 +254,21 @@ class TierIndex:
         return out
 
 
-def id_disagreement(store_ids: npt.NDArray[np.int64], vector: VectorIndex, lexical: BM25Index) -> str:
-    store_ids = np.sort(store_ids)
-    for name, ids in (("vector", vector.ids()), ("bm25", lexical.ids())):
-        if not np.array_equal(ids, store_ids):
-            missing = len(np.setdiff1d(store_ids, ids))
-            extra = len(np.setdiff1d(ids, store_ids))
-            return (f"{name} index has {len(ids)} records, the store has {len(store_ids)} "
-                    f"({missing} missing, {extra} extra)")
-    return ""
+@dataclass
+class DiskCheck:
+    """What `verify_on_disk` found: disagreements, and how far the saved index is behind the store.
+
+    Being behind is not a disagreement: the next open replays those changes from the store's log
+    (nothing is re-embedded), so it is reported apart from the problems."""
+
+    problems: list[str] = field(default_factory=list)
+    behind: int = 0
+    saved_at: int = 0
 
 
-def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, model_id: str) -> list[str]:
-    """What disagrees between the saved index files and the store (empty list: all agree).
-
-    Nothing is repaired: this reads what the next open would load, file by file.
-    """
+def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, model_id: str) -> DiskCheck:
+    """Compare the saved index files with the store as the next open would see them, i.e. with the
+    store's pending changes replayed on top. Nothing is repaired: this only reads."""
     try:
         with directory_lock(directory, shared=True):
             manifest = read_manifest(directory)
@@ -276,31 +276,56 @@ def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, mod
             vector = VectorIndex.load(directory / VECTOR_FILE)
             lexical = BM25Index.load(directory / LEXICAL_FILE)
     except (IndexFileError, OSError, ValueError, KeyError) as exc:
-        return [str(exc)]
-    problems = []
+        return DiskCheck(problems=[str(exc)])
+    check = DiskCheck(saved_at=manifest.last_change)
     if manifest.model_id != model_id:
-        problems.append(f"index embedded with {manifest.model_id!r}, the home uses {model_id!r}")
+        check.problems.append(f"index embedded with {manifest.model_id!r}, the home uses {model_id!r}")
     if manifest.dim != vector.dim:
-        problems.append(f"manifest dim {manifest.dim} != vector index dim {vector.dim}")
-    behind = len(store.changes_since(agent, tier, manifest.last_change))
-    if behind:
-        problems.append(f"index is {behind} store changes behind (saved at change {manifest.last_change})")
+        check.problems.append(f"manifest dim {manifest.dim} != vector index dim {vector.dim}")
     if manifest.record_count != len(lexical):
-        problems.append(f"manifest counts {manifest.record_count} records, the BM25 index holds {len(lexical)}")
-    mismatch = id_disagreement(store.ids(agent, tier), vector, lexical)
+        check.problems.append(f"manifest counts {manifest.record_count} records, the BM25 index holds {len(lexical)}")
+    pending = store.changes_since(agent, tier, manifest.last_change)
+    check.behind = len(pending)
+    mismatch = id_disagreement(store.ids(agent, tier), vector, lexical, pending)
     if mismatch:
-        problems.append(mismatch)
-    elif not problems:
-        problems += _vector_mismatches(agent, tier, store, vector, model_id)
-    return problems
+        check.problems.append(mismatch)
+    elif not check.problems:
+        touched = {change.record_id for change in pending}
+        check.problems += _vector_mismatches(agent, tier, store, vector, model_id, skip=touched)
+    return check
 
 
-def _vector_mismatches(agent: str, tier: Tier, store: Store, vector: VectorIndex, model_id: str) -> list[str]:
+def id_disagreement(store_ids: Ids, vector: VectorIndex, lexical: BM25Index,
+                    pending: Sequence[Change] = ()) -> str:
+    """Empty when both indexes hold exactly the store's ids once `pending` changes are replayed on
+    them (as `TierIndex.catch_up` would); else what differs."""
+    final = {change.record_id: change.op for change in pending}
+    added = np.array([i for i, op in final.items() if op == "add"], dtype=np.int64)
+    deleted = np.array([i for i, op in final.items() if op == "delete"], dtype=np.int64)
+    store_ids = np.sort(store_ids)
+    replaying = f" after replaying {len(pending)} pending store changes" if pending else ""
+    for name, saved in (("vector", vector.ids()), ("bm25", lexical.ids())):
+        ids = np.union1d(np.setdiff1d(saved, deleted), added) if pending else saved
+        if not np.array_equal(ids, store_ids):
+            missing = len(np.setdiff1d(store_ids, ids))
+            extra = len(np.setdiff1d(ids, store_ids))
+            return (f"{name} index has {len(ids)} records{replaying}, the store has {len(store_ids)} "
+                    f"({missing} missing, {extra} extra)")
+    return ""
+
+
+def _vector_mismatches(agent: str, tier: Tier, store: Store, vector: VectorIndex, model_id: str,
+                       *, skip: set[int]) -> list[str]:
+    """Indexed vectors that differ from the store's, leaving out records with pending changes
+    (the replay reads those from the store)."""
     wrong = 0
     tolerance = vector.tolerance
     for batch in store.embeddings(agent, tier):
         if any(m != model_id for m in batch.models):
             return [f"store holds embeddings from a model other than {model_id!r}"]
-        indexed = vector.vectors_for(batch.ids)
-        wrong += int((np.abs(indexed - batch.vectors).max(axis=1) > tolerance).sum())
+        keep = np.array([int(i) not in skip for i in batch.ids.tolist()], dtype=bool)
+        if not keep.any():
+            continue
+        indexed = vector.vectors_for(batch.ids[keep])
+        wrong += int((np.abs(indexed - batch.vectors[keep]).max(axis=1) > tolerance).sum())
     return [f"{wrong} vectors in the index differ from the store's embeddings"] if wrong else []
