@@ -25,6 +25,8 @@ mutants: install
 lint: install
 	$(VENV)/bin/ruff check memvec tests benchmarks
 	$(VENV)/bin/mypy
+	# the layers and the one door (contracts in pyproject.toml [tool.importlinter])
+	$(VENV)/bin/lint-imports
 
 # The benchmark (default run < 10 min on 2 cores): writes benchmarks/results/latest.{md,json} and plots.
 bench: install

@@ -75,8 +75,7 @@ def _serve_load(home: Path, backend: str, agent: str, task: datasets.Task, secon
         return api.get(f"/v1/agents/{agent}/recall-memory/search", params=params).status_code
 
     try:
-        # the CLI wrote the records; the service serves agents that were created
-        httpx.post(f"{url}/v1/agents", json={"name": agent}, timeout=30).raise_for_status()
+        # the CLI wrote the records: the agent exists for the service as it is (records, no settings)
         return [load.run_level(url, clients, seconds, search, expected=200) for clients in (1, 8, 32)]
     finally:
         load.stop_server(process)

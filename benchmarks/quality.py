@@ -40,7 +40,7 @@ def run_task(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]] = 
     with tempfile.TemporaryDirectory() as tmp:
         mem = load_task(Path(tmp), embedder, task, agent, **settings)
         if ranker != "shipped":
-            mem.engine.ranker = ranker if isinstance(ranker, Ranker) else None
+            mem._engine.ranker = ranker if isinstance(ranker, Ranker) else None
         try:
             out: dict[str, list[tuple[list[str], set[str], str]]] = defaultdict(list)
             for query in task.queries:

@@ -107,7 +107,7 @@ def measure_kind(home: str, kind: str, n: int, n_queries: int, out: Any) -> None
     before = rss_bytes()
     started = time.perf_counter()
     mem = Memory.open(home, embedder=RandomEmbedder(DIM), index={"kind": kind})
-    index = mem.engine.tier_index("big", Tier.ARCHIVAL)
+    index = mem._engine.tier_index("big", Tier.ARCHIVAL)
     result: dict[str, Any] = {"kind": index.vector.kind, "open_s": time.perf_counter() - started,
                               "rss_bytes_per_record": (rss_bytes() - before) / n}
     texts = queries(n_queries)

@@ -171,7 +171,7 @@ def growth_point(n: int, dim: int = 384, n_queries: int = 100, progress: Callabl
         for kind in ("flat", "hnsw"):
             started = time.perf_counter()
             mem = Memory.open(home, embedder=RandomEmbedder(dim), index={"kind": kind})
-            mem.engine.tier_index("bench", mem.archival("bench").tier)  # loads, or builds HNSW from the store
+            mem._engine.tier_index("bench", mem.archival("bench").tier)  # loads, or builds HNSW from the store
             point[f"{kind}_open_seconds"] = time.perf_counter() - started
             release_freed_memory(BIG_INDEX)  # count what the index holds, not what building it freed
             point[f"{kind}_rss_bytes_per_record"] = max(0, rss_bytes() - rss_before) / n

@@ -44,7 +44,7 @@ def measure(home: Path, store: str | None, texts: list[str], queries: list[str])
     embedder = RandomEmbedder()
     with Memory.open(home, embedder=embedder, store=store) as mem:
         seconds = ingest(mem, texts)
-        stored = mem.store.count("bench", Tier.ARCHIVAL)
+        stored = mem._store.count("bench", Tier.ARCHIVAL)
         search = summary_ms(latencies(mem, queries, {"mode": "hybrid"}))
     shutil.rmtree(home / "index")
     started = time.perf_counter()

@@ -72,8 +72,8 @@ def questions_of(task: Task, conversation: str, embedder: Any) -> list[Question]
         try:
             for query in task.queries:
                 request = SearchRequest.model_validate({"agent": agent, "tier": task.tier, "query": query.text})
-                ids, features = mem.engine.candidate_features(request, DEPTH)
-                by_id = {r.id: r.citation.turn_id or "" for r in mem.store.get(agent, ids.tolist())}
+                ids, features = mem._engine.candidate_features(request, DEPTH)
+                by_id = {r.id: r.citation.turn_id or "" for r in mem._store.get(agent, ids.tolist())}
                 out.append(Question(conversation, task.tier, features, [by_id.get(int(i), "") for i in ids],
                                     query.evidence))
         finally:

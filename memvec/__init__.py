@@ -2,6 +2,7 @@
 
 from memvec.config import MemoryConfig
 from memvec.errors import (
+    AgentExistsError,
     CoreMemoryError,
     IndexFileError,
     InvalidInputError,
@@ -29,7 +30,7 @@ from memvec.types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Citation", "CoreBlock", "CoreMemoryError", "Fusion", "Hit", "IndexFileError", "InsertResult",
+    "AgentExistsError", "Citation", "CoreBlock", "CoreMemoryError", "Fusion", "Hit", "IndexFileError", "InsertResult",
     "InvalidInputError", "Memory", "MemoryConfig", "MemvecError", "ModelCallError", "ModelMismatchError", "NewRecord",
     "NotFoundError", "Record", "SearchFilters", "SearchMode", "SearchRequest", "StoreError", "Tier",
 ]

@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memvec.errors import InvalidInputError
+from memvec.export_format import AgentExport, ExportedRecord, ImportReport
 from memvec.limits import JSONLimitError, load_json
 from memvec.memory import Memory
-from memvec.transfer import AgentExport, ExportedRecord, ImportReport, import_agents
 from memvec.types import AgentSettings, AgentState, Citation, CoreBlock, describe_validation_error
 
 AF_EMBEDDING = "letta-agent-file"  # no usable vectors in an .af: every record is embedded here
@@ -224,5 +224,5 @@ def read_document(data: Any, *, name: str | None = None) -> ImportPlan:
 
 def import_document(memory: Memory, plan: ImportPlan) -> AgentFileReport:
     """Import every agent of the plan in one transaction: all of them, or nothing at all."""
-    reports = import_agents(memory, list(zip(plan.exports, plan.targets, strict=True)))
+    reports = memory.import_agents(list(zip(plan.exports, plan.targets, strict=True)))
     return AgentFileReport(agent_ids=plan.targets, imported=reports, skipped=plan.skipped)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 from pydantic import ValidationError
@@ -20,10 +20,11 @@ from pydantic import ValidationError
 from memvec.cli_agents import agent, chat, import_command, serve
 from memvec.cli_common import Context, dump, input_lines, print_json
 from memvec.cli_mcp import mcp
-from memvec.embed import BACKENDS, Backend
+from memvec.embed import BACKENDS
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError, StoreUnavailableError
 from memvec.limits import JSONLimitError, load_json
 from memvec.types import (
+    INDEX_KIND_SETTINGS,
     Fusion,
     Hit,
     NewRecord,
@@ -43,23 +44,22 @@ MODE = click.Choice([m.value for m in SearchMode])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", envvar="MEMVEC_HOME", default=None, metavar="DIR",
+@click.option("--home", default=None, metavar="DIR",
               help="Memory home holding the store and indexes [env MEMVEC_HOME; default ./indexes].")
-@click.option("--model", envvar="MEMVEC_MODEL", default=None, metavar="NAME",
+@click.option("--model", default=None, metavar="NAME",
               help="Embedding model (sentence-transformers name or path, or hash:DIM), optionally with its "
                    "backend (onnx-int8:NAME). Default: the one the home was built with; all-MiniLM-L6-v2 for a "
                    "new home [env MEMVEC_MODEL].")
-@click.option("--embed-backend", envvar="MEMVEC_EMBED_BACKEND", type=click.Choice(list(BACKENDS)), default=None,
+@click.option("--embed-backend", type=click.Choice(list(BACKENDS)), default=None,
               help="What computes the vectors: onnx-int8 (default for a new home), onnx (fp32) or torch "
                    "(sentence-transformers). Default: the home's; another one needs `memvec rebuild` "
                    "[env MEMVEC_EMBED_BACKEND].")
-@click.option("--index-kind", type=click.Choice(["auto", "flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8",
-                                                 "hnsw-sq8"]), default=None,
+@click.option("--index-kind", type=click.Choice(INDEX_KIND_SETTINGS), default=None,
               help="FAISS index kind. 'auto': exact 'flat' for small tiers, 'hnsw-sq8' from 50,000 records on "
                    "(approximate, 8-bit vectors). Or fixed: 'flat', 'hnsw'; '-fp16' halves vector memory, '-sq8' "
                    "quarters it. Default: the kind the home was built with ('auto' for a new home); a new kind "
                    "is remembered and indexes rebuild.")
-@click.option("--store", envvar="MEMVEC_STORE", default=None, metavar="URL",
+@click.option("--store", default=None, metavar="URL",
               help="Store: SQLite in the home (default) or postgresql://... shared by several servers "
                    "[env MEMVEC_STORE]. Index files stay in the home.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what memvec does (index loads, rebuilds).")
@@ -257,7 +257,7 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
 def list_command(obj: Context, agent: str, tier: str, limit: int, offset: int, newest_first: bool) -> None:
     """List records of one tier in time order, as JSON lines."""
     with obj.open() as mem:
-        rows = mem.engine.list_records(agent, Tier(tier), limit=limit, offset=offset, newest_first=newest_first)
+        rows = mem.tier(agent, Tier(tier)).list(limit=limit, offset=offset, newest_first=newest_first)
     for record in rows:
         print_json(dump(record))
 
@@ -269,7 +269,7 @@ def list_command(obj: Context, agent: str, tier: str, limit: int, offset: int, n
 def delete(obj: Context, record_id: int, agent: str) -> None:
     """Delete one record by id."""
     with obj.open() as mem:
-        record = mem.engine.delete(agent, record_id)
+        record = mem.delete_record(agent, record_id)
     click.echo(f"deleted record {record.id} ({record.tier.value})")
 
 
@@ -282,9 +282,9 @@ def delete(obj: Context, record_id: int, agent: str) -> None:
 def rebuild(obj: Context, agent: str | None, new_model: str | None, as_json: bool) -> None:
     """Rebuild indexes offline from the store (re-embedding only when the model or, with the global
     --embed-backend, its backend changes)."""
+    asked = obj.config()
     with obj.open(recorded_model=True) as mem:
-        reports = mem.rebuild(agent=agent, model=new_model or obj.model,
-                              backend=cast(Backend | None, obj.embed_backend))
+        reports = mem.rebuild(agent=agent, model=new_model or asked.model, backend=asked.embed_backend)
         model_id = mem.model_id
     if as_json:
         print_json({"model": model_id, "rebuilt": [dump(r) for r in reports]})

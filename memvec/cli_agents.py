@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from memvec.cli_common import Context, dump, open_when_store_is_up, print_json, read_input_file, serve_http
-from memvec.errors import NotFoundError
 from memvec.types import AgentSettings
 
 
@@ -30,12 +29,13 @@ def agent() -> None:
 def agent_create(obj: Context, name: str, llm: str | None, persona: str, human: str, context_window: int,
                  max_steps: int, page_in_budget: int) -> None:
     """Create (or update) agent NAME."""
-    from memvec.agent.loop import create_agent
-
     settings = AgentSettings.model_validate({"name": name, "model": llm, "context_window": context_window,
                                              "max_steps": max_steps, "page_in_budget": page_in_budget})
     with obj.open() as mem:
-        create_agent(mem, settings, persona=persona, human=human)
+        mem.create_agent(settings, exist_ok=True)
+        for label, value in (("persona", persona), ("human", human)):
+            if value:
+                mem.core(name).rewrite(label, value)
     click.echo(f"agent {name} ready" + (f" (model {llm})" if llm else ""))
 
 
@@ -45,10 +45,7 @@ def agent_create(obj: Context, name: str, llm: str | None, persona: str, human: 
 def agent_show(obj: Context, name: str) -> None:
     """Print an agent's settings, state and core memory as JSON."""
     with obj.open() as mem:
-        found = mem.store.get_agent(name)
-        if found is None:
-            raise NotFoundError(f"no agent {name!r}")
-        settings, state = found
+        settings, state = mem.get_agent(name)
         blocks = [dump(b) for b in mem.core(name).blocks()]
     print_json({"settings": dump(settings), "state": dump(state), "core_memory": blocks})
 
@@ -100,7 +97,7 @@ def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level:
     keys = KeyRing.from_environment(keys_file)
     budget = {"max_loaded_indexes": max_loaded_indexes} if max_loaded_indexes else {}
     with open_when_store_is_up(obj, wait_for_store, query_batching=True, **budget) as mem:
-        click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.engine.embedder.dim})", err=True)  # loads it now
+        click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.embedding_dim})", err=True)  # loads it now
         serve_http(create_app(mem, keys), mem, keys, host=host, port=port, log_level=log_level)
 
 

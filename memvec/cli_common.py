@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,14 +27,15 @@ class Context:
         self.home, self.model, self.index_kind, self.store = home, model, index_kind, store
         self.embed_backend = embed_backend
 
+    def config(self, **settings: Any) -> MemoryConfig:
+        """The global options over the environment and defaults (one resolver: MemoryConfig.resolve)."""
+        return MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind},
+                                    store=self.store, embed_backend=self.embed_backend, **settings)
+
     def open(self, *, recorded_model: bool = False, **settings: Any) -> Memory:
         """Open the home; `recorded_model` ignores --model/--embed-backend and their environment
         variables (rebuild reads them itself)."""
-        index: dict[str, Any] = {"kind": self.index_kind}
-        if os.environ.get("MEMVEC_SAVE_EVERY"):  # fewer changes lost to a crash vs. more index writes
-            index["save_every"] = os.environ["MEMVEC_SAVE_EVERY"]
-        config = MemoryConfig.resolve(home=self.home, model=self.model, index=index,
-                                      store=self.store, embed_backend=self.embed_backend, **settings)
+        config = self.config(**settings)
         if recorded_model:
             config = config.model_copy(update={"model": None, "embed_backend": None})
         return Memory(config)

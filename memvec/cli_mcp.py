@@ -33,7 +33,7 @@ def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file
     keys = KeyRing.from_environment(keys_file)
     with open_when_store_is_up(obj, transport == "http", query_batching=transport == "http") as mem:
         server = build_server(mem, name)
-        mem.engine.embedder.dim  # noqa: B018 - load the model now, not on the first tool call
+        mem.embedding_dim  # noqa: B018 - load the model now, not on the first tool call
         if transport == "stdio":
             server.run("stdio")
             return

@@ -1,21 +1,21 @@
 """Settings of a memory home, typed and keyword-only.
 
-Resolution order for the home, the model and its backend: explicit argument, then the environment
-(``MEMVEC_HOME``, ``MEMVEC_MODEL``, ``MEMVEC_EMBED_BACKEND``), then the default. A home remembers the
-embedding model it was built with, so ``model=None`` means "whatever this home uses" (MiniLM on the
-int8 ONNX backend for a new home).
+Resolution order for every setting: explicit argument, then the environment (`ENVIRONMENT`:
+``MEMVEC_HOME``, ``MEMVEC_MODEL``, ``MEMVEC_EMBED_BACKEND``, ``MEMVEC_STORE``, ...), then the default.
+A home remembers the embedding model it was built with, so ``model=None`` means "whatever this home
+uses" (MiniLM on the int8 ONNX backend for a new home).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvec.embed import DEFAULT_MODEL_NAME, Backend
-from memvec.types import Fusion
+from memvec.types import Fusion, IndexKindSetting
 
 DEFAULT_HOME = "indexes"
 DEFAULT_MODEL = DEFAULT_MODEL_NAME  # the packaged MiniLM; one name for config and embed
@@ -46,7 +46,7 @@ class SearchSettings(BaseModel):
 class IndexSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["auto", "flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8"] | None = Field(
+    kind: IndexKindSetting | None = Field(
         default=None, description="None: the kind this home was built with ('auto' for a new home). 'auto': "
                                   "exact flat search for a tier below auto_hnsw_from records, hnsw-sq8 from "
                                   "there on; -fp16 stores vectors as 16-bit floats (half the memory), -sq8 as "
@@ -92,12 +92,28 @@ class MemoryConfig(BaseModel):
 
     @classmethod
     def resolve(cls, *, home: str | os.PathLike[str] | None = None, model: str | None = None,
-                **settings: object) -> MemoryConfig:
-        resolved_home = Path(home or os.environ.get("MEMVEC_HOME") or DEFAULT_HOME)
-        resolved_model = model or os.environ.get("MEMVEC_MODEL") or None
-        store = settings.pop("store", None) or os.environ.get("MEMVEC_STORE") or None
-        backend = settings.pop("embed_backend", None) or os.environ.get("MEMVEC_EMBED_BACKEND") or None
-        if settings.get("max_loaded_indexes") is None and os.environ.get("MEMVEC_MAX_LOADED_INDEXES"):
-            settings["max_loaded_indexes"] = os.environ["MEMVEC_MAX_LOADED_INDEXES"]
-        return cls.model_validate({"home": resolved_home, "model": resolved_model, "store": store,
-                                   "embed_backend": backend, **settings})
+                **settings: Any) -> MemoryConfig:
+        """The one place settings are resolved: explicit values, then `ENVIRONMENT`, then defaults."""
+        given: dict[str, Any] = {"home": home, "model": model, **settings}
+        for key, variable in ENVIRONMENT.items():
+            value = os.environ.get(variable) or None
+            section, _, name = key.rpartition(".")
+            if value is None:
+                continue
+            if section:  # a nested setting, e.g. index.save_every
+                nested = given.get(section) or {}
+                nested = nested.model_dump(exclude_unset=True) if isinstance(nested, BaseModel) else dict(nested)
+                if nested.get(name) is None:
+                    given[section] = {**nested, name: value}
+            elif given.get(name) is None:
+                given[name] = value
+        given["home"] = Path(given["home"] or DEFAULT_HOME)
+        return cls.model_validate(given)
+
+
+# Every environment variable memvec reads for a setting (explicit arguments and options win over them).
+ENVIRONMENT = {
+    "home": "MEMVEC_HOME", "model": "MEMVEC_MODEL", "embed_backend": "MEMVEC_EMBED_BACKEND",
+    "store": "MEMVEC_STORE", "max_loaded_indexes": "MEMVEC_MAX_LOADED_INDEXES",
+    "index.save_every": "MEMVEC_SAVE_EVERY",  # fewer changes lost to a crash vs. more index writes
+}

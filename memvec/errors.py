@@ -5,6 +5,7 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     MemvecError
     ├── InvalidInputError        bad input from a caller; nothing was written (CLI exit 2)
     │   ├── CoreMemoryError      a core-memory edit that cannot be applied (over limit, read-only, ...)
+    │   ├── AgentExistsError     an agent of that name exists already (HTTP 409)
     │   ├── ModelMismatchError   the home was built with another embedding model
     │   └── ModelExportError     a model cannot be turned into an ONNX backend (nothing was written)
     ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
@@ -31,6 +32,10 @@ class InvalidInputError(MemvecError, ValueError):
 
 class CoreMemoryError(InvalidInputError):
     """A core-memory edit was refused (unknown label, over the char limit, read-only block)."""
+
+
+class AgentExistsError(InvalidInputError):
+    """An agent of that name exists already (it has settings, core blocks or records); nothing was written."""
 
 
 class ModelMismatchError(InvalidInputError):

@@ -11,7 +11,7 @@ What it catches (case-insensitive, anywhere in the text):
 - prompt markup: chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>``), ``<system>`` tags,
   a line starting with ``system:`` / ``### system``, "system prompt";
 - tool-call look-alikes: JSON with ``"tool_calls"`` / ``"function_call"`` / ``"name": ... "arguments"``,
-  or a memvec tool name followed by ``(``;
+  or a memvec tool name followed by ``(`` (any ``*memory_*`` or ``conversation_*`` name, ``send_message``);
 - exfiltration / secrecy: "reveal / print your system prompt|instructions", "do not / don't tell the
   user", "send ... to http";
 - fence breaking: any spelling of memvec's own `<untrusted_memory>` / `</untrusted_memory>` tags, and a
@@ -30,8 +30,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_TOOL_NAMES = ("core_memory_append", "core_memory_replace", "archival_memory_insert", "archival_memory_search",
-               "conversation_search", "send_message")
+from memvec.types import Record
+
+# memvec's tool names by their naming scheme (`memvec.memory_tools`, and the loop's send_message), so
+# a tool added there is covered here without a second list
+_TOOL_CALL = r"\b(\w*memory_\w+|conversation_\w+|send_message)\s*\("
 
 # memvec's fence tag in any spelling: case, spaces, a slash anywhere, attributes (`</ Untrusted_Memory >`)
 FENCE_TAG = re.compile(r"<\s*/?\s*untrusted[\s_-]*memory\b[^>]*>?", re.I)
@@ -47,7 +50,7 @@ SIGNALS: dict[str, re.Pattern[str]] = {
                                 r"|^\s*#{0,3}\s*(system|assistant)\s*:|\bsystem prompt\b", re.I | re.M),
     "fence-break": FENCE_TAG,
     "tool-call": re.compile(r"\"(tool_calls|function_call)\"|\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"arguments\""
-                            rf"|\b({'|'.join(_TOOL_NAMES)})\s*\(", re.I),
+                            "|" + _TOOL_CALL, re.I),
     "exfiltration": re.compile(r"\b(reveal|print|repeat|show)\b[^.\n]{0,30}"
                                r"\b(system prompt|instructions|api key|password)"
                                r"|\b(do not|don't|dont|never) (tell|inform|mention (this|it) to) the user\b"
@@ -63,6 +66,13 @@ def poisoning_signals(text: str) -> list[str]:
 
 def looks_untrusted(text: str) -> bool:
     return bool(poisoning_signals(text))
+
+
+def checked_on_read(records: list[Record]) -> list[Record]:
+    """The records with `untrusted` set on any whose text the guard flags now, whatever the store
+    recorded when it was written (a detector update reaches old records too)."""
+    return [r.model_copy(update={"untrusted": True}) if not r.untrusted and looks_untrusted(r.text) else r
+            for r in records]
 
 
 def neutralize_fence_tags(text: str) -> str:

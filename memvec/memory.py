@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -21,16 +22,29 @@ from memvec.config import DEFAULT_MODEL, IndexSettings, MemoryConfig
 from memvec.embed import Backend, backend_of, load_embedder, qualified_model_id, split_model_id
 from memvec.embed.base import Embedder, LazyEmbedder
 from memvec.embed.queries import MicroBatcher, QueryCache
-from memvec.errors import IndexFileError, InvalidInputError, ModelMismatchError
+from memvec.engine.engine import Engine, IndexUsage
+from memvec.engine.tier import TierIndex, verify_on_disk
+from memvec.engine.transfer import export_agent, import_agents
+from memvec.errors import AgentExistsError, IndexFileError, InvalidInputError, ModelMismatchError, NotFoundError
+from memvec.export_format import AgentExport, ImportReport
 from memvec.index.files import Manifest, read_manifest
-from memvec.index.tier import TierIndex, verify_on_disk
-from memvec.search.engine import Engine, IndexUsage
 from memvec.search.rerank import shipped_ranker
-from memvec.store import open_store
+from memvec.store import STORE_FILE, open_store
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.recall import RecallMemory
-from memvec.types import AgentName, Hit, InsertResult, NewRecord, SearchRequest, Tier
+from memvec.types import (
+    AgentName,
+    AgentSettings,
+    AgentState,
+    CoreBlock,
+    Hit,
+    InsertResult,
+    NewRecord,
+    Record,
+    SearchRequest,
+    Tier,
+)
 
 MODEL_META_KEY = "embedding_model"
 INDEX_KIND_META_KEY = "index_kind"
@@ -119,10 +133,10 @@ class Memory:
     def __init__(self, config: MemoryConfig, *, embedder: Embedder | None = None) -> None:
         self.config = config
         self.home = prepare_home(config.home)
-        self.store = open_store(self.home, config.store, timeout=config.store_timeout)
+        self._store = open_store(self.home, config.store, timeout=config.store_timeout)
         self.model_id = self._resolve_model(embedder)
         self.index_settings = self._resolve_index_kind()
-        self.engine = Engine(store=self.store, embedder=self._serving(embedder or self._lazy(self.model_id)),
+        self._engine = Engine(store=self._store, embedder=self._serving(embedder or self._lazy(self.model_id)),
                              index_root=self.home / "index", index_settings=self.index_settings,
                              search_settings=config.search, max_loaded_indexes=config.max_loaded_indexes,
                              ranker=shipped_ranker() if config.search.rerank else None)
@@ -150,18 +164,18 @@ class Memory:
         comes from the home: its model name, and its backend (so `--model X` on a torch home stays torch)."""
         if name is None and backend is None:
             return None
-        recorded = self.store.get_meta(MODEL_META_KEY)
+        recorded = self._store.get_meta(MODEL_META_KEY)
         if name is None:
             name = split_model_id(recorded)[1] if recorded and backend_of(recorded) else DEFAULT_MODEL
         return qualified_model_id(name, backend, fallback=backend_of(recorded) if recorded else None)
 
     def _resolve_model(self, embedder: Embedder | None) -> str:
-        recorded = self.store.get_meta(MODEL_META_KEY)
+        recorded = self._store.get_meta(MODEL_META_KEY)
         requested = embedder.model_id if embedder else self.requested_model(self.config.model,
                                                                               self.config.embed_backend)
         if recorded is None:
             chosen = requested or qualified_model_id(DEFAULT_MODEL, None)
-            self.store.set_meta(MODEL_META_KEY, chosen)
+            self._store.set_meta(MODEL_META_KEY, chosen)
             return chosen
         if requested and requested != recorded:
             raise ModelMismatchError(
@@ -173,42 +187,99 @@ class Memory:
     def _resolve_index_kind(self) -> IndexSettings:
         """An explicit kind is remembered for the home (its indexes rebuild on next load);
         otherwise the home's recorded kind, 'auto' for a new home."""
-        recorded = self.store.get_meta(INDEX_KIND_META_KEY)
+        recorded = self._store.get_meta(INDEX_KIND_META_KEY)
         kind = self.config.index.kind or recorded or "auto"
         if kind != recorded:
-            self.store.set_meta(INDEX_KIND_META_KEY, kind)
+            self._store.set_meta(INDEX_KIND_META_KEY, kind)
         return self.config.index.model_copy(update={"kind": kind})
 
     # -- tiers ----------------------------------------------------------------------------
     def archival(self, agent: str) -> ArchivalMemory:
-        return ArchivalMemory(self.engine, validate_agent(agent))
+        return ArchivalMemory(self._engine, validate_agent(agent))
 
     def recall(self, agent: str) -> RecallMemory:
-        return RecallMemory(self.engine, validate_agent(agent))
+        return RecallMemory(self._engine, validate_agent(agent))
 
     def core(self, agent: str) -> CoreMemory:
-        return CoreMemory(self.store, validate_agent(agent))
+        return CoreMemory(self._store, validate_agent(agent))
 
     def insert(self, records: list[NewRecord]) -> list[InsertResult]:
-        return self.engine.insert(records)
+        return self._engine.insert(records)
 
     def search(self, request: SearchRequest) -> list[Hit]:
-        return self.engine.search(request)
+        return self._engine.search(request)
 
+    def tier(self, agent: str, tier: Tier) -> ArchivalMemory | RecallMemory:
+        return self.archival(agent) if tier is Tier.ARCHIVAL else self.recall(agent)
+
+    def delete_record(self, agent: str, record_id: int) -> Record:
+        """Delete one record of the agent, whatever its tier."""
+        return self._engine.delete(validate_agent(agent), record_id)
+
+    # -- agents ---------------------------------------------------------------------------
     def agents(self) -> list[str]:
         """Every agent with settings, core blocks or records in this home."""
-        return self.store.agents()
+        return self._store.agents()
+
+    def has_agent(self, agent: str) -> bool:
+        """Whether the agent exists: it has settings, core blocks or records (the one definition)."""
+        return self._store.has_agent(validate_agent(agent))
+
+    def get_agent(self, agent: str) -> tuple[AgentSettings, AgentState]:
+        """Its settings and conversation state; an agent written only through its tiers or blocks
+        (no settings yet) has the defaults. NotFoundError when it does not exist."""
+        name = validate_agent(agent)
+        found = self._store.get_agent(name)
+        if found is not None:
+            return found
+        if self._store.has_agent(name):
+            return AgentSettings(name=name), AgentState()
+        raise NotFoundError(f"agent {name!r} not found")
+
+    def create_agent(self, settings: AgentSettings, *, blocks: Sequence[CoreBlock] = (),
+                     exist_ok: bool = False) -> AgentSettings:
+        """Create an agent with `blocks` (default: persona and human). An existing one raises
+        AgentExistsError, or with `exist_ok` gets these settings (its state and blocks kept, the
+        default blocks added if missing)."""
+        name = validate_agent(settings.name)
+        if not exist_ok and self._store.has_agent(name):
+            raise AgentExistsError(f"agent {name!r} already exists")
+        self._store.put_agent(settings, AgentState() if self._store.get_agent(name) is None else None)
+        core = self.core(name)
+        for block in blocks:
+            core.put(block)
+        if not blocks:
+            core.ensure_defaults()
+        return settings
+
+    def update_agent(self, settings: AgentSettings, state: AgentState | None = None) -> None:
+        """Write an existing agent's settings (and its conversation state, when given)."""
+        self.get_agent(settings.name)
+        self._store.put_agent(settings, state)
 
     def delete_agent(self, agent: str) -> int:
         """Delete an agent, its blocks and all its records; returns how many records went."""
-        deleted = self.store.delete_agent(validate_agent(agent))
+        deleted = self._store.delete_agent(validate_agent(agent))
         for tier in Tier:
-            self.engine.tier_index(agent, tier).save()  # applies the deletions from the change log
+            self._engine.tier_index(agent, tier).save()  # applies the deletions from the change log
         return len(deleted)
+
+    def export_agent(self, agent: str, *, with_embeddings: bool = True) -> AgentExport:
+        """The agent, its blocks and all its passages and messages (with their embeddings)."""
+        settings, state = self.get_agent(agent)
+        return export_agent(self._engine, settings, state, model_id=self.model_id, with_embeddings=with_embeddings)
+
+    def import_agents(self, docs: Sequence[tuple[AgentExport, str]]) -> list[ImportReport]:
+        """Restore exported agents, each under the name given: all of them or none (see `memvec.transfer`)."""
+        named = [(doc, validate_agent(name)) for doc, name in docs]
+        return import_agents(self._engine, named, model_id=self.model_id)
+
+    def import_agent(self, doc: AgentExport, *, name: str | None = None) -> ImportReport:
+        return self.import_agents([(doc, name or doc.agent.name)])[0]
 
     # -- maintenance ----------------------------------------------------------------------
     def _partitions(self, agent: str | None) -> list[tuple[str, Tier]]:
-        parts = self.store.partitions()
+        parts = self._store.partitions()
         return [p for p in parts if agent is None or p[0] == agent]
 
     def rebuild(self, *, agent: str | None = None, model: str | None = None,
@@ -219,23 +290,23 @@ class Memory:
             if agent is not None:
                 raise InvalidInputError("a model change re-embeds the whole home; omit --agent")
             return self._rebuild_with(load_embedder(model, batch_size=self.config.embed_batch_size), None)
-        return self._rebuild_with(self.engine.embedder, agent)
+        return self._rebuild_with(self._engine.embedder, agent)
 
     def _rebuild_with(self, embedder: Embedder, agent: str | None) -> list[RebuildReport]:
         reports = []
         for part_agent, tier in self._partitions(agent):
             started = time.perf_counter()
-            index = TierIndex(part_agent, tier, store=self.store, embedder=embedder,
-                              directory=self.engine.index_dir(part_agent, tier), settings=self.index_settings)
+            index = TierIndex(part_agent, tier, store=self._store, embedder=embedder,
+                              directory=self._engine.index_dir(part_agent, tier), settings=self.index_settings)
             reembedded = index.rebuild()
             reports.append(RebuildReport(agent=part_agent, tier=tier, records=len(index), reembedded=reembedded,
                                          seconds=time.perf_counter() - started))
-            self.engine.forget(part_agent, tier)
+            self._engine.forget(part_agent, tier)
         if embedder.model_id != self.model_id:
-            self.store.set_meta(MODEL_META_KEY, embedder.model_id)
+            self._store.set_meta(MODEL_META_KEY, embedder.model_id)
             self.model_id = embedder.model_id
             self._close_serving()  # the old model's batcher thread goes with it
-            self.engine.embedder = self._serving(embedder)
+            self._engine.embedder = self._serving(embedder)
         return reports
 
     def verify(self, *, agent: str | None = None, repair: bool = False) -> VerifyReport:
@@ -244,47 +315,68 @@ class Memory:
         behind, or rebuilds it from the store if it disagrees) and saved, then checked."""
         if repair:
             for part_agent, tier in self._partitions(agent):
-                self.engine.tier_index(part_agent, tier).save()
+                self._engine.tier_index(part_agent, tier).save()
         self.save()
         report = VerifyReport(problems=[], behind=[])
         for part_agent, tier in self._partitions(agent):
-            check = verify_on_disk(part_agent, tier, store=self.store, model_id=self.model_id,
-                                   directory=self.engine.index_dir(part_agent, tier))
+            check = verify_on_disk(part_agent, tier, store=self._store, model_id=self.model_id,
+                                   directory=self._engine.index_dir(part_agent, tier))
             report.problems += [VerifyProblem(agent=part_agent, tier=tier, problem=p) for p in check.problems]
             if check.behind and not check.problems:
                 report.behind.append(IndexBehind(agent=part_agent, tier=tier, changes=check.behind,
                                                  saved_at_change=check.saved_at))
         return report
 
+    def index_usage(self) -> IndexUsage:
+        return self._engine.index_usage()
+
+    def totals(self) -> tuple[int, int]:
+        """(records, agents) in the whole home: cheap enough for a health check."""
+        return sum(self._store.count(a, t) for a, t in self._store.partitions()), len(self._store.agents())
+
+    @property
+    def store_location(self) -> str:
+        """Where the records live (the SQLite file, or the database URL without its password)."""
+        url = self.config.store
+        if url is None:
+            return str(self.home / STORE_FILE)
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://{rest.rpartition('@')[2]}"
+
+    @property
+    def embedding_dim(self) -> int:
+        """The embedding model's dimension (loads the model if it is not loaded yet)."""
+        return self._engine.embedder.dim
+
     def stats(self) -> Stats:
         parts = []
         for agent, tier in self._partitions(None):
-            directory = self.engine.index_dir(agent, tier)
+            directory = self._engine.index_dir(agent, tier)
             try:
                 manifest: Manifest | None = read_manifest(directory)
             except IndexFileError:
                 manifest = None
             parts.append(PartitionStats(
-                agent=agent, tier=tier, records=self.store.count(agent, tier),
+                agent=agent, tier=tier, records=self._store.count(agent, tier),
                 model_id=manifest.model_id if manifest else None, dim=manifest.dim if manifest else None,
                 index_kind=manifest.index_kind if manifest else None,
                 index_bytes=sum(p.stat().st_size for p in directory.glob("*.npz")) if directory.exists() else 0,
-                last_change=self.store.last_change(agent, tier),
+                last_change=self._store.last_change(agent, tier),
                 indexed_change=manifest.last_change if manifest else None))
-        return Stats(home=str(self.home), model_id=self.model_id, store_bytes=self.store.storage_bytes(),
-                     indexes=self.engine.index_usage(), partitions=parts)
+        return Stats(home=str(self.home), model_id=self.model_id, store_bytes=self._store.storage_bytes(),
+                     indexes=self._engine.index_usage(), partitions=parts)
 
     # -- lifecycle ------------------------------------------------------------------------
     def save(self) -> None:
-        self.engine.save()
+        self._engine.save()
 
     def close(self) -> None:
         self.save()
-        self.store.close()
+        self._store.close()
         self._close_serving()
 
     def _close_serving(self) -> None:
-        close_batcher = getattr(self.engine.embedder, "close", None)
+        close_batcher = getattr(self._engine.embedder, "close", None)
         if close_batcher is not None:
             close_batcher()
 

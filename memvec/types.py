@@ -11,7 +11,7 @@ import re
 import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -33,6 +33,11 @@ MAX_TAG_CHARS = 64
 MAX_META_CHARS = 2_048
 MAX_ID = 2**62  # record ids and counters: well inside SQLite's and PostgreSQL's signed 64-bit integers
 MAX_K = 1_000
+
+# FAISS index kinds (memvec.index.vector); a home's setting may also be "auto" (by tier size)
+IndexKind = Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8"]
+IndexKindSetting = Literal["auto"] | IndexKind
+INDEX_KIND_SETTINGS: tuple[str, ...] = ("auto", *get_args(IndexKind))
 AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 

@@ -15,7 +15,6 @@ import pytest
 
 from memvec import Memory
 from memvec.agent import Agent
-from memvec.agent.loop import create_agent
 from memvec.embed import HashingEmbedder
 from memvec.guard import poisoning_signals
 from memvec.types import AgentSettings
@@ -37,8 +36,8 @@ def open_memory(home: Path) -> Memory:
 
 
 def make_agent(mem: Memory, **settings: Any) -> None:
-    create_agent(mem, AgentSettings(name="bot", model="scripted/agent", **settings),
-                 persona="I am a careful assistant.", human="")
+    mem.create_agent(AgentSettings(name="bot", model="scripted/agent", **settings))
+    mem.core("bot").rewrite("persona", "I am a careful assistant.")
 
 
 def cite_from_search(messages: list[dict[str, Any]]) -> Turn:
@@ -223,7 +222,7 @@ def test_importing_the_agent_keeps_litellm_offline() -> None:
 
 @pytest.mark.slow
 def test_agent_pages_in_with_the_real_model(real_memory: Memory, llm: ScriptedLLM) -> None:
-    create_agent(real_memory, AgentSettings(name="bot", model="scripted/agent"))
+    real_memory.create_agent(AgentSettings(name="bot", model="scripted/agent"))
     for fact in ("Ana's dog is a beagle called Toby.", "The quarterly report is due on Friday.",
                  "Ana moved to Lisbon in 2021."):
         real_memory.archival("bot").insert(fact, session_id="intro", turn_id=1)

@@ -45,14 +45,14 @@ def test_a_small_budget_answers_exactly_like_no_budget(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "free", embedder=HashingEmbedder(32)) as free:
         fill(free, random.Random(7))
         expected = answers(free)
-        assert free.engine.index_usage().evictions == 0
+        assert free.index_usage().evictions == 0
     with Memory.open(tmp_path / "tight", embedder=HashingEmbedder(32), max_loaded_indexes=2) as tight:
         fill(tight, random.Random(7))
         assert answers(tight) == expected
-        usage = tight.engine.index_usage()
+        usage = tight.index_usage()
         assert usage.loaded == 2 and usage.budget == 2 and usage.evictions >= len(AGENTS) * 2 - 2
         assert usage.loads == usage.evictions + usage.loaded
-        assert tight.stats().indexes == tight.engine.index_usage()
+        assert tight.stats().indexes == tight.index_usage()
 
 
 def test_an_evicted_index_is_saved_and_catches_up_on_reload(tmp_path: Path) -> None:
@@ -61,10 +61,10 @@ def test_an_evicted_index_is_saved_and_catches_up_on_reload(tmp_path: Path) -> N
             Memory.open(home, embedder=HashingEmbedder(32)) as other:
         mem.archival("a").insert("opens agent a's index (built from the store and saved)")
         first = mem.archival("a").insert("the first agent's note").record.id  # an unsaved change
-        assert mem.engine.tier_index("a", Tier.ARCHIVAL).unsaved == 1
+        assert mem._engine.tier_index("a", Tier.ARCHIVAL).unsaved == 1
         mem.archival("b").insert("pushes agent a out")  # a is evicted: its unsaved change goes to disk
         manifest = read_manifest(home / "index" / "a" / "archival")
-        assert manifest.last_change == mem.store.last_change("a", Tier.ARCHIVAL) and manifest.record_count == 2
+        assert manifest.last_change == mem._store.last_change("a", Tier.ARCHIVAL) and manifest.record_count == 2
         later = other.archival("a").insert("written by another process while a was unloaded").record.id
         found = [h.id for h in mem.archival("a").search("note process unloaded", k=5, mode="bm25")]
         assert first in found and later in found
@@ -113,7 +113,7 @@ def test_property_eviction_under_concurrent_searches_and_writes(tmp_path_factory
                 thread.join()
         assert ledger.failures == []
         assert warnings == []  # no reload saw a torn save or a concurrent write as damage (and rebuilt)
-        assert mem.engine.index_usage().loaded <= budget
+        assert mem.index_usage().loaded <= budget
         live = final_answers(mem, agents)
         copy = tmp_path_factory.mktemp("copy")
         shutil.copytree(home, copy, ignore=shutil.ignore_patterns("index"), dirs_exist_ok=True)
@@ -172,7 +172,7 @@ class Ledger:
                 return
             record_id, token = self.live[agent].popitem()
             self.deleting.add(record_id)
-        mem.engine.delete(agent, record_id)
+        mem.delete_record(agent, record_id)
         with self.lock:
             self.deleted[agent][record_id] = token
             self.deleting.discard(record_id)

@@ -17,7 +17,7 @@ def records(start: int, n: int) -> list[NewRecord]:
 
 
 def kind(mem: Memory) -> str:
-    return mem.engine.tier_index("ana", Tier.ARCHIVAL).vector.kind
+    return mem._engine.tier_index("ana", Tier.ARCHIVAL).vector.kind
 
 
 def top(mem: Memory, query: str) -> list[int]:
@@ -36,14 +36,14 @@ def test_auto_switches_at_the_threshold_and_back_below_half(tmp_path: Path) -> N
         agree = sum(len(set(top(mem, q)) & set(hits)) for q, hits in exact.items()) / 30
         assert agree >= 0.8  # one more record and quantized vectors: nearly the same top 10
         for record_id in ids[:BIG // 2 - 10]:
-            mem.engine.delete("ana", record_id)
+            mem.delete_record("ana", record_id)
         top(mem, "note")  # catches up
         assert kind(mem) == "hnsw-sq8"  # above half the threshold: stays
     with Memory.open(tmp_path, embedder=embedder, index={"auto_hnsw_from": BIG}) as mem:
         assert kind(mem) == "hnsw-sq8"
-        assert not mem.engine.load_reports[("ana", Tier.ARCHIVAL)].rebuilt  # the saved kind is accepted
+        assert not mem._engine.load_reports[("ana", Tier.ARCHIVAL)].rebuilt  # the saved kind is accepted
         for record_id in ids[BIG // 2 - 10:BIG // 2 + 1]:
-            mem.engine.delete("ana", record_id)
+            mem.delete_record("ana", record_id)
         top(mem, "note")
         assert kind(mem) == "flat"
         assert mem.verify().model_dump() == {"problems": [], "behind": []}

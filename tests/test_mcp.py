@@ -65,7 +65,7 @@ def test_tools_are_listed_with_typed_schemas(mcp_memory: Memory) -> None:
     assert tools["archival_memory_search"].annotations.read_only_hint is True
     assert tools["archival_memory_insert"].annotations.read_only_hint is False
     assert all(t.description for t in tools.values())
-    assert mcp_memory.store.get_agent("alice") is not None, "the agent is created on first use"
+    assert mcp_memory._store.get_agent("alice") is not None, "the agent is created on first use"
     assert [b.label for b in mcp_memory.core("alice").blocks()] == ["persona", "human"]
 
 
@@ -128,7 +128,7 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(mcp_memory: Memory) -> 
     assert "at least 1 character" in texts[0] and "greater than or equal to 1" in texts[1]
     assert "does not occur in block 'human'" in texts[4] and "no core memory block 'nope'" in texts[5]
     assert "its limit is 2000" in texts[6]
-    assert mcp_memory.store.count("alice", Tier.ARCHIVAL) == 0
+    assert mcp_memory._store.count("alice", Tier.ARCHIVAL) == 0
     assert mcp_memory.core("alice").get("human").value == ""
 
 

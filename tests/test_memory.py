@@ -8,8 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memvec import CoreBlock, CoreMemoryError, InvalidInputError, Memory, NewRecord, NotFoundError, Tier
+from memvec import (
+    AgentExistsError,
+    CoreBlock,
+    CoreMemoryError,
+    InvalidInputError,
+    Memory,
+    NewRecord,
+    NotFoundError,
+    Tier,
+)
 from memvec.embed import HashingEmbedder
+from memvec.types import AgentSettings
 
 
 def test_insert_search_round_trips_citations(memory: Memory) -> None:
@@ -161,9 +171,9 @@ def test_indexes_hold_exactly_the_store(memory: Memory) -> None:
     ids = [archival.insert(f"fact number {i}").record.id for i in range(30)]
     for record_id in ids[::4]:
         archival.delete(record_id)
-    index = memory.engine.tier_index("app", Tier.ARCHIVAL)
+    index = memory._engine.tier_index("app", Tier.ARCHIVAL)
     assert index.disagreement() == ""
-    np.testing.assert_array_equal(index.vector.ids(), np.sort(memory.store.ids("app", Tier.ARCHIVAL)))
+    np.testing.assert_array_equal(index.vector.ids(), np.sort(memory._store.ids("app", Tier.ARCHIVAL)))
 
 
 def test_recall_messages_are_indexed_with_the_previous_message_of_their_session(memory: Memory) -> None:
@@ -176,12 +186,12 @@ def test_recall_messages_are_indexed_with_the_previous_message_of_their_session(
     assert [h.id for h in hits][:2] == [reply.id - 1, reply.id]
     assert hits[0].score > hits[1].score  # the message itself ranks above the one answering it
     assert "holiday" not in hits[1].text  # context is index-only, never returned
-    batch = next(memory.store.embeddings("app", Tier.RECALL))
+    batch = next(memory._store.embeddings("app", Tier.RECALL))
     assert batch.contexts == [None, "Where did you go on holiday?", None]
     archival = memory.archival("app")
     archival.insert("first passage about boats", session_id="s1")
     archival.insert("second passage about trains", session_id="s1")
-    assert next(memory.store.embeddings("app", Tier.ARCHIVAL)).contexts == [None, None]
+    assert next(memory._store.embeddings("app", Tier.ARCHIVAL)).contexts == [None, None]
     assert [h.text for h in archival.search("boats", mode="bm25")] == ["first passage about boats"]
 
 
@@ -192,3 +202,50 @@ def test_dates_are_searchable_words(memory: Memory) -> None:
     hits = archival.search("what happened in May 2023", mode="bm25")
     assert [h.text for h in hits] == ["Signed the lease", "Painted the kitchen"]  # "2023" matches both
     assert hits[0].score > hits[1].score
+
+
+def test_an_agent_exists_once_it_has_settings_blocks_or_records(memory: Memory) -> None:
+    assert not memory.has_agent("ana")
+    with pytest.raises(NotFoundError):
+        memory.get_agent("ana")
+    memory.archival("ana").insert("a passage written before the agent had settings")
+    memory.core("bob").put(CoreBlock(label="notes", value="only a block"))
+    assert memory.agents() == ["ana", "bob"] and memory.has_agent("ana") and memory.has_agent("bob")
+    settings, state = memory.get_agent("ana")
+    assert (settings.name, settings.model, state.turn) == ("ana", None, 0)
+    with pytest.raises(AgentExistsError):
+        memory.create_agent(AgentSettings(name="ana"))
+    with pytest.raises(AgentExistsError):
+        memory.import_agent(memory.export_agent("ana"))  # import and create agree on what exists
+    memory.create_agent(AgentSettings(name="ana", model="openai/gpt-4o-mini"), exist_ok=True)
+    assert memory.get_agent("ana")[0].model == "openai/gpt-4o-mini"
+    assert [b.label for b in memory.core("ana").blocks()] == ["persona", "human"]
+    assert memory.archival("ana").count() == 1, "exist_ok keeps what the agent had"
+
+
+def test_a_tier_view_sees_only_its_own_tier(memory: Memory) -> None:
+    message = memory.recall("ana").append("user", "a message, not a passage").record
+    with pytest.raises(NotFoundError):
+        memory.archival("ana").get(message.id)
+    with pytest.raises(NotFoundError):
+        memory.archival("ana").delete(message.id)
+    assert memory.recall("ana").get_many([message.id, 999]) == [message]
+    assert memory.archival("ana").get_many([message.id]) == []
+    assert memory.delete_record("ana", message.id) == message and memory.recall("ana").count() == 0
+
+
+def test_settings_resolve_in_one_place_explicit_over_environment(monkeypatch: pytest.MonkeyPatch,
+                                                                 home: Path) -> None:
+    from memvec.config import ENVIRONMENT, IndexSettings, MemoryConfig
+
+    for variable, value in (("MEMVEC_SAVE_EVERY", "7"), ("MEMVEC_MAX_LOADED_INDEXES", "2"),
+                            ("MEMVEC_STORE", "postgresql://u@h/db"), ("MEMVEC_HOME", str(home))):
+        monkeypatch.setenv(variable, value)
+    from_environment = MemoryConfig.resolve()
+    assert (from_environment.index.save_every, from_environment.max_loaded_indexes) == (7, 2)
+    assert (from_environment.store, from_environment.home) == ("postgresql://u@h/db", home)
+    explicit = MemoryConfig.resolve(home="elsewhere", index=IndexSettings(save_every=3), max_loaded_indexes=5,
+                                    store="postgresql://v@h/db")
+    assert (explicit.index.save_every, explicit.max_loaded_indexes, explicit.home) == (3, 5, Path("elsewhere"))
+    assert explicit.store == "postgresql://v@h/db"
+    assert set(ENVIRONMENT.values()) >= {"MEMVEC_HOME", "MEMVEC_MODEL", "MEMVEC_EMBED_BACKEND", "MEMVEC_STORE"}

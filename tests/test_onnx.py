@@ -162,11 +162,11 @@ def test_switching_backend_goes_through_rebuild(home: Path) -> None:
     with Memory.open(home, embed_backend="torch") as mem:
         for fact in FACTS:
             mem.archival("a").insert(fact)
-        [before] = mem.store.embeddings("a", mem.archival("a").tier)
+        [before] = mem._store.embeddings("a", mem.archival("a").tier)
     with Memory.open(home) as mem:
         reports = mem.rebuild(backend="onnx-int8")
         assert mem.model_id == "onnx-int8:all-MiniLM-L6-v2" and sum(r.reembedded for r in reports) == 3
-        [batch] = mem.store.embeddings("a", mem.archival("a").tier)
+        [batch] = mem._store.embeddings("a", mem.archival("a").tier)
         assert set(batch.models) == {"onnx-int8:all-MiniLM-L6-v2"}
         assert cosines(batch.vectors, before.vectors).min() >= 0.95
         assert mem.verify().model_dump() == {"problems": [], "behind": []}

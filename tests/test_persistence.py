@@ -58,7 +58,7 @@ def test_missing_or_corrupt_files_are_rebuilt_never_trusted(home: Path, damage: 
         problems = mem.verify().problems  # verify reads what is on disk before anything repairs it
     assert problems and problems[0].tier is Tier.ARCHIVAL
     mem, found = reopen_and_search(home)
-    report = mem.engine.load_reports[("app", Tier.ARCHIVAL)]
+    report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert report.rebuilt and report.reembedded == 0
     assert found == expected
     assert mem.verify().model_dump() == {"problems": [], "behind": []}
@@ -79,7 +79,7 @@ def test_index_behind_the_store_catches_up_from_the_change_log(home: Path) -> No
         report = mem.verify()
     assert report.ok and [(b.agent, b.tier, b.changes) for b in report.behind] == [("app", Tier.ARCHIVAL, 5)]
     mem, _ = reopen_and_search(home)
-    report = mem.engine.load_reports[("app", Tier.ARCHIVAL)]
+    report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert not report.rebuilt and report.changes_applied == 5
     assert mem.verify().model_dump() == {"problems": [], "behind": []}
     mem.close()
@@ -102,7 +102,7 @@ def test_model_change_re_embeds_and_rebuilds(home: Path) -> None:
     assert (manifest.model_id, manifest.dim) == ("hash:32", 32)
     with Memory.open(home) as mem:
         assert mem.model_id == "hash:32"
-        batch = next(mem.store.embeddings("app", Tier.ARCHIVAL))
+        batch = next(mem._store.embeddings("app", Tier.ARCHIVAL))
         assert set(batch.models) == {"hash:32"} and batch.vectors.shape[1] == 32
         expected = HashingEmbedder(32).embed_documents(batch.texts)
         np.testing.assert_allclose(batch.vectors, expected, rtol=1e-6)
@@ -113,12 +113,12 @@ def test_index_built_with_another_model_is_rebuilt_on_load(home: Path) -> None:
     ids = fill(home)
     # simulate a rebuild to another model that crashed after writing the index, before the home switched
     with Memory.open(home) as mem:
-        from memvec.index.tier import TierIndex
+        from memvec.engine.tier import TierIndex
 
-        TierIndex("app", Tier.ARCHIVAL, store=mem.store, embedder=HashingEmbedder(16),
+        TierIndex("app", Tier.ARCHIVAL, store=mem._store, embedder=HashingEmbedder(16),
                   directory=index_dir(home), settings=mem.index_settings).rebuild()
     mem, found = reopen_and_search(home)
-    report = mem.engine.load_reports[("app", Tier.ARCHIVAL)]
+    report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert report.rebuilt and "model_id" in report.reason and report.reembedded == 40
     assert set(found) == set(ids) and set(found[:6]) == {ids[i] for i in range(40) if i % 7 == 3}
     assert mem.verify().model_dump() == {"problems": [], "behind": []}
@@ -153,7 +153,7 @@ def test_a_big_index_waits_for_an_eighth_of_its_size_before_saving_again(tmp_pat
     with Memory.open(tmp_path, embedder=HashingEmbedder(16), index={"save_every": 10}) as mem:
         archival = mem.archival("ana")
         mem.insert([NewRecord(agent="ana", tier="archival", text=f"note {i}") for i in range(400)])
-        index = mem.engine.tier_index("ana", archival.tier)
+        index = mem._engine.tier_index("ana", archival.tier)
         assert index.unsaved == 0
         for i in range(56):  # 56 unsaved < 456 // 8 = 57
             archival.insert(f"later note {i}")

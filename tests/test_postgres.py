@@ -15,7 +15,6 @@ import pytest
 
 from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
-from memvec.transfer import export_agent, import_agent
 from tests.conftest import require_postgres, run_cli
 from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
 
@@ -68,7 +67,7 @@ def test_engine_on_postgres(tmp_path: Path, pg_url: str) -> None:
         mem.insert([NewRecord(agent="other", tier=Tier.RECALL, text="hello", role="user")])
         assert sorted(mem.agents()) == ["app", "other"]
         assert mem.verify().model_dump() == {"problems": [], "behind": []}
-        assert type(mem.store).__name__ == "PostgresStore"
+        assert type(mem._store).__name__ == "PostgresStore"
     assert not (tmp_path / "a" / "store.sqlite3").exists()  # the home holds only index files
 
 
@@ -99,9 +98,9 @@ def test_export_from_sqlite_imports_into_postgres(tmp_path: Path, pg_url: str) -
     with Memory.open(tmp_path / "sqlite", embedder=HashingEmbedder(64)) as source:
         source.recall("ana").append("user", "I moved to Lisbon", session_id="s", turn_id=1)
         source.archival("ana").insert("Ana likes tea", tags=["food"])
-        document = export_agent(source, "ana")
+        document = source.export_agent("ana")
     with open_pg(tmp_path / "pg", pg_url) as target:
-        report = import_agent(target, document)
+        report = target.import_agent(document)
         assert (report.passages, report.messages, report.reembedded) == (1, 1, False)
         assert target.recall("ana").search("Lisbon")[0].citation.session_id == "s"
         assert target.archival("ana").search("tea", tags=["food"])[0].text == "Ana likes tea"
@@ -118,7 +117,7 @@ def test_a_slow_writer_on_another_server_is_not_skipped(tmp_path: Path, pg_url: 
             fast.archival("app").insert("the fast writer's note")
             reader.archival("app").search("anything")  # catches up past whatever has committed
 
-        with slow.store._write():  # hold the slow writer's transaction open
+        with slow._store._write():  # hold the slow writer's transaction open
             slow.archival("app").insert("the slow writer's note")
             other = threading.Thread(target=fast_write_then_read)
             other.start()

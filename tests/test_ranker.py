@@ -87,7 +87,7 @@ def test_the_ranker_puts_the_answer_first_on_a_small_tier(conversation: Memory) 
 def test_without_the_ranker_search_ranks_by_fusion(conversation: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     expected = {q: [(h.id, h.score) for h in conversation.recall("conv").search(q, k=5, rerank=False)]
                 for q in QUERIES}
-    conversation.engine.ranker = None  # a package without the file, or a config that turns it off
+    conversation._engine.ranker = None  # a package without the file, or a config that turns it off
     for query in QUERIES:
         assert [(h.id, h.score) for h in conversation.recall("conv").search(query, k=5)] == expected[query]
     monkeypatch.setattr(rerank, "RANKER_FILE", "no-such-ranker.json")
@@ -109,8 +109,8 @@ def test_the_ranker_reorders_by_its_features(conversation: Memory) -> None:
     """Planting a bug in a feature (the speaker named in the query) changes the ranking, so the
     ranker reads what it is given; the order then follows the ranker's own scores."""
     request = {"agent": "conv", "tier": "recall", "query": "What did Caroline research?", "k": 8}
-    ids, features = conversation.engine.candidate_features(SearchRequest.model_validate(request), 50)
-    ranker = conversation.engine.ranker
+    ids, features = conversation._engine.candidate_features(SearchRequest.model_validate(request), 50)
+    ranker = conversation._engine.ranker
     assert ranker is not None and features.shape == (len(ids), len(FEATURES))
     learned = ranker.score(features, "recall")
     expected = [int(i) for i in ids[np.lexsort((ids, -learned))][:8]]
@@ -122,8 +122,8 @@ def test_the_ranker_reorders_by_its_features(conversation: Memory) -> None:
 def test_text_features_read_the_candidates_and_the_query(conversation: Memory) -> None:
     def column(query: str, name: str) -> dict[str, float]:
         request = SearchRequest.model_validate({"agent": "conv", "tier": "recall", "query": query, "k": 8})
-        ids, features = conversation.engine.candidate_features(request, 50)
-        texts = {r.id: r.text for r in conversation.store.get("conv", ids.tolist())}
+        ids, features = conversation._engine.candidate_features(request, 50)
+        texts = {r.id: r.text for r in conversation._store.get("conv", ids.tolist())}
         return {texts[int(i)]: float(features[n, FEATURES.index(name)]) for n, i in enumerate(ids)}
 
     time_words = column("When did Melanie paint a sunrise?", "time_words")

@@ -131,7 +131,7 @@ def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None
     assert json.loads(out)[0]["text"] == last
     assert run_cli("verify", home=home).returncode == 0
     with Memory.open(home) as mem:
-        assert len(mem.engine.tier_index("diary", mem.recall("diary").tier)) == committed
+        assert len(mem._engine.tier_index("diary", mem.recall("diary").tier)) == committed
     # running the same ingest again completes it, skipping what was committed
     summary = json.loads(run_cli("ingest", str(data), "--agent", "diary", "--tier", "recall", "--role", "me", "--json",
                                  home=home).stdout)

@@ -339,6 +339,22 @@ def test_messages_run_the_agent_when_it_has_a_model(tmp_path: Path) -> None:
     SCRIPTED.reset()
 
 
+def test_an_agent_known_only_by_its_records_exists_for_create_and_import(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from memvec import Memory
+    from memvec.embed import HashingEmbedder
+    from memvec.service.app import create_app
+
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, TestClient(create_app(mem)) as api:
+        mem.archival("ana").insert("written through the Python API, no settings")
+        assert api.get("/v1/agents/ana").json()["name"] == "ana"
+        exported = api.get("/v1/agents/ana/export").json()
+        for response in (api.post("/v1/agents", json={"name": "ana"}), api.post("/v1/agents/import", json=exported)):
+            assert response.status_code == 409 and response.json()["error"] == "already_exists", response.text
+        assert mem.archival("ana").count() == 1 and mem.core("ana").blocks() == []
+
+
 def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 

@@ -126,13 +126,13 @@ def test_session_score_lifts_the_turn_of_the_matching_session(tmp_path: Path, mi
 def test_deleting_a_record_updates_its_session_and_survives_reopen(home: Path) -> None:
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
         results = mem.insert(conversation("ana"))
-        index = mem.engine.tier_index("ana", results[0].record.tier)
+        index = mem._engine.tier_index("ana", results[0].record.tier)
         assert len(index.sessions) == 6
-        mem.engine.delete("ana", results[0].record.id)
+        mem.delete_record("ana", results[0].record.id)
         mem.search(SearchRequest(agent="ana", tier="recall", query="camping"))
         assert len(index.sessions) == 5
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
-        index = mem.engine.tier_index("ana", results[0].record.tier)
+        index = mem._engine.tier_index("ana", results[0].record.tier)
         assert len(index.sessions) == 5
         assert mem.verify().model_dump() == {"problems": [], "behind": []}
 
@@ -153,12 +153,12 @@ def test_live_session_scores_equal_a_rebuild_after_deletes_compaction_and_adds(h
         ids = [r.record.id for r in mem.insert(records)]
         check(mem)
         for record_id in ids[:20]:  # dead slots stay until the save compacts them
-            mem.engine.delete("ana", record_id)
+            mem.delete_record("ana", record_id)
         check(mem)
-        mem.engine.tier_index("ana", records[0].tier).save()
+        mem._engine.tier_index("ana", records[0].tier).save()
         check(mem)
         for record_id in ids[20:70]:  # below 75% live slots: the BM25 index compacts at once
-            mem.engine.delete("ana", record_id)
+            mem.delete_record("ana", record_id)
         check(mem)
         mem.insert([NewRecord(agent="ana", tier="archival", text="late note about topic 3",
                               citation={"session_id": "doc3"})])

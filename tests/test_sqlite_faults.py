@@ -26,22 +26,22 @@ def test_a_locked_store_is_unavailable_and_nothing_is_lost(home: Path) -> None:
         other.close()
         assert mem.archival("a").insert("written after the lock").created
         assert [h.id for h in mem.archival("a").search("written before the lock", k=1, mode="bm25")] == [kept]
-        assert mem.store.count("a", Tier.ARCHIVAL) == 2 and mem.verify().model_dump() == {"problems": [], "behind": []}
+        assert mem.archival("a").count() == 2 and mem.verify().model_dump() == {"problems": [], "behind": []}
 
 
 def test_a_full_disk_refuses_the_batch_whole_and_keeps_the_rest(home: Path) -> None:
     with Memory.open(home, embedder=HashingEmbedder(32)) as mem:
         for i in range(20):
             mem.archival("a").insert(f"kept note {i}")
-        pages = mem.store._db.execute("PRAGMA page_count").fetchone()[0]  # type: ignore[attr-defined]
-        mem.store._db.execute(f"PRAGMA max_page_count = {pages + 1}")  # type: ignore[attr-defined]
+        pages = mem._store._db.execute("PRAGMA page_count").fetchone()[0]  # type: ignore[attr-defined]
+        mem._store._db.execute(f"PRAGMA max_page_count = {pages + 1}")  # type: ignore[attr-defined]
         big = [f"{'x' * 3000} overflow {i}" for i in range(50)]
         with pytest.raises(StoreError, match="disk is full"):
             mem.archival("a").insert_many([_record(text) for text in big])
-        assert mem.store.count("a", Tier.ARCHIVAL) == 20, "the failed batch left nothing behind"
-        mem.store._db.execute("PRAGMA max_page_count = 1073741823")  # type: ignore[attr-defined]
+        assert mem.archival("a").count() == 20, "the failed batch left nothing behind"
+        mem._store._db.execute("PRAGMA max_page_count = 1073741823")  # type: ignore[attr-defined]
         assert mem.archival("a").insert("space again").created
-        assert mem.store.count("a", Tier.ARCHIVAL) == 21 and mem.verify().model_dump() == {"problems": [], "behind": []}
+        assert mem.archival("a").count() == 21 and mem.verify().model_dump() == {"problems": [], "behind": []}
 
 
 def _record(text: str) -> NewRecord:

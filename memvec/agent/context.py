@@ -44,7 +44,7 @@ class MainContext:
         return {"role": "system", "content": text}
 
     def fifo_records(self) -> list[Record]:
-        return self.memory.store.get(self.settings.name, self.state.in_context)
+        return self.memory.recall(self.settings.name).get_many(self.state.in_context)
 
     def messages(self, scratch: list[Message]) -> list[Message]:
         return [self.system_message(), *(record_message(r) for r in self.fifo_records()), *scratch]
@@ -58,7 +58,7 @@ class MainContext:
         target = self.settings.context_window // 2
         evicted: list[Record] = []
         while len(self.state.in_context) > self.settings.keep_last and self.tokens(scratch) > target:
-            evicted += self.memory.store.get(self.settings.name, [self.state.in_context.pop(0)])
+            evicted += self.memory.recall(self.settings.name).get_many([self.state.in_context.pop(0)])
         if evicted:
             self.state.summary = self._bounded(self.summarize(self.state.summary, evicted))
         while self.tokens(scratch) > self.settings.context_window and self.state.summary:

@@ -20,7 +20,7 @@ from memvec.agent.prompts import BUDGET_SPENT, PRESSURE_ALERT
 from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome, tool_schemas
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.memory import Memory
-from memvec.types import AgentSettings, AgentState, CoreBlock, Record
+from memvec.types import Record
 
 StopReason = Literal["send_message", "max_steps", "no_tool_call", "no_heartbeat"]
 
@@ -69,15 +69,17 @@ class Reply(BaseModel):
     session_id: str
     turn: int
     trace: Trace
+    recorded: list[int] = Field(default_factory=list, exclude=True,
+                                description="ids of the recall records this reply created, in order")
 
 
 class Agent:
     def __init__(self, memory: Memory, name: str, *, model: str | None = None, session_id: str | None = None) -> None:
-        found = memory.store.get_agent(name)
-        if found is None:
+        if not memory.has_agent(name):
             raise NotFoundError(f"no agent {name!r}; create it first (memvec agent create {name} ...)")
         self.memory = memory
-        self.settings, self.state = found
+        self.settings, self.state = memory.get_agent(name)
+        self._recorded: list[int] = []
         if model:
             self.settings = self.settings.model_copy(update={"model": model})
         if not self.settings.model:
@@ -92,6 +94,7 @@ class Agent:
     # -- one reply ------------------------------------------------------------------------
     def reply(self, text: str, *, role: str = "user") -> Reply:
         self.state.turn += 1
+        self._recorded = []
         trace = Trace()
         context = MainContext(self.memory, self.settings, self.state,
                               count=lambda messages: llm.count_tokens(self.model, messages),
@@ -104,9 +107,9 @@ class Agent:
         try:
             trace.stopped_by = self._run(context, tools, trace, sent)
         finally:
-            self.memory.store.put_agent(self.settings, self.state)
+            self.memory.update_agent(self.settings, self.state)
         return Reply(message=sent[-1] if sent else None, messages=sent, session_id=self.session_id,
-                     turn=self.state.turn, trace=trace)
+                     turn=self.state.turn, trace=trace, recorded=self._recorded)
 
     def _run(self, context: MainContext, tools: ToolBox, trace: Trace, sent: list[str]) -> StopReason:
         scratch: list[Message] = []
@@ -186,7 +189,10 @@ class Agent:
     # -- recall ---------------------------------------------------------------------------
     def _remember(self, role: str, text: str, *, in_context: bool) -> Record:
         recall = self.memory.recall(self.settings.name)
-        record = recall.append(role, text, session_id=self.session_id, turn_id=self.state.turn).record
+        result = recall.append(role, text, session_id=self.session_id, turn_id=self.state.turn)
+        record = result.record
+        if result.created:
+            self._recorded.append(record.id)
         if in_context and record.id not in self.state.in_context:
             self.state.in_context.append(record.id)
         return record
@@ -223,14 +229,3 @@ def _arguments(raw: str | None) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return parsed if isinstance(parsed, dict) else None
-
-
-def create_agent(memory: Memory, settings: AgentSettings, *, persona: str = "", human: str = "") -> AgentSettings:
-    """Create (or update) an agent with persona and human blocks."""
-    memory.store.put_agent(settings, AgentState() if memory.store.get_agent(settings.name) is None else None)
-    core = memory.core(settings.name)
-    core.ensure_defaults()
-    for label, value in (("persona", persona), ("human", human)):
-        if value:
-            core.put(CoreBlock.model_validate({**core.get(label).model_dump(), "value": value}))
-    return settings

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import faiss as _faiss
 import numpy as np
@@ -25,6 +25,7 @@ import numpy.typing as npt
 from memvec.embed.threads import thread_count
 from memvec.errors import IndexFileError
 from memvec.index.lexical import top_k
+from memvec.types import IndexKind
 
 faiss: Any = _faiss  # its SWIG stubs miss most of the API
 faiss.omp_set_num_threads(thread_count())  # MEMVEC_THREADS, like the model (memvec.embed.threads)
@@ -41,7 +42,6 @@ def _one_omp_thread_here() -> None:
 
 Ids = npt.NDArray[np.int64]
 Vectors = npt.NDArray[np.float32]
-IndexKind = Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-sq8"]
 INDEX_KINDS: tuple[str, ...] = get_args(IndexKind)
 _SQ_TYPES = {"fp16": "QT_fp16", "sq8": "QT_8bit"}
 _FEW_TO_LEARN_FROM = 1_000  # below this, per-dimension bounds from the data would be too narrow
@@ -187,7 +187,7 @@ class VectorIndex:
         if self._tombstones:
             dead = faiss.IDSelectorBatch(np.fromiter(self._tombstones, dtype=np.int64))
             params = self._params(faiss.IDSelectorNot(dead))
-            params._keep = dead  # the SWIG wrapper does not own `dead`; keep it alive
+            params._keep = dead  # noqa: SLF001 - the SWIG wrapper does not own `dead`; keep it alive
         scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32), min(k, len(self)),
                                          params=params)
         found = ids[0] >= 0

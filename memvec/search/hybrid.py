@@ -14,9 +14,9 @@ import numpy.typing as npt
 
 from memvec.config import SearchSettings
 from memvec.index.lexical import QueryScores, top_k
-from memvec.index.tier import TierIndex
 from memvec.index.tokenize import plain_tokens
 from memvec.search.fuse import convex, rrf
+from memvec.search.parts import SearchableTier
 from memvec.search.rerank import Candidates, Matrix, Ranker, feature_matrix
 from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
 
@@ -46,7 +46,7 @@ def needs_query_vector(request: SearchRequest) -> bool:
     return request.mode in (SearchMode.VECTOR, SearchMode.HYBRID)
 
 
-def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+def rank(index: SearchableTier, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
          query_vector: npt.NDArray[np.float32] | None = None, ranker: Ranker | None = None) -> Ranked:
     """`query_vector` (the query embedded by the index's model) may be computed beforehand, so that
     the forward pass runs outside the index lock; it is embedded here when needed and not given.
@@ -63,7 +63,7 @@ def rank(index: TierIndex, request: SearchRequest, settings: SearchSettings, all
     return _hybrid(index, request, settings, allowed, query_vector, ranker)
 
 
-def _vector(index: TierIndex, k: int, settings: SearchSettings, allowed: Ids | None,
+def _vector(index: SearchableTier, k: int, settings: SearchSettings, allowed: Ids | None,
             query_vector: npt.NDArray[np.float32]) -> Ranked:
     """Vector search; on a compact index the candidates are ranked again by their exact vectors
     from the store (a few dozen rows), so quantization costs next to no recall."""
@@ -88,7 +88,7 @@ class _Fused:
     lexical: QueryScores
 
 
-def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
             query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> Ranked:
     found = _fuse(index, request, settings, allowed, query_vector)
     order = np.lexsort((found.union, -found.fused))
@@ -100,7 +100,7 @@ def _hybrid(index: TierIndex, request: SearchRequest, settings: SearchSettings, 
     return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order])
 
 
-def _fuse(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
           query_vector: npt.NDArray[np.float32]) -> _Fused:
     depth = max(request.k * settings.candidate_factor, settings.min_candidates)
     vector_ids, _ = index.vector.search(query_vector, depth, allowed)
@@ -129,7 +129,7 @@ def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
     return bm25 > 0.01 * float(bm25.max(initial=0.0))
 
 
-def _session_scores(index: TierIndex, union: Ids, vector: Scores, bm25: Scores, query_vector: Scores,
+def _session_scores(index: SearchableTier, union: Ids, vector: Scores, bm25: Scores, query_vector: Scores,
                     lexical: QueryScores) -> tuple[Scores, Scores]:
     """Each candidate's session mean scores (memvec.index.sessions); a record without a session
     is its own session. Hits still report their own scores; the fused score adds the session's."""
@@ -142,14 +142,14 @@ def _session_scores(index: TierIndex, union: Ids, vector: Scores, bm25: Scores, 
     return sessions.spread(rows, vector_means, vector), sessions.spread(rows, bm25_means, bm25)
 
 
-def candidate_table(index: TierIndex, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+def candidate_table(index: SearchableTier, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
                     query_vector: npt.NDArray[np.float32], depth: int) -> tuple[Ids, Matrix]:
     """The best `depth` fused candidates and their ranker features (what the ranker is fitted on)."""
     found = _fuse(index, request, settings, allowed, query_vector)
     return _featured(index, request, found, np.lexsort((found.union, -found.fused))[:depth], query_vector)
 
 
-def _rerank(index: TierIndex, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
+def _rerank(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
             query_vector: Scores) -> Ranked:
     ids, features = _featured(index, request, found, top, query_vector)
     learned = ranker.score(features, request.tier.value)
@@ -158,14 +158,14 @@ def _rerank(index: TierIndex, request: SearchRequest, found: _Fused, top: Ids, r
                   bm25=found.bm25[top][order], fused=found.fused[top][order], ranker=learned[order])
 
 
-def _featured(index: TierIndex, request: SearchRequest, found: _Fused, top: Ids, query_vector: Scores
+def _featured(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, query_vector: Scores
               ) -> tuple[Ids, Matrix]:
     """The chosen candidates' ids and ranker features (the same for a search and for fitting)."""
     candidates = _candidates(index, found, top, query_vector)
     return candidates.ids, feature_matrix(request.query, candidates, *_speakers_and_texts(index, candidates.ids))
 
 
-def _candidates(index: TierIndex, found: _Fused, top: Ids, query_vector: Scores) -> Candidates:
+def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Scores) -> Candidates:
     """The chosen candidates with their neighbours' scores: the records just before and after each
     in the same session (ids in between belong to other sessions or tiers)."""
     ids = found.union[top]
@@ -184,17 +184,17 @@ def _candidates(index: TierIndex, found: _Fused, top: Ids, query_vector: Scores)
                       neighbour_bm25=neighbour_bm25.astype(np.float32), sessions=rows)
 
 
-def _speakers_and_texts(index: TierIndex, ids: Ids) -> tuple[list[str | None], list[str]]:
-    facts = index.store.speakers_and_texts(index.agent, ids.tolist())
+def _speakers_and_texts(index: SearchableTier, ids: Ids) -> tuple[list[str | None], list[str]]:
+    facts = index.speakers_and_texts(ids.tolist())
     found = [facts.get(int(i), (None, "")) for i in ids.tolist()]
     return [role for role, _ in found], [text for _, text in found]
 
 
-def _token(index: TierIndex, request: SearchRequest) -> Ranked:
+def _token(index: SearchableTier, request: SearchRequest) -> Ranked:
     """The naive baseline: how many distinct lowercase words a record shares with the query.
     It reads the texts from the store with the filters applied there, so it needs no id set."""
     query = plain_tokens(request.query)
-    texts = index.store.texts(index.agent, index.tier, request.filters)
+    texts = index.texts(request.filters)
     rows = [(rid, len(query & plain_tokens(text))) for rid, text in texts]
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     counts = np.array([r[1] for r in rows], dtype=np.float32)
@@ -203,8 +203,8 @@ def _token(index: TierIndex, request: SearchRequest) -> Ranked:
     return Ranked(ids, counts, token=counts)
 
 
-def to_hits(index: TierIndex, ranked: Ranked) -> list[Hit]:
-    records = {r.id: r for r in index.store.get(index.agent, ranked.ids.tolist())}
+def to_hits(index: SearchableTier, ranked: Ranked) -> list[Hit]:
+    records = {r.id: r for r in index.records(ranked.ids.tolist())}
     hits = []
     for row, record_id in enumerate(ranked.ids.tolist()):
         record = records.get(record_id)

@@ -7,11 +7,10 @@ key may not see answers 404, exactly like an agent that does not exist. Errors a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Request, Response
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -19,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
 from memvec.errors import (
+    AgentExistsError,
     CoreMemoryError,
     InvalidInputError,
     MemvecError,
@@ -27,11 +27,12 @@ from memvec.errors import (
     StoreUnavailableError,
 )
 from memvec.memory import Memory
-from memvec.service.auth import KeyRing, Principal
+from memvec.service import routes_agents, routes_memory, routes_messages
+from memvec.service.auth import KeyRing
+from memvec.service.deps import Service, ServiceState
 from memvec.service.front import NO_RETRY, FrontDoor, Gate, Refusal, header
 from memvec.service.schemas import ErrorOut, Health
-from memvec.store import STORE_FILE
-from memvec.types import AGENT_PATTERN, AgentSettings, AgentState, Tier, describe_validation_error
+from memvec.types import describe_validation_error
 
 API_DESCRIPTION = """Vector-search memory for LLM agents: core, recall and archival tiers with citations.
 
@@ -41,58 +42,6 @@ message ids are record ids as strings. memvec-only: `recall-memory/search`, batc
 search filters and fusion parameters, the export with embeddings. Not served: streaming, async runs,
 tools, sources/folders, identities, groups, templates, `/v1/blocks`."""
 RETRY_AFTER_S = 1
-AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
-
-
-class ServiceState:
-    """What every request shares: the memory home, the key ring and one lock per agent's conversation."""
-
-    def __init__(self, memory: Memory, keys: KeyRing) -> None:
-        self.memory, self.keys = memory, keys
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
-
-    def agent_lock(self, agent: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(agent, threading.Lock())
-
-
-def state_of(request: Request) -> ServiceState:
-    service: ServiceState = request.app.state.service
-    return service
-
-
-def caller(request: Request) -> Principal:
-    principal = state_of(request).keys.principal_of_header(request.headers.get("authorization"))
-    if principal is None:
-        raise HTTPException(401, "missing or invalid API key", headers={"WWW-Authenticate": "Bearer"})
-    return principal
-
-
-Caller = Annotated[Principal, Depends(caller)]
-Service = Annotated[ServiceState, Depends(state_of)]
-
-
-def visible_agent(agent_id: str, principal: Principal, service: ServiceState) -> tuple[AgentSettings, AgentState]:
-    """The agent's settings and state, or 404 when it does not exist or the caller may not see it."""
-    if not principal.may_see(agent_id):
-        raise NotFoundError(f"agent {agent_id!r} not found")
-    found = service.memory.store.get_agent(agent_id)
-    if found is not None:
-        return found
-    store = service.memory.store
-    if any(store.count(agent_id, tier) for tier in Tier) or store.blocks(agent_id):
-        return AgentSettings(name=agent_id), AgentState()  # written by the CLI or Python API: no settings yet
-    raise NotFoundError(f"agent {agent_id!r} not found")
-
-
-def describe_store(memory: Memory) -> str:
-    """Where the records live, without a password."""
-    url = memory.config.store
-    if url is None:
-        return str(memory.home / STORE_FILE)
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.rpartition('@')[2]}"
 
 
 def _error(status: int, kind: str, detail: Any) -> JSONResponse:
@@ -104,6 +53,7 @@ def _error(status: int, kind: str, detail: Any) -> JSONResponse:
 ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
     StoreUnavailableError: (503, "store_unavailable"),
     NotFoundError: (404, "not_found"),
+    AgentExistsError: (409, "already_exists"),
     CoreMemoryError: (409, "core_memory_refused"),
     InvalidInputError: (400, "bad_request"),
     ModelCallError: (502, "model_error"),
@@ -169,8 +119,6 @@ def key_gate(keys: KeyRing) -> Gate:
 
 
 def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
-    from memvec.service import routes_agents, routes_memory, routes_messages
-
     # indexes are saved by whoever runs the app (memvec serve: cli_common.serve_http) when it stops
     app = FastAPI(title="memvec", version="0.1.0", responses=ERROR_RESPONSES,
                   description=API_DESCRIPTION)
@@ -190,12 +138,11 @@ def add_health_route(app: FastAPI) -> None:
     def health(service: Service, response: Response) -> Health:
         """Readiness: 200 while the store answers, 503 (status `unavailable`) while it does not."""
         memory = service.memory
-        usage = memory.engine.index_usage()
-        out = Health(status="ok", store=describe_store(memory), store_ok=True, model=memory.model_id,
+        usage = memory.index_usage()
+        out = Health(status="ok", store=memory.store_location, store_ok=True, model=memory.model_id,
                      auth=not service.keys.open, indexes_loaded=usage.loaded, indexes_budget=usage.budget)
         try:
-            out.records = sum(memory.store.count(a, t) for a, t in memory.store.partitions())
-            out.agents = len(memory.store.agent_names())
+            out.records, out.agents = memory.totals()
         except StoreUnavailableError:
             out.status, out.store_ok = "unavailable", False
             response.status_code = 503

@@ -14,7 +14,7 @@ from fastapi import FastAPI, HTTPException, Query
 from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.errors import InvalidInputError
 from memvec.memory import Memory
-from memvec.service.app import AgentId, Caller, Service, visible_agent
+from memvec.service.deps import AgentId, Caller, Service, visible_agent
 from memvec.service.schemas import (
     AgentCreate,
     AgentOut,
@@ -40,13 +40,12 @@ def endpoint_type(model: str | None) -> str:
 
 def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
     blocks = [BlockOut.of(settings.name, b) for b in memory.core(settings.name).blocks()]
-    embedder = memory.engine.embedder
     return AgentOut(
         id=settings.name, name=settings.name, agent_type=settings.agent_type, blocks=blocks,
         memory=MemoryOut(blocks=blocks, agent_type=settings.agent_type),
         llm_config=LlmConfigOut(model=settings.model or "", model_endpoint_type=endpoint_type(settings.model),
                                 context_window=settings.context_window),
-        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=embedder.dim),
+        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim),
         system=settings.system or SYSTEM_INSTRUCTIONS, tags=settings.tags, model=settings.model,
         embedding=settings.embedding, description=settings.description, metadata=settings.metadata,
         message_ids=[str(i) for i in state.in_context], context_window=settings.context_window,
@@ -91,16 +90,9 @@ def add_agent_routes(app: FastAPI) -> None:
         memory, name = service.memory, _new_agent_name(body)
         if not principal.may_see(name):
             raise HTTPException(403, f"this key may not create agent {name!r}")
-        if memory.store.get_agent(name) is not None:
-            raise HTTPException(409, f"agent {name!r} already exists")
         settings = AgentSettings.model_validate({"name": name, **_settings_changes(body)})
         blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
-        memory.store.put_agent(settings, AgentState())
-        core = memory.core(name)
-        for block in blocks:
-            core.put(block)
-        if not blocks:
-            core.ensure_defaults()
+        memory.create_agent(settings, blocks=blocks)
         return agent_out(memory, *visible_agent(name, principal, service))
 
     @app.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
@@ -137,7 +129,7 @@ def add_agent_routes(app: FastAPI) -> None:
         if body.name is not None and body.name != agent_id:
             raise InvalidInputError("an agent's name is its id: renaming is not supported")
         changes = _settings_changes(body)
-        service.memory.store.put_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
+        service.memory.update_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
         return agent_out(service.memory, *visible_agent(agent_id, principal, service))
 
     @app.delete("/v1/agents/{agent_id}", response_model=Deleted, tags=["agents"])

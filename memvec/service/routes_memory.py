@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -11,7 +10,8 @@ from starlette.concurrency import run_in_threadpool
 
 from memvec.agentfile import AgentFileReport, import_document, parse_document, read_document
 from memvec.errors import InvalidInputError
-from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
+from memvec.export_format import AgentExport
+from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, visible_agent
 from memvec.service.schemas import (
     Deleted,
     PassageBatch,
@@ -20,7 +20,6 @@ from memvec.service.schemas import (
     SearchOut,
     SearchResult,
 )
-from memvec.transfer import AgentExport, export_agent
 from memvec.types import MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
 
 PassageId = Annotated[str, Path(pattern=r"^[0-9]{1,18}$", description="a passage id as listed (digits)")]
@@ -55,22 +54,13 @@ def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: in
     return SearchOut(count=len(results), results=results)
 
 
-def cursor(value: str | None) -> int | None:
-    if value is None:
-        return None
-    if not re.fullmatch(r"[0-9]{1,18}", value):  # ASCII digits only: str.isdigit also takes '²' and '٣'
-        raise InvalidInputError(f"cursor {value!r} is not a record id (digits)")
-    return int(value)
-
-
 def _list_passages(service: ServiceState, agent: str, *, search: str | None, ascending: bool, limit: int,
                    after: str | None, before: str | None, offset: int) -> list[PassageOut]:
     if search:  # ranked by memvec's hybrid search, as Letta ranks a listed search by similarity
         request = SearchRequest(agent=agent, tier=Tier.ARCHIVAL, query=search, k=limit)
         return [PassageOut.of(hit) for hit in service.memory.search(request)]
-    records = service.memory.engine.list_records(agent, Tier.ARCHIVAL, limit=limit, offset=offset,
-                                                 newest_first=not ascending, after=cursor(after),
-                                                 before=cursor(before))
+    records = service.memory.archival(agent).list(limit=limit, offset=offset, newest_first=not ascending,
+                                                  after=cursor(after), before=cursor(before))
     return [PassageOut.of(record) for record in records]
 
 
@@ -140,9 +130,7 @@ def add_routes(app: FastAPI) -> None:
                 tags=["archival memory"])
     def delete_passage(agent_id: AgentId, passage_id: PassageId, principal: Caller, service: Service) -> Deleted:
         visible_agent(agent_id, principal, service)
-        if service.memory.engine.get(agent_id, int(passage_id)).tier is not Tier.ARCHIVAL:
-            raise HTTPException(404, f"agent {agent_id!r} has no passage {passage_id}")
-        service.memory.engine.delete(agent_id, int(passage_id))
+        service.memory.archival(agent_id).delete(int(passage_id))
         return Deleted(message=f"passage {passage_id} deleted")
 
     @app.get("/v1/agents/{agent_id}/recall-memory/search", response_model=SearchOut, tags=["messages"])
@@ -161,7 +149,7 @@ def add_routes(app: FastAPI) -> None:
     def export(agent_id: AgentId, principal: Caller, service: Service, embeddings: bool = True) -> AgentExport:
         """The agent, its blocks and ALL its passages and messages with citations (and embeddings)."""
         visible_agent(agent_id, principal, service)
-        return export_agent(service.memory, agent_id, with_embeddings=embeddings)
+        return service.memory.export_agent(agent_id, with_embeddings=embeddings)
 
     @app.post("/v1/agents/import", response_model=AgentFileReport, status_code=201, tags=["export"],
               openapi_extra=IMPORT_BODY)
@@ -172,11 +160,8 @@ def add_routes(app: FastAPI) -> None:
         letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
         data, override = await _import_document(request)
         plan = read_document(data, name=name or override)
-        existing = set(service.memory.agents())
         for target in plan.targets:
             if not principal.may_see(target):
                 raise HTTPException(403, f"this key may not create agent {target!r}")
-            if target in existing:
-                raise HTTPException(409, f"agent {target!r} already exists")
         return await run_in_threadpool(import_document, service.memory, plan)
 

@@ -13,9 +13,8 @@ from typing import Annotated, Any, Literal
 from fastapi import FastAPI, Query
 
 from memvec.agent.loop import Event, Reply
-from memvec.service.app import AgentId, Caller, Service, ServiceState, visible_agent
 from memvec.service.auth import Principal
-from memvec.service.routes_memory import cursor
+from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, visible_agent
 from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
 from memvec.types import NewRecord, Record, Tier
 
@@ -65,7 +64,7 @@ def _record_only(service: ServiceState, agent: str, messages: list[MessageIn], s
             "agent": agent, "tier": Tier.RECALL, "text": message.text(), "role": message.name or message.role,
             "citation": {"session_id": session_id, "turn_id": state.turn}}))
     stored = [r.record for r in service.memory.insert(records)]
-    service.memory.store.put_agent(settings, state)
+    service.memory.update_agent(settings, state)
     return LettaResponseOut(messages=[record_message(r) for r in stored], stop_reason=_stop("end_turn"),
                             usage=_usage(0), recorded=[PassageOut.of(r) for r in stored])
 
@@ -74,8 +73,6 @@ def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], ses
                ) -> LettaResponseOut:
     from memvec.agent import Agent
 
-    store = service.memory.store
-    before = store.last_change(agent, Tier.RECALL)
     bot = Agent(service.memory, agent, session_id=session_id)
     replies: list[Reply] = []
     out: list[dict[str, Any]] = []
@@ -83,11 +80,11 @@ def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], ses
         reply = bot.reply(message.text(), role=message.name or message.role)
         replies.append(reply)
         out += [event_message(e) for e in reply.trace.events]
-    added = [c.record_id for c in store.changes_since(agent, Tier.RECALL, before) if c.op == "add"]
+    added = [record_id for reply in replies for record_id in reply.recorded]
     last = replies[-1].trace.stopped_by or "send_message"
     return LettaResponseOut(messages=out, stop_reason=_stop(STOP_REASONS[last]),
                             usage=_usage(sum(r.trace.model_calls for r in replies)),
-                            recorded=[PassageOut.of(r) for r in store.get(agent, added)],
+                            recorded=[PassageOut.of(r) for r in service.memory.recall(agent).get_many(added)],
                             traces=[r.trace.model_dump(mode="json", exclude={"events"}) for r in replies])
 
 
@@ -118,7 +115,7 @@ def add_routes(app: FastAPI) -> None:
                       order: Literal["asc", "desc"] = "desc") -> list[dict[str, Any]]:
         """The agent's messages (its recall tier) as Letta messages, newest first unless `order=asc`."""
         visible_agent(agent_id, principal, service)
-        records = service.memory.engine.list_records(agent_id, Tier.RECALL, limit=limit, newest_first=order == "desc",
-                                                     after=cursor(after), before=cursor(before))
+        records = service.memory.recall(agent_id).list(limit=limit, newest_first=order == "desc",
+                                                       after=cursor(after), before=cursor(before))
         return [record_message(r) for r in records]
 

@@ -26,6 +26,7 @@ class PreparedRecord:
     embedding: npt.NDArray[np.float32]
     model_id: str
     context: str | None = None
+    untrusted: bool = False  # what the guard (run by the engine) said of the text
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,8 @@ class Store(Protocol):
     def partitions(self) -> list[tuple[str, Tier]]: ...
 
     def agents(self) -> list[str]: ...
+
+    def has_agent(self, name: str) -> bool: ...
 
     def blocks(self, agent: str) -> list[CoreBlock]: ...
 

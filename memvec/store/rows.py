@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from memvec.guard import looks_untrusted
 from memvec.limits import MAX_METADATA_DEPTH, json_depth_exceeds
 from memvec.store.base import EmbeddingBatch
 from memvec.types import AgentSettings, Citation, Record, SearchFilters, Tier
@@ -46,7 +45,7 @@ def row_to_record(row: Any) -> Record:
     return Record(
         id=row["id"], agent=row["agent"], tier=Tier(row["tier"]), text=row["text"], role=row["role"],
         tags=json.loads(row["tags"]), created_at=parse_time(row["created_at"]),
-        untrusted=bool(row["untrusted"]) or looks_untrusted(row["text"]),
+        untrusted=bool(row["untrusted"]),
         citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"],
                           source_url=row["source_url"]),
     )

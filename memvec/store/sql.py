@@ -17,7 +17,6 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.errors import StoreError
-from memvec.guard import looks_untrusted
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
 from memvec.store.rows import (
     EMBEDDING_COLUMNS,
@@ -115,7 +114,7 @@ class SQLStore:
         returned = self._run(db, RECORD_INSERT, (
             rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
             rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags), format_time(row.created_at),
-            np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, looks_untrusted(rec.text),
+            np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, row.untrusted,
             row.context)).fetchall()
         if not returned:
             existing = self._run(db, "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
@@ -252,6 +251,13 @@ class SQLStore:
         rows = self._query("SELECT DISTINCT agent AS name FROM records UNION SELECT agent FROM core_blocks "
                            "UNION SELECT name FROM agents ORDER BY 1")
         return [r["name"] for r in rows]
+
+    def has_agent(self, name: str) -> bool:
+        """The one definition of "an agent exists": it has settings, core blocks or records (as `agents`)."""
+        rows = self._query("SELECT 1 AS found FROM agents WHERE name = ? UNION ALL "
+                           "SELECT 1 FROM core_blocks WHERE agent = ? UNION ALL "
+                           "SELECT 1 FROM records WHERE agent = ? LIMIT 1", (name, name, name))
+        return bool(rows)
 
     # -- agents (settings and conversation state) -----------------------------------------
     def get_agent(self, name: str) -> tuple[AgentSettings, AgentState] | None:

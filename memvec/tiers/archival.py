@@ -31,5 +31,7 @@ class ArchivalMemory(TierView):
         return self._search(query, k=k, mode=mode, filters=filters, fusion=fusion, vector_weight=vector_weight,
                             rerank=rerank)
 
-    def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False) -> list[Record]:
-        return self._list(limit=limit, offset=offset, newest_first=newest_first)
+    def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False,
+             after: int | None = None, before: int | None = None) -> list[Record]:
+        """Passages in time order (oldest first unless `newest_first`); `after`/`before` are record-id cursors."""
+        return self._list(limit=limit, offset=offset, newest_first=newest_first, after=after, before=before)

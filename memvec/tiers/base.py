@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from memvec.search.engine import Engine
+from memvec.engine.engine import Engine
+from memvec.errors import NotFoundError
 from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchRequest, Tier
 
 
@@ -31,16 +32,26 @@ class TierView:
             "agent": self.agent, "tier": self.tier, "query": query, "k": k, "mode": mode,
             "filters": SearchFilters.model_validate(filters), **fusion}))
 
-    def _list(self, *, limit: int, offset: int, newest_first: bool, filters: dict[str, Any] | None = None
-              ) -> list[Record]:
+    def _list(self, *, limit: int, offset: int, newest_first: bool, filters: dict[str, Any] | None = None,
+              after: int | None = None, before: int | None = None) -> list[Record]:
         return self._engine.list_records(self.agent, self.tier, limit=limit, offset=offset, newest_first=newest_first,
-                                         filters=SearchFilters.model_validate(filters or {}))
+                                         filters=SearchFilters.model_validate(filters or {}),
+                                         after=after, before=before)
 
     def get(self, record_id: int) -> Record:
-        return self._engine.get(self.agent, record_id)
+        """The record of this agent's tier (NotFoundError when it is in another tier, or absent)."""
+        record = self._engine.get(self.agent, record_id)
+        if record.tier is not self.tier:
+            raise NotFoundError(f"agent {self.agent!r} has no {self.tier.value} record {record_id}")
+        return record
+
+    def get_many(self, record_ids: Sequence[int]) -> list[Record]:
+        """The records of this tier among `record_ids`, in that order; absent ones are left out."""
+        return [r for r in self._engine.get_many(self.agent, record_ids) if r.tier is self.tier]
 
     def delete(self, record_id: int) -> Record:
+        self.get(record_id)
         return self._engine.delete(self.agent, record_id)
 
     def count(self) -> int:
-        return self._engine.store.count(self.agent, self.tier)
+        return self._engine.count(self.agent, self.tier)

@@ -58,6 +58,10 @@ class CoreMemory:
 
         return self._edit(label, apply)
 
+    def rewrite(self, label: str, value: str) -> CoreBlock:
+        """Replace a block's whole value (its limit, description and flags kept)."""
+        return self._edit(label, lambda _: value)
+
     def _edit(self, label: str, change: Callable[[str], str]) -> CoreBlock:
         for _ in range(10):
             block = self.get(label)

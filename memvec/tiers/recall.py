@@ -31,7 +31,7 @@ class RecallMemory(TierView):
 
     def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False,
              roles: Sequence[str] = (), start: datetime | None = None,
-             end: datetime | None = None) -> list[Record]:
-        """Messages in time order (oldest first unless `newest_first`)."""
+             end: datetime | None = None, after: int | None = None, before: int | None = None) -> list[Record]:
+        """Messages in time order (oldest first unless `newest_first`); `after`/`before` are record-id cursors."""
         return self._list(limit=limit, offset=offset, newest_first=newest_first,
-                          filters={"roles": list(roles), "start": start, "end": end})
+                          filters={"roles": list(roles), "start": start, "end": end}, after=after, before=before)

@@ -15,9 +15,10 @@ from pydantic import BaseModel, Field
 
 from memvec.config import IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, checked_vectors, embed_records
+from memvec.engine.tier import LoadReport, TierIndex
 from memvec.errors import NotFoundError
+from memvec.guard import checked_on_read, looks_untrusted
 from memvec.index.heap import release_freed_memory
-from memvec.index.tier import LoadReport, TierIndex
 from memvec.search.hybrid import candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.rerank import Matrix, Ranker
 from memvec.store.base import PreparedRecord, Store
@@ -130,7 +131,8 @@ class Engine:
             vectors = embed_records(self.embedder, [record.text for record in records], vector_contexts)
         now = datetime.now(UTC)
         return [PreparedRecord(record=record, dedup_key=record.dedup_key(), created_at=record.created_at or now,
-                               embedding=vector, model_id=self.embedder.model_id, context=context)
+                               embedding=vector, model_id=self.embedder.model_id, context=context,
+                               untrusted=looks_untrusted(record.text))
                 for record, vector, context in zip(records, vectors, contexts, strict=True)]
 
     def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]],
@@ -153,7 +155,7 @@ class Engine:
             if created:
                 created_ids.add(record_id)
         self.tier_index(agent, tier)  # catches up with what was just written
-        stored = {r.id: r for r in self.store.get(agent, list(set(key_to_id.values())))}
+        stored = {r.id: r for r in checked_on_read(self.store.get(agent, list(set(key_to_id.values()))))}
         first_position = {key: position for key, (position, _) in fresh.items()}
         return {position: InsertResult(record=stored[key_to_id[key]],
                                        created=key_to_id[key] in created_ids
@@ -182,20 +184,27 @@ class Engine:
         if record is None:
             raise NotFoundError(f"agent {agent!r} has no record {record_id}")
         self.tier_index(agent, record.tier)
-        return record
+        return checked_on_read([record])[0]
 
     # -- reads ----------------------------------------------------------------------------
     def get(self, agent: str, record_id: int) -> Record:
-        found = self.store.get(agent, [record_id])
+        found = checked_on_read(self.store.get(agent, [record_id]))
         if not found:
             raise NotFoundError(f"agent {agent!r} has no record {record_id}")
         return found[0]
 
+    def get_many(self, agent: str, record_ids: Sequence[int]) -> list[Record]:
+        return checked_on_read(self.store.get(agent, record_ids))
+
+    def count(self, agent: str, tier: Tier) -> int:
+        return self.store.count(agent, tier)
+
     def list_records(self, agent: str, tier: Tier, *, limit: int = 50, offset: int = 0,
                      newest_first: bool = False, filters: SearchFilters | None = None,
                      after: int | None = None, before: int | None = None) -> list[Record]:
-        return self.store.list_records(agent, tier, limit=limit, offset=offset, newest_first=newest_first,
-                                       filters=filters, after=after, before=before)
+        return checked_on_read(self.store.list_records(agent, tier, limit=limit, offset=offset,
+                                                       newest_first=newest_first, filters=filters,
+                                                       after=after, before=before))
 
     def search(self, request: SearchRequest) -> list[Hit]:
         index = self.tier_index(request.agent, request.tier)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +19,7 @@ import numpy.typing as npt
 from memvec.config import IndexSettings
 from memvec.embed.base import Embedder, embed_records
 from memvec.errors import IndexFileError
+from memvec.guard import checked_on_read
 from memvec.index.files import (
     LEXICAL_FILE,
     SESSIONS_FILE,
@@ -34,9 +35,9 @@ from memvec.index.files import (
 from memvec.index.lexical import BM25Index
 from memvec.index.sessions import SessionTable
 from memvec.index.tokenize import date_words, tokenize
-from memvec.index.vector import HnswParams, IndexKind, VectorIndex
+from memvec.index.vector import HnswParams, VectorIndex
 from memvec.store.base import Change, EmbeddingBatch, Store
-from memvec.types import Tier
+from memvec.types import IndexKind, Record, SearchFilters, Tier
 
 log = logging.getLogger("memvec.index")
 Ids = npt.NDArray[np.int64]
@@ -236,6 +237,16 @@ class TierIndex:
 
     def __len__(self) -> int:
         return len(self.lexical)
+
+    # -- what a search reads (memvec.search.parts.SearchableTier) ---------------------------
+    def speakers_and_texts(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
+        return self.store.speakers_and_texts(self.agent, ids)
+
+    def texts(self, filters: SearchFilters) -> Iterator[tuple[int, str]]:
+        return self.store.texts(self.agent, self.tier, filters)
+
+    def records(self, ids: Sequence[int]) -> list[Record]:
+        return checked_on_read(self.store.get(self.agent, ids))
 
     def exact_vectors(self, ids: Ids) -> npt.NDArray[np.float32]:
         """The float32 vectors of `ids` as stored (the index may hold them quantized); rows of ids

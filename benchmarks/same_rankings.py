@@ -1,0 +1,50 @@
+"""Every LoCoMo ranking in every search mode, written to one JSON file, so a refactor that must not
+change behaviour can be checked whole: `python -m benchmarks.same_rankings OUT.json` before and after,
+then compare the two files (`cmp`). Ids, order and scores (as repr'd floats) are all recorded."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tempfile
+from pathlib import Path
+
+from benchmarks import datasets
+from benchmarks.harness import load_task
+from benchmarks.quality import MODES
+from memvec import SearchRequest
+from memvec.embed import load_embedder
+
+
+def rankings(locomo: Path, model: str) -> dict[str, list[list[tuple[str, str]]]]:
+    embedder = load_embedder(model)
+    out: dict[str, list[list[tuple[str, str]]]] = {}
+    samples = datasets.load_locomo(locomo)
+    tasks = [datasets.locomo_recall_task(s) for s in samples] + [datasets.locomo_archival_task(s) for s in samples]
+    for task in tasks:
+        agent = re.sub(r"[^A-Za-z0-9_.-]", "-", task.name)
+        with tempfile.TemporaryDirectory() as tmp:
+            mem = load_task(Path(tmp), embedder, task, agent)
+            for name, fields in MODES.items():
+                out[f"{task.name} {name}"] = [
+                    [(hit.citation.turn_id or "", repr(hit.score)) for hit in mem.search(SearchRequest.model_validate(
+                        {"agent": agent, "tier": task.tier, "query": query.text, "k": 10, **fields}))]
+                    for query in task.queries]
+            mem.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--locomo", type=Path, default=datasets.DEFAULT_LOCOMO)
+    parser.add_argument("--model", default="onnx-int8:all-MiniLM-L6-v2")
+    args = parser.parse_args()
+    found = rankings(args.locomo, args.model)
+    args.out.write_text(json.dumps(found, sort_keys=True))
+    print(f"{sum(len(v) for v in found.values())} rankings written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Export an agent to one JSON document and import it into any memvec home.
+
+The document holds the agent's settings and state, its core blocks, ALL its passages and messages
+with citations and timestamps, and (optionally) their embeddings with the model id. Importing into
+a home with the same model reuses the embeddings; any other model re-embeds the text.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+from pydantic import ValidationError
+
+from memvec.embed.base import checked_vectors
+from memvec.engine.engine import Engine
+from memvec.errors import AgentExistsError, InvalidInputError
+from memvec.export_format import AgentExport, ExportedRecord, ImportReport
+from memvec.store.base import PreparedRecord
+from memvec.types import (
+    AgentSettings,
+    AgentState,
+    NewRecord,
+    Record,
+    Tier,
+    describe_validation_error,
+)
+
+
+def _all_records(engine: Engine, agent: str, tier: Tier) -> list[Record]:
+    records: list[Record] = []
+    while batch := engine.list_records(agent, tier, limit=1000, offset=len(records)):
+        records += batch
+    return records
+
+
+def _exported(engine: Engine, agent: str, tier: Tier, with_embeddings: bool) -> list[ExportedRecord]:
+    records = _all_records(engine, agent, tier)
+    vectors: dict[int, np.ndarray] = {}
+    if with_embeddings:
+        for batch in engine.store.embeddings(agent, tier):
+            vectors.update({int(i): v for i, v, m in zip(batch.ids, batch.vectors, batch.models, strict=True) if m})
+    return [ExportedRecord(**r.model_dump(exclude={"agent", "tier"}),
+                           embedding=base64.b64encode(vectors[r.id].astype("<f4").tobytes()).decode()
+                           if r.id in vectors else None) for r in records]
+
+
+def export_agent(engine: Engine, settings: AgentSettings, state: AgentState, *, model_id: str,
+                 with_embeddings: bool = True) -> AgentExport:
+    """The agent (found by the caller) with its blocks and all its records."""
+    name = settings.name
+    return AgentExport(exported_at=datetime.now(UTC), embedding_model=model_id, agent=settings, state=state,
+                       dim=engine.embedder.dim if with_embeddings else None,
+                       blocks=engine.store.blocks(name),
+                       passages=_exported(engine, name, Tier.ARCHIVAL, with_embeddings),
+                       messages=_exported(engine, name, Tier.RECALL, with_embeddings))
+
+
+def _vectors(doc: AgentExport, rows: list[ExportedRecord], engine: Engine, model_id: str, what: str
+             ) -> np.ndarray | None:
+    """The exported embeddings when they are from this home's model and every row has one (else
+    None: the text is embedded here). Checked whole: each decodes to the model's dimension, finite,
+    and is re-normalized; anything else refuses the import (InvalidInputError)."""
+    if doc.embedding_model != model_id or not rows or any(r.embedding is None for r in rows):
+        return None
+    dim = engine.embedder.dim
+    decoded = []
+    for row in rows:
+        try:
+            raw = base64.b64decode(row.embedding or "", validate=True)
+        except ValueError as exc:
+            raise InvalidInputError(f"{what} {row.id}: the embedding is not base64 ({exc})") from exc
+        if len(raw) != 4 * dim:
+            raise InvalidInputError(f"{what} {row.id}: the embedding has {len(raw) / 4:g} values; "
+                                    f"{doc.embedding_model} has {dim}")
+        decoded.append(np.frombuffer(raw, dtype="<f4"))
+    try:
+        return checked_vectors(np.stack(decoded), len(rows), dim)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{what}s: {exc}") from exc
+
+
+def _prepared(engine: Engine, model_id: str, doc: AgentExport, name: str, tier: Tier, rows: list[ExportedRecord]
+              ) -> tuple[list[PreparedRecord], bool]:
+    """The tier's rows validated and embedded (or with their checked embeddings); nothing written."""
+    what = "passage" if tier is Tier.ARCHIVAL else "message"
+    records = []
+    for row in rows:
+        try:
+            records.append(NewRecord.model_validate({
+                "agent": name, "tier": tier, "text": row.text, "role": row.role, "tags": row.tags,
+                "citation": row.citation, "created_at": row.created_at}))
+        except ValidationError as exc:
+            raise InvalidInputError(f"{what} {row.id}: {describe_validation_error(exc)}") from exc
+    vectors = _vectors(doc, rows, engine, model_id, what)
+    prepared = engine.prepare(name, tier, records, vectors) if records else []
+    return prepared, vectors is None and bool(rows)
+
+
+@dataclass(frozen=True)
+class _ReadyAgent:
+    """One agent of an import, validated and embedded, waiting for the transaction."""
+
+    doc: AgentExport
+    name: str
+    passages: list[PreparedRecord]
+    messages: list[PreparedRecord]
+    reembedded: bool
+
+
+def _ready(engine: Engine, model_id: str, doc: AgentExport, name: str) -> _ReadyAgent:
+    passages, passages_reembedded = _prepared(engine, model_id, doc, name, Tier.ARCHIVAL, doc.passages)
+    messages, messages_reembedded = _prepared(engine, model_id, doc, name, Tier.RECALL, doc.messages)
+    return _ReadyAgent(doc, name, passages, messages, passages_reembedded or messages_reembedded)
+
+
+def _write(engine: Engine, ready: _ReadyAgent) -> None:
+    """The agent's blocks, records and settings (inside the caller's transaction)."""
+    store = engine.store
+    for block in ready.doc.blocks:
+        store.put_block(ready.name, block)
+    store.insert(ready.passages)
+    message_ids = [record_id for record_id, _ in store.insert(ready.messages)]
+    id_map = {row.id: new for row, new in zip(ready.doc.messages, message_ids, strict=True)}
+    state = ready.doc.state.model_copy(update={"in_context": [id_map[i] for i in ready.doc.state.in_context
+                                                              if i in id_map]})
+    store.put_agent(ready.doc.agent.model_copy(update={"name": ready.name}), state)
+
+
+def import_agents(engine: Engine, docs: list[tuple[AgentExport, str]], *, model_id: str) -> list[ImportReport]:
+    """Restore exported agents (each under the name given, validated by the caller): all of them or
+    none. Everything is validated and embedded first; the writes are one store transaction; the
+    indexes catch up after it commits. Refuses names that exist here or repeat (AgentExistsError)."""
+    names = [name for _, name in docs]
+    existing = set(engine.store.agents())
+    taken = sorted({n for n in names if n in existing or names.count(n) > 1})
+    if taken:
+        raise AgentExistsError(f"agent(s) {', '.join(map(repr, taken))} already exist here (or twice in the "
+                               "import); delete them or import under another name")
+    ready = [_ready(engine, model_id, doc, name) for doc, name in docs]
+    with engine.store.transaction():
+        if set(engine.store.agents()) & set(names):  # created by someone else while this one was embedding
+            raise AgentExistsError("an agent of this import was created meanwhile; nothing was imported")
+        for agent in ready:
+            _write(engine, agent)
+    for agent in ready:
+        for tier, rows in ((Tier.ARCHIVAL, agent.passages), (Tier.RECALL, agent.messages)):
+            if rows:
+                engine.tier_index(agent.name, tier)  # catches up with the committed records
+    return [ImportReport(agent=a.name, passages=len(a.doc.passages), messages=len(a.doc.messages),
+                         reembedded=a.reembedded) for a in ready]
