@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# two workers (pytest-xdist); tests that stop PostgreSQL take turns with those using it (conftest.postgres_turn)
 test: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2
 
 # Plant known bugs one at a time in a scratch copy and show the suite catches each (not part of CI).
 mutants: install

@@ -46,7 +46,7 @@ def _write_inputs(samples: list[dict], folder: Path) -> list[tuple[str, Path, Pa
     return out
 
 
-def run_backend(samples: list[dict], backend: str, seconds: float = 6.0) -> dict[str, Any]:
+def run_backend(samples: list[dict], backend: str, seconds: float = 6.0, cold_runs: int = 3) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder, home = Path(tmp), Path(tmp) / "home"
         inputs = _write_inputs(samples, folder)
@@ -56,7 +56,7 @@ def run_backend(samples: list[dict], backend: str, seconds: float = 6.0) -> dict
                              "--tier", "recall") for agent, _, questions, _, _ in inputs)
         turns, questions = sum(i[3] for i in inputs), sum(i[4] for i in inputs)
         agent = inputs[0][0]
-        cold = cold_search_command(home, agent, "recall", "When did Caroline go to the support group?")
+        cold = cold_search_command(home, agent, "recall", "When did Caroline go to the support group?", cold_runs)
         served = _serve_load(home, backend, agent, datasets.locomo_recall_task(samples[0]), seconds)
     return {"backend": backend, "turns": turns, "questions": questions, "ingest_seconds": ingest,
             "ingest_records_per_s": turns / ingest, "batch_search_ms_per_query": search * 1000 / questions,

@@ -60,6 +60,16 @@ def _sessions(conversation: dict) -> list[tuple[int, list[dict], datetime | None
             for n in numbers]
 
 
+def first_sessions(sample: dict, sessions: int) -> dict:
+    """The sample with only its first `sessions` sessions (and their observations): a smoke-run size.
+    Questions about later sessions stay and simply miss."""
+    conversation = {key: value for key, value in sample["conversation"].items()
+                    if not (m := re.match(r"session_(\d+)", key)) or int(m.group(1)) <= sessions}
+    observation = {key: value for key, value in sample.get("observation", {}).items()
+                   if int(re.findall(r"\d+", key)[0]) <= sessions}
+    return {**sample, "conversation": conversation, "observation": observation}
+
+
 def _turn_text(turn: dict) -> str:
     text = f"{turn['speaker']}: {turn['text']}"
     if turn.get("blip_caption"):

@@ -162,14 +162,15 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
             "cold one-query `memvec search`, and `memvec serve` searching one conversation with distinct "
             "questions at 1 / 8 / 32 clients (6 s each).", "",
             _table(["backend", "ingest records/s", "batch search ms/query", "cold search s", "serve 1 client",
-                    "serve 8 clients", "serve 32 clients"], rows), "",
-            f"{new['backend']} over {base['backend']} in this run: ingest "
-            f"x{new['ingest_records_per_s'] / base['ingest_records_per_s']:.1f}, "
-            f"batch search x{new['batch_search_ms_per_query'] / base['batch_search_ms_per_query']:.2f} the time, "
-            f"cold search {new['cold_search']['seconds']:.2f}s vs {base['cold_search']['seconds']:.2f}s"
-            + (f" (peak RSS {_rss(new['cold_search'])} vs {_rss(base['cold_search'])} MiB), "
-               if "peak_rss_mib" in new["cold_search"] else ", ") +
-            f"serve at 8 clients x{eight[-1]['rps'] / eight[0]['rps']:.1f} searches/s.", ""]
+                    "serve 8 clients", "serve 32 clients"], rows), ""]
+    if len(cli) > 1:  # --quick runs the default backend alone
+        out += [f"{new['backend']} over {base['backend']} in this run: ingest "
+                f"x{new['ingest_records_per_s'] / base['ingest_records_per_s']:.1f}, "
+                f"batch search x{new['batch_search_ms_per_query'] / base['batch_search_ms_per_query']:.2f} the time, "
+                f"cold search {new['cold_search']['seconds']:.2f}s vs {base['cold_search']['seconds']:.2f}s"
+                + (f" (peak RSS {_rss(new['cold_search'])} vs {_rss(base['cold_search'])} MiB), "
+                   if "peak_rss_mib" in new["cold_search"] else ", ") +
+                f"serve at 8 clients x{eight[-1]['rps'] / eight[0]['rps']:.1f} searches/s.", ""]
     return out
 
 

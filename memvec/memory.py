@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
 from memvec.config import DEFAULT_MODEL, IndexSettings, MemoryConfig
 from memvec.embed import Backend, backend_of, load_embedder, qualified_model_id, split_model_id
@@ -28,6 +28,7 @@ from memvec.engine.transfer import export_agent, import_agents
 from memvec.errors import AgentExistsError, IndexFileError, InvalidInputError, ModelMismatchError, NotFoundError
 from memvec.export_format import AgentExport, ImportReport
 from memvec.index.files import Manifest, read_manifest
+from memvec.reports import IndexBehind, PartitionStats, RebuildReport, Stats, VerifyProblem, VerifyReport
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.tiers.archival import ArchivalMemory
@@ -49,59 +50,6 @@ from memvec.types import (
 MODEL_META_KEY = "embedding_model"
 INDEX_KIND_META_KEY = "index_kind"
 _agent_name: TypeAdapter[str] = TypeAdapter(AgentName)
-
-
-class PartitionStats(BaseModel):
-    agent: str
-    tier: Tier
-    records: int
-    model_id: str | None
-    dim: int | None
-    index_kind: str | None
-    index_bytes: int
-    last_change: int
-    indexed_change: int | None
-
-
-class Stats(BaseModel):
-    home: str
-    model_id: str
-    store_bytes: int
-    indexes: IndexUsage
-    partitions: list[PartitionStats]
-
-
-class RebuildReport(BaseModel):
-    agent: str
-    tier: Tier
-    records: int
-    reembedded: int
-    seconds: float
-
-
-class VerifyProblem(BaseModel):
-    agent: str
-    tier: Tier
-    problem: str
-
-
-class IndexBehind(BaseModel):
-    """A saved index that is behind the store's change log: not a fault, the next open (or
-    ``verify --repair``) replays the changes from the store without re-embedding anything."""
-
-    agent: str
-    tier: Tier
-    changes: int
-    saved_at_change: int
-
-
-class VerifyReport(BaseModel):
-    problems: list[VerifyProblem]
-    behind: list[IndexBehind]
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 def validate_agent(agent: str) -> str:

@@ -3,21 +3,44 @@ the real packaged MiniLM is loaded once per session for the tests that need mean
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# `make test` runs two pytest-xdist workers: each keeps its own hypothesis cache (they race on one)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                          str(Path(__file__).resolve().parents[1] / ".hypothesis" / os.environ["PYTEST_XDIST_WORKER"]))
 
 from memvec import Memory
 from memvec.embed import Embedder, HashingEmbedder, load_embedder
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOCOMO = SHARED_DATA / "locomo" / "locomo-dev.json"
+
+
+@pytest.fixture(autouse=True)
+def postgres_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """One PostgreSQL server serves the whole suite and some tests stop and restart it: a test marked
+    `postgres_outage` holds it alone, one marked `postgres` shares it with its like (a file lock, so
+    it holds across the xdist workers however they are scheduled)."""
+    outage = request.node.get_closest_marker("postgres_outage") is not None
+    if not outage and request.node.get_closest_marker("postgres") is None:
+        yield
+        return
+    with open(Path(tempfile.gettempdir()) / "memvec-tests-postgres.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if outage else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture

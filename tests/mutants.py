@@ -72,7 +72,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("given vectors are not re-normalized", "memvec/embed/base.py",
      "    return l2_normalize(array / scale[:, None])",
      "    return np.asarray(vectors, dtype=np.float32)", "tests/test_hardening.py"),
-    ("a cursor takes any Unicode digit", "memvec/service/routes_memory.py",
+    ("a cursor takes any Unicode digit", "memvec/service/deps.py",
      'if not re.fullmatch(r"[0-9]{1,18}", value):', "if not value.isdigit() or len(value) > 18:",
      "tests/test_hardening.py"),
     ("fenced text can close its fence", "memvec/guard.py",
@@ -102,7 +102,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "if ranker is not None and len(order) and found.bm25.max() > 0:", "if ranker is not None and len(order):",
      "tests/test_ranker.py"),
     ("the ranker is fitted without monotone scores", "benchmarks/train_ranker.py",
-     '"monotone_constraints": [MONOTONE.get(name, 0) for name in FEATURES]', '"monotone_constraints": []',
+     '"monotone_constraints": [MONOTONE.get(name, 0) for name in features]', '"monotone_constraints": []',
      "tests/test_ranker.py"),
     # one way in (issue 22)
     ("verify counts changes the next open replays as missing records", "memvec/engine/tier.py",

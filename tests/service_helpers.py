@@ -21,6 +21,23 @@ def free_port() -> int:
         return port
 
 
+class InProcess:
+    """memvec's app in this process with the keys and model a `Server` would have, without a socket:
+    for what the HTTP layer decides (routes, validation, keys, limits), not the transport."""
+
+    def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64") -> None:
+        from memvec import Memory
+        from memvec.service.app import create_app
+        from memvec.service.auth import KeyRing
+
+        self.home, self.url = home, "http://testserver"
+        self.memory = Memory.open(home, model=model)
+        self.app = create_app(self.memory, KeyRing.parse([(f"key {n}", k) for n, k in enumerate(keys.split(","))]))
+
+    def stop(self) -> None:
+        self.memory.close()
+
+
 class Server:
     def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64", store: str | None = None,
                  env: dict[str, str] | None = None) -> None:

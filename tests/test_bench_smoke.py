@@ -12,6 +12,9 @@ from benchmarks.__main__ import main
 from benchmarks.stores import DEFAULT_PG
 from tests.conftest import LOCOMO, start_postgres
 
+# shares the PostgreSQL server with the other tests so marked (conftest.postgres_turn)
+pytestmark = pytest.mark.postgres
+
 
 @pytest.mark.slow
 def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:

@@ -248,8 +248,8 @@ def test_http_transport_applies_the_service_keys(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_readme_host_config_starts_a_working_server(tmp_path: Path) -> None:
-    """The JSON a host needs, as printed in the README, spawns a server that answers."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    """The JSON a host needs, as printed in docs/integrations.md, spawns a server that answers."""
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "integrations.md").read_text()
     config = json.loads(re.findall(r"```json\n(.*?)```", readme, flags=re.S)[0])["mcpServers"]["memvec"]
     args = [str(tmp_path / "home") if a == "/home/me/.memvec" else a for a in config["args"]]
     command = str(Path(sys.executable).with_name(config["command"]))  # the entry point pip installed

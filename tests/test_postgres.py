@@ -18,6 +18,9 @@ from memvec.embed import HashingEmbedder
 from tests.conftest import require_postgres, run_cli
 from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
 
+# shares the PostgreSQL server with the other tests so marked (conftest.postgres_turn)
+pytestmark = pytest.mark.postgres
+
 BASE_URL = os.environ.get("MEMVEC_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 

@@ -22,3 +22,19 @@ def test_three_line_example_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "https://example.org/eiffel" in result.stdout
     assert (tmp_path / "indexes" / "store.sqlite3").exists()
+
+
+def test_every_relative_link_in_the_docs_points_at_a_file() -> None:
+    root = README.parent
+    pages = [README, *sorted((root / "docs").glob("*.md"))]
+    assert len(pages) >= 6, "the README links reference, integrations, deployment, benchmarks and design pages"
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in target:
+                assert (page.parent / target).exists(), f"{page.name} links {target}, which does not exist"
+
+
+def test_the_readme_is_a_first_screen_not_the_manual() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 120
+    assert len(re.findall(r"^\| ---", text, flags=re.M)) == 1, "figures are quoted in one table"

@@ -1,4 +1,6 @@
-"""The HTTP service against a real uvicorn server process on 127.0.0.1."""
+"""The HTTP service: in process where only the HTTP layer is under test (routes, validation, keys,
+limits), against a real uvicorn server process on 127.0.0.1 where the socket or the process is the
+point (concurrent clients, SIGKILL, the keys of `memvec serve`'s environment)."""
 
 from __future__ import annotations
 
@@ -13,15 +15,23 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
 
 from tests.conftest import run_cli
-from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
+from tests.service_helpers import InProcess, Server, WriteLoad, assert_every_write_is_there
 
 ADMIN, SCOPED = "admin-key-0123456789", "scoped-key-0123456789"
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def server(tmp_path: Path) -> Iterator[InProcess]:
+    srv = InProcess(tmp_path / "home", keys=f"{ADMIN},{SCOPED}=ana")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[Server]:
     srv = Server(tmp_path / "home", keys=f"{ADMIN},{SCOPED}=ana").start()
     yield srv
     srv.stop()
@@ -37,9 +47,10 @@ def close_clients() -> Iterator[None]:
         OPEN_CLIENTS.pop().close()
 
 
-def client(srv: Server, key: str | None = ADMIN) -> httpx.Client:
+def client(srv: Server | InProcess, key: str | None = ADMIN) -> httpx.Client:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    api = httpx.Client(base_url=srv.url, headers=headers, timeout=60)
+    api = (TestClient(srv.app, headers=headers) if isinstance(srv, InProcess)
+           else httpx.Client(base_url=srv.url, headers=headers, timeout=60))
     OPEN_CLIENTS.append(api)
     return api
 
@@ -53,7 +64,7 @@ def make_agent(api: httpx.Client, name: str, **extra: Any) -> dict[str, Any]:
     return body
 
 
-def test_api_keys_and_scopes(server: Server) -> None:
+def test_api_keys_and_scopes(server: InProcess) -> None:
     assert client(server, None).get("/v1/health").status_code == 200
     for key in (None, "wrong-key-0123456789"):
         response = client(server, key).get("/v1/agents")
@@ -77,7 +88,7 @@ def test_api_keys_and_scopes(server: Server) -> None:
     assert scoped.get("/v1/agents/ana/archival-memory").status_code == 200
 
 
-def test_agents_blocks_passages_and_citations(server: Server) -> None:
+def test_agents_blocks_passages_and_citations(server: InProcess) -> None:
     api = client(server)
     agent = make_agent(api, "ana")
     assert agent["id"] == "ana" and [b["label"] for b in agent["blocks"]] == ["human", "persona"]
@@ -136,7 +147,7 @@ def test_agents_blocks_passages_and_citations(server: Server) -> None:
     ("POST", "/v1/agents/ana/messages", {"messages": [{"role": "wizard", "content": "hi"}]}),
     ("POST", "/v1/agents/import", {"format": "something-else"}),
 ])
-def test_malformed_input_gets_a_4xx_json_error(server: Server, method: str, path: str, body: Any) -> None:
+def test_malformed_input_gets_a_4xx_json_error(server: InProcess, method: str, path: str, body: Any) -> None:
     api = client(server)
     make_agent(api, "ana")
     kwargs = {"content": body} if isinstance(body, str) else {"json": body} if body is not None else {}
@@ -145,7 +156,7 @@ def test_malformed_input_gets_a_4xx_json_error(server: Server, method: str, path
     assert "error" in response.json()
 
 
-def test_oversized_body_is_refused(server: Server) -> None:
+def test_oversized_body_is_refused(server: InProcess) -> None:
     api = client(server)
     make_agent(api, "ana")
     response = api.post("/v1/agents/ana/archival-memory", content=b"{" + b" " * (17 * 1024 * 1024) + b"}",
@@ -153,7 +164,7 @@ def test_oversized_body_is_refused(server: Server) -> None:
     assert response.status_code == 413
 
 
-def test_openapi_docs_are_served(server: Server) -> None:
+def test_openapi_docs_are_served(server: InProcess) -> None:
     spec = client(server, None).get("/openapi.json").json()
     assert "/v1/agents/{agent_id}/archival-memory/search" in spec["paths"]
     assert client(server, None).get("/docs").status_code == 200
@@ -174,7 +185,7 @@ def expected_fused(hits: list[dict[str, Any]], fusion: str, vector_weight: float
     return list(vector_weight * scaled(vector) + (1 - vector_weight) * scaled(bm25))
 
 
-def test_search_takes_the_ranking_overrides(server: Server) -> None:
+def test_search_takes_the_ranking_overrides(server: InProcess) -> None:
     api = client(server)
     make_agent(api, "ana")
     for text, session in (("the lake trip had a tent", "trip"), ("the tent was green", "trip"),
@@ -204,7 +215,8 @@ def test_search_takes_the_ranking_overrides(server: Server) -> None:
     assert {"fusion", "vector_weight", "session_weight"} <= {p["name"] for p in spec["get"]["parameters"]}
 
 
-def test_parallel_clients_lose_no_write_and_see_no_torn_result(server: Server) -> None:
+def test_parallel_clients_lose_no_write_and_see_no_torn_result(live_server: Server) -> None:
+    server = live_server
     api = client(server)
     make_agent(api, "ana")
     acknowledged: list[int] = []
@@ -373,7 +385,7 @@ def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path) -> None:
     {"turn": -88070043351910252208173017464832},  # beyond a 64-bit column: found by schemathesis
     {"turn": -1}, {"in_context": [-348]}, {"in_context": [2**70]}, {"summary": "\ud800"},
 ])
-def test_import_refuses_an_impossible_agent_state(server: Server, state: dict[str, Any]) -> None:
+def test_import_refuses_an_impossible_agent_state(server: InProcess, state: dict[str, Any]) -> None:
     body = {"format": "memvec-agent-export", "version": 1, "exported_at": "2024-01-01T00:00:00Z",
             "embedding_model": "hash:64", "agent": {"name": "imp"}, "state": state}
     response = client(server).post("/v1/agents/import", content=json.dumps(body),  # ASCII escapes keep "\ud800"

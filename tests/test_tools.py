@@ -40,7 +40,7 @@ def test_the_loop_and_the_mcp_server_offer_the_same_schemas(memory: Memory) -> N
     mcp = {t.name: t for t in run_client(build_server(memory, "ana"), session)}
     loop = {s["function"]["name"]: s["function"] for s in tool_schemas()}
     assert set(mcp) == set(TOOLS) and set(loop) == {*LOOP_TOOLS, "send_message"}
-    assert SEARCH_TOOLS == {"archival_memory_search", "conversation_search"}
+    assert {"archival_memory_search", "conversation_search"} == SEARCH_TOOLS
     for name in LOOP_TOOLS:
         loop_parameters = loop[name]["parameters"]
         heartbeat = loop_parameters["properties"].pop("request_heartbeat")

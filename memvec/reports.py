@@ -1,0 +1,61 @@
+"""What `Memory`'s maintenance methods return: stats, rebuild and verify reports."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from memvec.engine.engine import IndexUsage
+from memvec.types import Tier
+
+
+class PartitionStats(BaseModel):
+    agent: str
+    tier: Tier
+    records: int
+    model_id: str | None
+    dim: int | None
+    index_kind: str | None
+    index_bytes: int
+    last_change: int
+    indexed_change: int | None
+
+
+class Stats(BaseModel):
+    home: str
+    model_id: str
+    store_bytes: int
+    indexes: IndexUsage
+    partitions: list[PartitionStats]
+
+
+class RebuildReport(BaseModel):
+    agent: str
+    tier: Tier
+    records: int
+    reembedded: int
+    seconds: float
+
+
+class VerifyProblem(BaseModel):
+    agent: str
+    tier: Tier
+    problem: str
+
+
+class IndexBehind(BaseModel):
+    """A saved index that is behind the store's change log: not a fault, the next open (or
+    ``verify --repair``) replays the changes from the store without re-embedding anything."""
+
+    agent: str
+    tier: Tier
+    changes: int
+    saved_at_change: int
+
+
+class VerifyReport(BaseModel):
+    problems: list[VerifyProblem]
+    behind: list[IndexBehind]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
