@@ -17,7 +17,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from memvec.cli_agents import agent, chat, import_command, serve
+from memvec.cli_agents import agent, blocks, chat, import_command, serve
 from memvec.cli_common import Context, dump, input_lines, print_json
 from memvec.cli_mcp import mcp
 from memvec.embed import BACKENDS
@@ -340,7 +340,7 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-for command in (agent, chat, serve, mcp, import_command):
+for command in (agent, blocks, chat, serve, mcp, import_command):
     cli.add_command(command)
 
 

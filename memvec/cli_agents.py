@@ -32,10 +32,10 @@ def agent_create(obj: Context, name: str, llm: str | None, persona: str, human: 
     settings = AgentSettings.model_validate({"name": name, "model": llm, "context_window": context_window,
                                              "max_steps": max_steps, "page_in_budget": page_in_budget})
     with obj.open() as mem:
-        mem.create_agent(settings, exist_ok=True)
+        mem.create_agent(settings, exist_ok=True, actor="cli")
         for label, value in (("persona", persona), ("human", human)):
             if value:
-                mem.core(name).rewrite(label, value)
+                mem.core(name, actor="cli").rewrite(label, value)
     click.echo(f"agent {name} ready" + (f" (model {llm})" if llm else ""))
 
 
@@ -48,6 +48,42 @@ def agent_show(obj: Context, name: str) -> None:
         settings, state = mem.get_agent(name)
         blocks = [dump(b) for b in mem.core(name).blocks()]
     print_json({"settings": dump(settings), "state": dump(state), "core_memory": blocks})
+
+
+@click.group()
+def blocks() -> None:
+    """Core memory blocks: the history of every change, and undo."""
+
+
+@blocks.command(name="history")
+@click.argument("name")
+@click.argument("label", required=False)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def blocks_history(obj: Context, name: str, label: str | None, as_json: bool) -> None:
+    """Every change of agent NAME's blocks (or of block LABEL), oldest first: when, who, what."""
+    with obj.open() as mem:
+        changes = mem.core(name).history(label)
+    if as_json:
+        print_json([dump(c) for c in changes])
+        return
+    for c in changes:
+        before = repr(c.old.value) if c.old else "(none)"
+        after = repr(c.new.value) if c.new else "(deleted)"
+        undone = f"  [undone by #{c.undone_by}]" if c.undone_by else ""
+        click.echo(f"#{c.seq} {c.changed_at:%Y-%m-%d %H:%M:%S} {c.label} {c.op} by {c.actor}: "
+                   f"{before} -> {after}{undone}")
+
+
+@blocks.command(name="undo")
+@click.argument("name")
+@click.argument("label")
+@click.pass_obj
+def blocks_undo(obj: Context, name: str, label: str) -> None:
+    """Revert block LABEL of agent NAME to before its latest change not yet undone (again: further back)."""
+    with obj.open() as mem:
+        block = mem.core(name, actor="cli").undo(label)
+    click.echo(f"{label}: {block.value!r}" if block is not None else f"{label}: removed (the undone change created it)")
 
 
 @click.command()

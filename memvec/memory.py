@@ -148,8 +148,9 @@ class Memory:
     def recall(self, agent: str) -> RecallMemory:
         return RecallMemory(self._engine, validate_agent(agent))
 
-    def core(self, agent: str) -> CoreMemory:
-        return CoreMemory(self._store, validate_agent(agent))
+    def core(self, agent: str, *, actor: str = "python") -> CoreMemory:
+        """The agent's core blocks; `actor` is recorded with every change made through it."""
+        return CoreMemory(self._store, validate_agent(agent), actor=actor)
 
     def insert(self, records: list[NewRecord]) -> list[InsertResult]:
         return self._engine.insert(records)
@@ -185,7 +186,7 @@ class Memory:
         raise NotFoundError(f"agent {name!r} not found")
 
     def create_agent(self, settings: AgentSettings, *, blocks: Sequence[CoreBlock] = (),
-                     exist_ok: bool = False) -> AgentSettings:
+                     exist_ok: bool = False, actor: str = "python") -> AgentSettings:
         """Create an agent with `blocks` (default: persona and human). An existing one raises
         AgentExistsError, or with `exist_ok` gets these settings (its state and blocks kept, the
         default blocks added if missing)."""
@@ -193,7 +194,7 @@ class Memory:
         if not exist_ok and self._store.has_agent(name):
             raise AgentExistsError(f"agent {name!r} already exists")
         self._store.put_agent(settings, AgentState() if self._store.get_agent(name) is None else None)
-        core = self.core(name)
+        core = self.core(name, actor=actor)
         for block in blocks:
             core.put(block)
         if not blocks:

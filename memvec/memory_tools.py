@@ -50,6 +50,24 @@ class CoreReplaceArgs(_Args):
     new_content: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="Replacement (may be empty).")]
 
 
+class MemoryInsertArgs(_Args):
+    label: Label
+    new_str: Text
+    insert_line: Annotated[int, Field(ge=-1, le=10_000, description="Line to insert before (0 = first); "
+                                                                     "-1 = after the last line.")] = -1
+
+
+class MemoryReplaceArgs(_Args):
+    label: Label
+    old_str: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="Exact text to replace.")]
+    new_str: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="Replacement (may be empty).")]
+
+
+class MemoryRethinkArgs(_Args):
+    label: Label
+    new_memory: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="The block's whole new value.")]
+
+
 class ArchivalInsertArgs(_Args):
     content: Text
     tags: Tags = None
@@ -146,14 +164,35 @@ def core_memory_read(ctx: ToolContext, _: CoreReadArgs) -> str:
     return json.dumps({"agent": ctx.agent, "blocks": blocks}, ensure_ascii=False)
 
 
-def core_memory_append(ctx: ToolContext, args: CoreAppendArgs) -> str:
-    block = ctx.memory.core(ctx.agent).append(args.label, args.content)
+def _edited(block: CoreBlock) -> str:
     return json.dumps({"ok": True, **_block_view(block)}, ensure_ascii=False)
+
+
+def core_memory_append(ctx: ToolContext, args: CoreAppendArgs) -> str:
+    return _edited(ctx.memory.core(ctx.agent, actor="tool:core_memory_append").append(args.label, args.content))
 
 
 def core_memory_replace(ctx: ToolContext, args: CoreReplaceArgs) -> str:
-    block = ctx.memory.core(ctx.agent).replace(args.label, args.old_content, args.new_content)
-    return json.dumps({"ok": True, **_block_view(block)}, ensure_ascii=False)
+    core = ctx.memory.core(ctx.agent, actor="tool:core_memory_replace")
+    return _edited(core.replace(args.label, args.old_content, args.new_content))
+
+
+def memory_insert(ctx: ToolContext, args: MemoryInsertArgs) -> str:
+    core = ctx.memory.core(ctx.agent, actor="tool:memory_insert")
+    return _edited(core.insert(args.label, args.new_str, line=args.insert_line))
+
+
+def memory_replace(ctx: ToolContext, args: MemoryReplaceArgs) -> str:
+    return _edited(ctx.memory.core(ctx.agent, actor="tool:memory_replace").replace(args.label, args.old_str,
+                                                                                    args.new_str))
+
+
+def memory_rethink(ctx: ToolContext, args: MemoryRethinkArgs) -> str:
+    return _edited(ctx.memory.core(ctx.agent, actor="tool:memory_rethink").rewrite(args.label, args.new_memory))
+
+
+def memory_finish_edits(ctx: ToolContext, _: CoreReadArgs) -> str:
+    return json.dumps({"ok": True, "blocks": [b.label for b in ctx.memory.core(ctx.agent).blocks()]})
 
 
 def archival_memory_insert(ctx: ToolContext, args: ArchivalInsertArgs) -> str:
@@ -193,6 +232,15 @@ TOOLS: dict[str, MemoryTool] = {tool.name: tool for tool in (
                "durable facts about the user or yourself.", CoreAppendArgs, core_memory_append),
     MemoryTool("core_memory_replace", "Replace exact text in a core memory block (empty new_content deletes it).",
                CoreReplaceArgs, core_memory_replace),
+    # Letta's current names for block edits, beside MemGPT's
+    MemoryTool("memory_insert", "Insert a line into a core memory block (at insert_line; -1 = at the end).",
+               MemoryInsertArgs, memory_insert),
+    MemoryTool("memory_replace", "Replace exact text in a core memory block (empty new_str deletes it).",
+               MemoryReplaceArgs, memory_replace),
+    MemoryTool("memory_rethink", "Rewrite a core memory block whole, e.g. to reorganize or condense it.",
+               MemoryRethinkArgs, memory_rethink),
+    MemoryTool("memory_finish_edits", "Say you are done editing core memory for now.", CoreReadArgs,
+               memory_finish_edits, read_only=True),
     MemoryTool("archival_memory_insert", "Save a passage to long-term archival memory (documents, facts worth "
                "keeping). Exact duplicates are stored once.", ArchivalInsertArgs, archival_memory_insert),
     MemoryTool("archival_memory_search", "Search archival memory by meaning and keywords (hybrid). Returns cited "

@@ -215,6 +215,20 @@ class CoreBlock(BaseModel):
         return self
 
 
+class BlockChange(BaseModel):
+    """One change of a core block: the whole block before and after it (None: absent), who made it."""
+
+    seq: int
+    label: str
+    changed_at: datetime
+    actor: str = Field(description="who or what made it: a tool call (tool:NAME), an API key (http:KEY-ID), "
+                                   "cli, import, python")
+    op: str = Field(description="create/put, append, replace, rewrite, insert, delete, undo")
+    old: CoreBlock | None
+    new: CoreBlock | None
+    undone_by: int | None = Field(default=None, description="seq of the undo that reverted this change")
+
+
 class InsertResult(BaseModel):
     record: Record
     created: bool = Field(description="False when an exact duplicate already existed")

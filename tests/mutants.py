@@ -49,8 +49,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "in_bm25=np.isin(union, bm25_ids) & _matched(bm25))", "in_bm25=None)", "tests/test_fuse.py"),
     # hardening (issue 20): each hole it closed, reopened
     ("a key with an empty scope is unscoped", "memvec/service/auth.py",
-     "principal = Principal(_scope(where, scope) if scoped else None)",
-     "principal = Principal(_scope(where, scope) if scope.strip() else None)", "tests/test_hardening.py"),
+     "principal = Principal(_scope(where, scope) if scoped else None,",
+     "principal = Principal(_scope(where, scope) if scope.strip() else None,", "tests/test_hardening.py"),
     ("scope names keep their spaces", "memvec/service/auth.py",
      'agents = frozenset(a.strip() for a in scope.split("|") if a.strip())',
      'agents = frozenset(a for a in scope.split("|") if a.strip())', "tests/test_hardening.py"),
@@ -114,6 +114,11 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("an agent known only by its records does not exist", "memvec/store/sql.py",
      '"SELECT 1 FROM records WHERE agent = ? LIMIT 1", (name, name, name))',
      '"SELECT 1 FROM records WHERE 0 = 1 AND agent = ? LIMIT 1", (name, name, name))', "tests/test_memory.py"),
+    # lifecycle (issue 23)
+    ("undo leaves the block as the edit left it", "memvec/store/blocks.py",
+     "            _apply(self._run, db, agent, label, before)\n", "", "tests/test_block_history.py"),
+    ("an edit is not recorded in the block's history", "memvec/store/blocks.py",
+     "            _record(self._run, db, agent, label, actor, op, old, new)\n", "", "tests/test_block_history.py"),
     ("a tier view serves another tier's record", "memvec/tiers/base.py",
      "        if record.tier is not self.tier:\n", "        if False:\n", "tests/test_memory.py"),
 ]

@@ -153,3 +153,16 @@ def test_two_http_servers_share_one_postgres_store_through_a_sigkill(tmp_path: P
             srv.stop()
     for name in ("one", "two"):
         assert run_cli("--model", "hash:64", "--store", pg_url, "verify", home=tmp_path / name).returncode == 0
+
+
+def test_block_history_and_undo_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    with open_pg(tmp_path / "a", pg_url) as mem:
+        core = mem.core("ana", actor="tool:test")
+        core.put(CoreBlock(label="human", value="Ana"))
+        core.append("human", "Likes tea")
+        assert [(c.op, c.actor) for c in core.history("human")] == [("create", "tool:test"), ("append", "tool:test")]
+        undone = core.undo("human")
+        assert undone is not None and undone.value == "Ana" == core.get("human").value
+        assert core.history("human")[1].undone_by == core.history("human")[2].seq
+        mem.delete_agent("ana")
+        assert core.history() == []

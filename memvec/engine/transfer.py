@@ -120,7 +120,7 @@ def _write(engine: Engine, ready: _ReadyAgent) -> None:
     """The agent's blocks, records and settings (inside the caller's transaction)."""
     store = engine.store
     for block in ready.doc.blocks:
-        store.put_block(ready.name, block)
+        store.put_block(ready.name, block, actor="import", op="import")
     store.insert(ready.passages)
     message_ids = [record_id for record_id, _ in store.insert(ready.messages)]
     id_map = {row.id: new for row, new in zip(ready.doc.messages, message_ids, strict=True)}

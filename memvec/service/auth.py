@@ -10,10 +10,11 @@ start: it must never widen into an unscoped key. With no keys configured the ser
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memvec.errors import InvalidInputError
@@ -24,12 +25,18 @@ MIN_KEY_CHARS = 8
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: None agents means every agent."""
+    """Who is calling: None agents means every agent. `key_id` names the key in block histories
+    without revealing it (the first 8 hex digits of its SHA-256; empty when no keys are configured)."""
 
     agents: frozenset[str] | None = None
+    key_id: str = field(default="", compare=False)
 
     def may_see(self, agent: str) -> bool:
         return self.agents is None or agent in self.agents
+
+    @property
+    def actor(self) -> str:
+        return f"http:{self.key_id}" if self.key_id else "http"
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,8 @@ class KeyRing:
             if not entry or entry.startswith("#"):
                 continue
             key, scoped, scope = (part.strip() for part in entry.partition("="))
-            principal = Principal(_scope(where, scope) if scoped else None)
+            principal = Principal(_scope(where, scope) if scoped else None,
+                                  key_id=hashlib.sha256(key.encode()).hexdigest()[:8])
             if len(key) < MIN_KEY_CHARS or re.search(r"\s", key):
                 raise InvalidInputError(f"{where}: API keys must be at least {MIN_KEY_CHARS} characters "
                                         "long, without spaces")

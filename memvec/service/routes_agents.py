@@ -26,7 +26,7 @@ from memvec.service.schemas import (
     LlmConfigOut,
     MemoryOut,
 )
-from memvec.types import AgentSettings, AgentState, CoreBlock
+from memvec.types import AgentSettings, AgentState, BlockChange, CoreBlock
 
 # litellm provider prefixes that Letta's LlmConfig names the same way
 _ENDPOINT_TYPES = {"openai", "anthropic", "google_ai", "google_vertex", "azure", "groq", "ollama", "vllm",
@@ -92,7 +92,7 @@ def add_agent_routes(app: FastAPI) -> None:
             raise HTTPException(403, f"this key may not create agent {name!r}")
         settings = AgentSettings.model_validate({"name": name, **_settings_changes(body)})
         blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
-        memory.create_agent(settings, blocks=blocks)
+        memory.create_agent(settings, blocks=blocks, actor=principal.actor)
         return agent_out(memory, *visible_agent(name, principal, service))
 
     @app.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
@@ -166,7 +166,25 @@ def add_block_routes(app: FastAPI) -> None:
         visible_agent(agent_id, principal, service)
         if body.label is not None and body.label != label:
             raise InvalidInputError("a block is addressed by its label: renaming is not supported")
-        core = service.memory.core(agent_id)
+        core = service.memory.core(agent_id, actor=principal.actor)
         changes = {k: v for k, v in body.model_dump(exclude_unset=True, exclude={"label"}).items() if v is not None}
         block = CoreBlock.model_validate({**core.get(label).model_dump(), **changes})
         return BlockOut.of(agent_id, core.put(block))
+
+    @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=list[BlockChange],
+             tags=["core memory"])
+    def block_history(agent_id: AgentId, label: str, principal: Caller, service: Service) -> list[BlockChange]:
+        """memvec only: every change of the block, oldest first: the whole block before and after,
+        when, and who (`tool:NAME`, `http:KEY-ID`, `cli`, `import`, `python`); `undone_by` marks undone ones."""
+        visible_agent(agent_id, principal, service)
+        return service.memory.core(agent_id).history(label)
+
+    @app.post("/v1/agents/{agent_id}/core-memory/blocks/{label}/undo", response_model=BlockOut | None,
+              tags=["core memory"])
+    def undo_block(agent_id: AgentId, label: str, principal: Caller, service: Service) -> BlockOut | None:
+        """memvec only: revert the block's latest change not yet undone (again: one further back). The
+        block as it is now, or null when the undone change had created it. 409 if it changed outside
+        its history since."""
+        visible_agent(agent_id, principal, service)
+        block = service.memory.core(agent_id, actor=principal.actor).undo(label)
+        return BlockOut.of(agent_id, block) if block is not None else None

@@ -46,7 +46,11 @@ ALTER TABLE core_blocks ADD COLUMN IF NOT EXISTS metadata TEXT NOT NULL DEFAULT 
 CREATE TABLE IF NOT EXISTS agents (
     name TEXT PRIMARY KEY, settings TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',
     in_context TEXT NOT NULL DEFAULT '[]', turn INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL)
+    updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS block_history (
+    seq BIGSERIAL PRIMARY KEY, agent TEXT NOT NULL, label TEXT NOT NULL, changed_at TEXT NOT NULL,
+    actor TEXT NOT NULL, op TEXT NOT NULL, old_block TEXT, new_block TEXT, undone_by BIGINT);
+CREATE INDEX IF NOT EXISTS block_history_by_label ON block_history (agent, label, seq)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -74,6 +74,21 @@ MIGRATIONS: list[tuple[int, str]] = [
     -- free-form JSON a client attaches to a block (Letta's block metadata)
     ALTER TABLE core_blocks ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
     """),
+    (5, """
+    -- every change of a core block, with the whole block before and after it (memvec.store.blocks)
+    CREATE TABLE block_history (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent TEXT NOT NULL,
+        label TEXT NOT NULL,
+        changed_at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        op TEXT NOT NULL,
+        old_block TEXT,
+        new_block TEXT,
+        undone_by INTEGER
+    );
+    CREATE INDEX block_history_by_label ON block_history (agent, label, seq);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from memvec.errors import StoreError
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
+from memvec.store.blocks import BlockStore
 from memvec.store.rows import (
     EMBEDDING_COLUMNS,
     RECORD_COLUMNS,
@@ -25,11 +26,10 @@ from memvec.store.rows import (
     filter_sql,
     format_time,
     parse_time,
-    readable_metadata,
     row_to_record,
     settings_from_json,
 )
-from memvec.types import AgentSettings, AgentState, CoreBlock, Record, SearchFilters, Tier
+from memvec.types import AgentSettings, AgentState, Record, SearchFilters, Tier
 
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 RECORD_INSERT = (
@@ -43,7 +43,7 @@ def marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SQLStore:
+class SQLStore(BlockStore):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
@@ -291,35 +291,6 @@ class SQLStore:
             for r in rows:
                 self._run(db, LOG_CHANGE, (name, r["tier"], r["id"], "delete"))
             self._run(db, "DELETE FROM core_blocks WHERE agent = ?", (name,))
+            self._run(db, "DELETE FROM block_history WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
         return [(int(r["id"]), str(r["tier"])) for r in rows]
-
-    # -- core memory blocks ---------------------------------------------------------------
-    def blocks(self, agent: str) -> list[CoreBlock]:
-        rows = self._query("SELECT label, value, char_limit, read_only, description, metadata FROM core_blocks "
-                           f"WHERE agent = ? ORDER BY {self.BLOCK_ORDER}", (agent,))
-        return [CoreBlock(label=r["label"], value=r["value"], limit=r["char_limit"], read_only=bool(r["read_only"]),
-                          description=r["description"], metadata=readable_metadata(json.loads(r["metadata"])))
-                for r in rows]
-
-    def put_block(self, agent: str, block: CoreBlock) -> None:
-        with self._write() as db:
-            self._run(db, "INSERT INTO core_blocks (agent, label, value, char_limit, read_only, description, "
-                          "metadata, updated_at) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (agent, label) DO UPDATE SET "
-                          "value = excluded.value, char_limit = excluded.char_limit, read_only = excluded.read_only, "
-                          "description = excluded.description, metadata = excluded.metadata, "
-                          "updated_at = excluded.updated_at",
-                      (agent, block.label, block.value, block.limit, block.read_only, block.description,
-                       json.dumps(block.metadata), format_time(datetime.now(UTC))))
-
-    def compare_and_set_block(self, agent: str, label: str, expected: str, value: str) -> bool:
-        """Set a block's value only if it still is `expected` (no lost update between editors)."""
-        with self._write() as db:
-            cursor = self._run(db, "UPDATE core_blocks SET value = ?, updated_at = ? WHERE agent = ? AND label = ? "
-                                   "AND value = ?", (value, format_time(datetime.now(UTC)), agent, label, expected))
-            return bool(cursor.rowcount == 1)
-
-    def delete_block(self, agent: str, label: str) -> bool:
-        with self._write() as db:
-            cursor = self._run(db, "DELETE FROM core_blocks WHERE agent = ? AND label = ?", (agent, label))
-            return bool(cursor.rowcount == 1)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from memvec.errors import CoreMemoryError, NotFoundError
 from memvec.store.base import Store
-from memvec.types import CoreBlock
+from memvec.types import BlockChange, CoreBlock
 
 DEFAULT_BLOCKS = (
     CoreBlock(label="persona", description="Who the agent is and how it speaks."),
@@ -20,9 +20,13 @@ DEFAULT_BLOCKS = (
 
 
 class CoreMemory:
-    def __init__(self, store: Store, agent: str) -> None:
+    """One agent's blocks. Every change is recorded in the block's history with `actor`: who or what
+    made it (``tool:NAME``, ``http:KEY-ID``, ``cli``, ``import``, ``python``)."""
+
+    def __init__(self, store: Store, agent: str, *, actor: str = "python") -> None:
         self._store = store
         self.agent = agent
+        self.actor = actor
 
     def blocks(self) -> list[CoreBlock]:
         return self._store.blocks(self.agent)
@@ -36,8 +40,22 @@ class CoreMemory:
 
     def put(self, block: CoreBlock) -> CoreBlock:
         """Create a block or replace one whole (value, limit, flags)."""
-        self._store.put_block(self.agent, block)
+        self._store.put_block(self.agent, block, actor=self.actor)
         return block
+
+    def delete(self, label: str) -> None:
+        self.get(label)
+        self._store.delete_block(self.agent, label, actor=self.actor)
+
+    def history(self, label: str | None = None) -> list[BlockChange]:
+        """Every change of this agent's blocks (or of one), oldest first, with the block before and after."""
+        return self._store.block_history(self.agent, label)
+
+    def undo(self, label: str) -> CoreBlock | None:
+        """Revert the block's latest change not yet undone (repeat to go further back); returns the
+        block as it is now (None: the undone change had created it). CoreMemoryError when the block
+        was changed since in a way that is not in its history."""
+        return self._store.undo_block(self.agent, label, actor=self.actor)
 
     def ensure_defaults(self) -> None:
         existing = {b.label for b in self.blocks()}
@@ -46,7 +64,18 @@ class CoreMemory:
                 self.put(block)
 
     def append(self, label: str, content: str) -> CoreBlock:
-        return self._edit(label, lambda value: f"{value}\n{content}" if value else content)
+        return self._edit(label, lambda value: f"{value}\n{content}" if value else content, op="append")
+
+    def insert(self, label: str, text: str, *, line: int = -1) -> CoreBlock:
+        """Insert `text` as a line before line `line` (0-based; -1: at the end), as Letta's memory_insert."""
+        def apply(value: str) -> str:
+            lines = value.split("\n") if value else []
+            if not -1 <= line <= len(lines):
+                raise CoreMemoryError(f"line {line} is outside block {label!r} (0..{len(lines)}, or -1 for the end)")
+            lines.insert(len(lines) if line == -1 else line, text)
+            return "\n".join(lines)
+
+        return self._edit(label, apply, op="insert")
 
     def replace(self, label: str, old_content: str, new_content: str) -> CoreBlock:
         def apply(value: str) -> str:
@@ -56,13 +85,13 @@ class CoreMemory:
                 raise CoreMemoryError(f"{old_content!r} does not occur in block {label!r}")
             return value.replace(old_content, new_content)
 
-        return self._edit(label, apply)
+        return self._edit(label, apply, op="replace")
 
     def rewrite(self, label: str, value: str) -> CoreBlock:
         """Replace a block's whole value (its limit, description and flags kept)."""
-        return self._edit(label, lambda _: value)
+        return self._edit(label, lambda _: value, op="rewrite")
 
-    def _edit(self, label: str, change: Callable[[str], str]) -> CoreBlock:
+    def _edit(self, label: str, change: Callable[[str], str], *, op: str) -> CoreBlock:
         for _ in range(10):
             block = self.get(label)
             if block.read_only:
@@ -72,7 +101,7 @@ class CoreMemory:
                 raise CoreMemoryError(
                     f"block {label!r} would hold {len(value)} characters; its limit is {block.limit} "
                     f"({block.limit - len(block.value)} left). Shorten or replace existing content first.")
-            if self._store.compare_and_set_block(self.agent, label, block.value, value):
+            if self._store.compare_and_set_block(self.agent, label, block.value, value, actor=self.actor, op=op):
                 return block.model_copy(update={"value": value})
         raise CoreMemoryError(f"block {label!r} kept changing under concurrent edits; try again")
 
