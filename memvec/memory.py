@@ -12,6 +12,7 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -43,6 +44,7 @@ from memvec.types import (
     InsertResult,
     NewRecord,
     Record,
+    SearchFilters,
     SearchRequest,
     Tier,
 )
@@ -164,6 +166,21 @@ class Memory:
     def delete_record(self, agent: str, record_id: int) -> Record:
         """Delete one record of the agent, whatever its tier."""
         return self._engine.delete(validate_agent(agent), record_id)
+
+    def forget(self, agent: str, *, tier: Tier | None = None, ids: Sequence[int] = (), tags: Sequence[str] = (),
+               tag_match: str = "any", start: datetime | None = None, end: datetime | None = None,
+               session_id: str | None = None, roles: Sequence[str] = ()) -> int:
+        """Delete the agent's records that match every criterion given (ids, tags, a time range, a
+        session, roles; one tier or both) and return how many. At least one criterion is required:
+        `delete_agent` forgets everything. The store deletes them in one transaction and the indexes
+        are saved without them."""
+        filters = SearchFilters.model_validate({"tags": list(tags), "tag_match": tag_match, "start": start,
+                                                "end": end, "session_id": session_id, "roles": list(roles)})
+        if filters.is_empty() and not ids:
+            raise InvalidInputError("forget needs ids or a filter (tags, dates, session, roles); "
+                                    "to forget the whole agent, delete it")
+        tiers = [tier] if tier is not None else list(Tier)
+        return self._engine.delete_matching(validate_agent(agent), tiers, filters, ids)
 
     # -- agents ---------------------------------------------------------------------------
     def agents(self) -> list[str]:

@@ -119,6 +119,11 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "            _apply(self._run, db, agent, label, before)\n", "", "tests/test_block_history.py"),
     ("an edit is not recorded in the block's history", "memvec/store/blocks.py",
      "            _record(self._run, db, agent, label, actor, op, old, new)\n", "", "tests/test_block_history.py"),
+    ("forget ignores the ids it was given", "memvec/engine/engine.py",
+     "            if ids:\n                matching = np.intersect1d(",
+     "            if False:\n                matching = np.intersect1d(", "tests/test_forget.py"),
+    ("forget leaves the index files as they were", "memvec/engine/engine.py",
+     "                self.tier_index(agent, tier).save()\n", "", "tests/test_forget.py"),
     ("a tier view serves another tier's record", "memvec/tiers/base.py",
      "        if record.tier is not self.tier:\n", "        if False:\n", "tests/test_memory.py"),
 ]

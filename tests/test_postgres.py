@@ -166,3 +166,19 @@ def test_block_history_and_undo_on_postgres(tmp_path: Path, pg_url: str) -> None
         assert core.history("human")[1].undone_by == core.history("human")[2].seq
         mem.delete_agent("ana")
         assert core.history() == []
+
+
+def test_forget_leaves_no_row_of_postgresql_with_the_text(tmp_path: Path, pg_url: str) -> None:
+    import psycopg
+
+    with open_pg(tmp_path / "a", pg_url) as mem:
+        mem.archival("ana").insert("canary-7d1e the safe code is 4242", tags=["secret"])
+        mem.archival("ana").insert("an ordinary note", tags=["plain"])
+        assert mem.forget("ana", tags=["secret"]) == 1
+        assert [h.text for h in mem.archival("ana").search("safe code canary-7d1e", k=5)] == ["an ordinary note"]
+    with psycopg.connect(pg_url) as db:
+        tables = [r[0] for r in db.execute("SELECT table_name FROM information_schema.tables "
+                                           "WHERE table_schema = current_schema()").fetchall()]
+        for table in tables:
+            rows = db.execute(f"SELECT * FROM {table}").fetchall()
+            assert not any("canary-7d1e" in str(row) for row in rows), table

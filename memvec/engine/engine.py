@@ -186,6 +186,20 @@ class Engine:
         self.tier_index(agent, record.tier)
         return checked_on_read([record])[0]
 
+    def delete_matching(self, agent: str, tiers: Sequence[Tier], filters: SearchFilters,
+                        ids: Sequence[int] = ()) -> int:
+        """Delete every record of `tiers` that passes `filters` (and is among `ids`, when given); the
+        indexes apply the deletions and are saved, so no index file keeps what was forgotten."""
+        forgotten = 0
+        for tier in tiers:
+            matching = self.store.filter_ids(agent, tier, filters)
+            if ids:
+                matching = np.intersect1d(matching, np.asarray(ids, dtype=np.int64))
+            if len(matching):
+                forgotten += self.store.delete_many(agent, matching.tolist())
+                self.tier_index(agent, tier).save()
+        return forgotten
+
     # -- reads ----------------------------------------------------------------------------
     def get(self, agent: str, record_id: int) -> Record:
         found = checked_on_read(self.store.get(agent, [record_id]))

@@ -14,6 +14,8 @@ from memvec.export_format import AgentExport
 from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, visible_agent
 from memvec.service.schemas import (
     Deleted,
+    ForgetIn,
+    Forgotten,
     PassageBatch,
     PassageIn,
     PassageOut,
@@ -144,6 +146,15 @@ def add_routes(app: FastAPI) -> None:
         return _search(service, agent_id, Tier.RECALL, query, top_k, mode,
                        {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime},
                        ranking)
+
+    @app.post("/v1/agents/{agent_id}/forget", response_model=Forgotten, tags=["archival memory"])
+    def forget(agent_id: AgentId, body: ForgetIn, principal: Caller, service: Service) -> Forgotten:
+        """memvec only: delete the agent's records matching every criterion given (ids, tags, a time
+        range, a session, roles; one tier or both) and say how many. At least one criterion is
+        required (DELETE the agent to forget all of it). Nothing of them stays in the store or indexes."""
+        visible_agent(agent_id, principal, service)
+        criteria = body.model_dump(exclude={"tier", "ids"})
+        return Forgotten(forgotten=service.memory.forget(agent_id, tier=body.tier, ids=body.ids, **criteria))
 
     @app.get("/v1/agents/{agent_id}/export", response_model=AgentExport, tags=["export"])
     def export(agent_id: AgentId, principal: Caller, service: Service, embeddings: bool = True) -> AgentExport:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memvec.types import (
+    MAX_ID,
     MAX_META_CHARS,
     MAX_TAGS,
     MAX_TEXT_CHARS,
@@ -15,10 +16,13 @@ from memvec.types import (
     Citation,
     CoreBlock,
     Hit,
+    IdText,
     Metadata,
+    MetaText,
     MethodScores,
     Record,
     Tag,
+    Tier,
 )
 
 MAX_BATCH = 1_000
@@ -245,6 +249,25 @@ class LettaResponseOut(BaseModel):
 
 class Deleted(BaseModel):
     message: str
+
+
+class ForgetIn(BaseModel):
+    """What to forget: records matching every criterion given (at least one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tier: Tier | None = Field(default=None, description="one tier; default both")
+    ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(default_factory=list, max_length=10_000)
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    tag_match: Literal["any", "all"] = "any"
+    start: datetime | None = None
+    end: datetime | None = None
+    session_id: IdText | None = None
+    roles: list[MetaText] = Field(default_factory=list, max_length=16)
+
+
+class Forgotten(BaseModel):
+    forgotten: int = Field(description="how many records were deleted")
 
 
 class ErrorOut(BaseModel):

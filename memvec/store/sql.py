@@ -136,6 +136,22 @@ class SQLStore(BlockStore):
             self._run(db, LOG_CHANGE, (agent, row["tier"], record_id, "delete"))
         return row_to_record(row)
 
+    def delete_many(self, agent: str, ids: Sequence[int]) -> int:
+        """Delete the agent's records among `ids` in one transaction (each logged); returns how many."""
+        deleted = 0
+        with self._write() as db:
+            for start in range(0, len(ids), CHUNK):
+                chunk = [int(i) for i in ids[start:start + CHUNK]]
+                rows = self._run(db, f"SELECT id, tier FROM records WHERE id IN ({marks(len(chunk))}) "
+                                     f"AND {self.ROW_HINT}agent = ?", [*chunk, agent]).fetchall()
+                found = [int(r["id"]) for r in rows]
+                if found:
+                    self._run(db, f"DELETE FROM records WHERE id IN ({marks(len(found))})", found)
+                for r in rows:
+                    self._run(db, LOG_CHANGE, (agent, r["tier"], r["id"], "delete"))
+                deleted += len(found)
+        return deleted
+
     def get(self, agent: str, ids: Sequence[int]) -> list[Record]:
         by_id: dict[int, Record] = {}
         for start in range(0, len(ids), CHUNK):

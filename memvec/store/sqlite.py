@@ -32,7 +32,9 @@ class SQLiteStore(SQLStore):
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
             self._db.row_factory = sqlite3.Row
-            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON",
+            # secure_delete: freed pages are zeroed, so deleted or forgotten text leaves no trace in the
+            # file (some builds default to it, not all)
+            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "secure_delete=ON",
                            f"busy_timeout={int(timeout * 1000)}"):
                 self._db.execute(f"PRAGMA {pragma}")
         except sqlite3.Error as exc:
