@@ -87,13 +87,16 @@ def _citation(session: str | None, turn: str | None, source: str | None) -> dict
 @click.option("--source", help="Citation: source URL.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--created-at", type=click.DateTime(), help="When it was said/written (default: now, UTC).")
+@click.option("--expires-at", type=click.DateTime(), help="From then on (UTC) it is never returned and is purged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored record as JSON.")
 @click.pass_obj
 def add(obj: Context, text: str, agent: str, tier: str, role: str | None, session: str | None, turn: str | None,
-        source: str | None, tags: tuple[str, ...], created_at: datetime | None, as_json: bool) -> None:
+        source: str | None, tags: tuple[str, ...], created_at: datetime | None, expires_at: datetime | None,
+        as_json: bool) -> None:
     """Add one record (archival passage or recall message)."""
     record = NewRecord.model_validate({"agent": agent, "tier": tier, "text": text, "role": role, "tags": list(tags),
-                                       "created_at": created_at, "citation": _citation(session, turn, source)})
+                                       "created_at": created_at, "expires_at": expires_at,
+                                       "citation": _citation(session, turn, source)})
     with obj.open() as mem:
         result = mem.insert([record])[0]
     if as_json:
@@ -287,6 +290,21 @@ def forget(obj: Context, agent: str, tier: str | None, ids: tuple[int, ...], tag
         print_json({"forgotten": count})
     else:
         click.echo(f"forgot {count} record(s) of {agent}")
+
+
+@cli.command()
+@click.option("--agent", help="Only this agent.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def sweep(obj: Context, agent: str | None, as_json: bool) -> None:
+    """Purge every record past its expiry (--expires-at) or its tier's retention. Reads already hide
+    and purge what they touch; run this (e.g. from cron) for what nobody reads."""
+    with obj.open() as mem:
+        purged = mem.sweep(agent=agent)
+    if as_json:
+        print_json({"purged": purged})
+    else:
+        click.echo(f"purged {purged} expired record(s)")
 
 
 @cli.command()

@@ -12,10 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memvec.embed import DEFAULT_MODEL_NAME, Backend
-from memvec.types import Fusion, IndexKindSetting
+from memvec.types import Fusion, IndexKindSetting, Tier
 
 DEFAULT_HOME = "indexes"
 DEFAULT_MODEL = DEFAULT_MODEL_NAME  # the packaged MiniLM; one name for config and embed
@@ -89,6 +89,16 @@ class MemoryConfig(BaseModel):
                                         "recently used are saved and unloaded (None: no limit)")
     index: IndexSettings = Field(default_factory=IndexSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    retention_days: dict[Tier, float] = Field(
+        default_factory=dict, description="per tier, records older than this many days are never returned and "
+                                          "are purged, e.g. {'recall': 90}; a tier not named keeps everything")
+
+    @field_validator("retention_days")
+    @classmethod
+    def _positive_days(cls, value: dict[Tier, float]) -> dict[Tier, float]:
+        if any(not days > 0 for days in value.values()):
+            raise ValueError("retention days must be positive")
+        return value
 
     @classmethod
     def resolve(cls, *, home: str | os.PathLike[str] | None = None, model: str | None = None,

@@ -20,6 +20,7 @@ class ExportedRecord(BaseModel):
     tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
     citation: Citation = Field(default_factory=Citation)
     created_at: datetime
+    expires_at: datetime | None = None
     untrusted: bool = False
     embedding: str | None = Field(default=None, description="base64 of little-endian float32")
 

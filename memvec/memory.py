@@ -12,7 +12,7 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -89,7 +89,8 @@ class Memory:
         self._engine = Engine(store=self._store, embedder=self._serving(embedder or self._lazy(self.model_id)),
                              index_root=self.home / "index", index_settings=self.index_settings,
                              search_settings=config.search, max_loaded_indexes=config.max_loaded_indexes,
-                             ranker=shipped_ranker() if config.search.rerank else None)
+                             ranker=shipped_ranker() if config.search.rerank else None,
+                             retention={tier: timedelta(days=days) for tier, days in config.retention_days.items()})
 
     @classmethod
     def open(cls, home: str | os.PathLike[str] | None = None, *, model: str | None = None,
@@ -181,6 +182,11 @@ class Memory:
                                     "to forget the whole agent, delete it")
         tiers = [tier] if tier is not None else list(Tier)
         return self._engine.delete_matching(validate_agent(agent), tiers, filters, ids)
+
+    def sweep(self, *, agent: str | None = None) -> int:
+        """Purge every record past its `expires_at` or its tier's retention (every read does this for
+        what it reads; run it to purge what nobody reads); returns how many."""
+        return sum(self._engine.sweep(part_agent, tier) for part_agent, tier in self._partitions(agent))
 
     # -- agents ---------------------------------------------------------------------------
     def agents(self) -> list[str]:

@@ -151,6 +151,8 @@ class NewRecord(BaseModel):
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     citation: Citation = Field(default_factory=Citation)
     created_at: UtcDatetime | None = None
+    expires_at: UtcDatetime | None = Field(
+        default=None, description="after this time the record is never returned and is purged (None: kept)")
     context: Utf8Text | None = Field(
         default=None, max_length=MAX_TEXT_CHARS,
         description="index-only text that situates the record (e.g. the previous message); never returned. "
@@ -194,6 +196,7 @@ class Record(BaseModel):
     citation: Citation = Field(default_factory=Citation)
     created_at: datetime
     untrusted: bool = Field(default=False, description="the text reads like instructions to a model (memvec.guard)")
+    expires_at: datetime | None = None
 
 
 class CoreBlock(BaseModel):

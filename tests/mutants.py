@@ -124,6 +124,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "            if False:\n                matching = np.intersect1d(", "tests/test_forget.py"),
     ("forget leaves the index files as they were", "memvec/engine/engine.py",
      "                self.tier_index(agent, tier).save()\n", "", "tests/test_forget.py"),
+    ("an expired record is still listed", "memvec/engine/engine.py",
+     "        self._swept(agent, [tier])\n        return checked_on_read(self.store.list_records(",
+     "        return checked_on_read(self.store.list_records(", "tests/test_expiry.py"),
+    ("a search returns an expired record", "memvec/engine/engine.py",
+     "        self._swept(request.agent, [request.tier])\n", "", "tests/test_expiry.py"),
+    ("a tier's retention is ignored", "memvec/engine/engine.py",
+     "        keep = self.retention.get(tier)\n", "        keep = None\n", "tests/test_expiry.py"),
     ("a tier view serves another tier's record", "memvec/tiers/base.py",
      "        if record.tier is not self.tier:\n", "        if False:\n", "tests/test_memory.py"),
 ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +39,10 @@ class IndexUsage(BaseModel):
 class Engine:
     def __init__(self, *, store: Store, embedder: Embedder, index_root: Path,
                  index_settings: IndexSettings, search_settings: SearchSettings,
-                 max_loaded_indexes: int | None = None, ranker: Ranker | None = None) -> None:
+                 max_loaded_indexes: int | None = None, ranker: Ranker | None = None,
+                 retention: Mapping[Tier, timedelta] | None = None) -> None:
         self.store = store
+        self.retention = dict(retention or {})  # per tier: records older than this are purged
         self.embedder = embedder
         self.index_root = index_root
         self.index_settings = index_settings
@@ -200,27 +202,49 @@ class Engine:
                 self.tier_index(agent, tier).save()
         return forgotten
 
+    def sweep(self, agent: str, tier: Tier) -> int:
+        """Purge the tier's records past their `expires_at` or the tier's retention: from the store
+        (one transaction, logged), then from the index, which is saved. Every read of a tier runs it
+        first (one indexed query when nothing expired), so an expired record is never returned."""
+        now = datetime.now(UTC)
+        keep = self.retention.get(tier)
+        expired = self.store.expired_ids(agent, tier, now, now - keep if keep is not None else None)
+        if not expired:
+            return 0
+        purged = self.store.delete_many(agent, expired)
+        self.tier_index(agent, tier).save()
+        return purged
+
+    def _swept(self, agent: str, tiers: Sequence[Tier] = tuple(Tier)) -> None:
+        for tier in tiers:
+            self.sweep(agent, tier)
+
     # -- reads ----------------------------------------------------------------------------
     def get(self, agent: str, record_id: int) -> Record:
+        self._swept(agent)
         found = checked_on_read(self.store.get(agent, [record_id]))
         if not found:
             raise NotFoundError(f"agent {agent!r} has no record {record_id}")
         return found[0]
 
     def get_many(self, agent: str, record_ids: Sequence[int]) -> list[Record]:
+        self._swept(agent)
         return checked_on_read(self.store.get(agent, record_ids))
 
     def count(self, agent: str, tier: Tier) -> int:
+        self._swept(agent, [tier])
         return self.store.count(agent, tier)
 
     def list_records(self, agent: str, tier: Tier, *, limit: int = 50, offset: int = 0,
                      newest_first: bool = False, filters: SearchFilters | None = None,
                      after: int | None = None, before: int | None = None) -> list[Record]:
+        self._swept(agent, [tier])
         return checked_on_read(self.store.list_records(agent, tier, limit=limit, offset=offset,
                                                        newest_first=newest_first, filters=filters,
                                                        after=after, before=before))
 
     def search(self, request: SearchRequest) -> list[Hit]:
+        self._swept(request.agent, [request.tier])
         index = self.tier_index(request.agent, request.tier)
         allowed = self._allowed(request) if request.mode is not SearchMode.TOKEN else None
         # embedded before taking the index lock: concurrent searches of one tier then share a forward pass

@@ -150,6 +150,8 @@ class PassageIn(Strict):
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     citation: Citation = Field(default_factory=Citation)
     created_at: datetime | None = None
+    expires_at: datetime | None = Field(default=None, description="memvec only: from then on the passage is "
+                                                                  "never returned, and it is purged")
 
 
 class PassageBatch(Strict):
@@ -167,6 +169,7 @@ class PassageOut(BaseModel):
     tags: list[str]
     citation: Citation
     created_at: datetime
+    expires_at: datetime | None = None
     untrusted: bool
     created: bool = Field(default=True, description="false when an exact duplicate already existed")
 
@@ -174,7 +177,7 @@ class PassageOut(BaseModel):
     def of(cls, record: Record, *, created: bool = True) -> PassageOut:
         return cls(id=str(record.id), text=record.text, agent=record.agent, tier=record.tier.value, role=record.role,
                    tags=record.tags, citation=record.citation, created_at=record.created_at,
-                   untrusted=record.untrusted, created=created)
+                   expires_at=record.expires_at, untrusted=record.untrusted, created=created)
 
 
 class SearchResult(BaseModel):

@@ -72,6 +72,9 @@ class Store(Protocol):
 
     def delete_many(self, agent: str, ids: Sequence[int]) -> int: ...
 
+    def expired_ids(self, agent: str, tier: Tier, now: datetime, created_before: datetime | None = None
+                    ) -> list[int]: ...
+
     def speakers_and_texts(self, agent: str, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
         """Role and text of each record found, by id (the ranker's reads)."""
         ...

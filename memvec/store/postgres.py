@@ -50,7 +50,9 @@ CREATE TABLE IF NOT EXISTS agents (
 CREATE TABLE IF NOT EXISTS block_history (
     seq BIGSERIAL PRIMARY KEY, agent TEXT NOT NULL, label TEXT NOT NULL, changed_at TEXT NOT NULL,
     actor TEXT NOT NULL, op TEXT NOT NULL, old_block TEXT, new_block TEXT, undone_by BIGINT);
-CREATE INDEX IF NOT EXISTS block_history_by_label ON block_history (agent, label, seq)
+CREATE INDEX IF NOT EXISTS block_history_by_label ON block_history (agent, label, seq);
+ALTER TABLE records ADD COLUMN IF NOT EXISTS expires_at TEXT;
+CREATE INDEX IF NOT EXISTS records_by_expiry ON records (agent, tier, expires_at)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -13,7 +13,8 @@ from memvec.limits import MAX_METADATA_DEPTH, json_depth_exceeds
 from memvec.store.base import EmbeddingBatch
 from memvec.types import AgentSettings, Citation, Record, SearchFilters, Tier
 
-RECORD_COLUMNS = "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted"
+RECORD_COLUMNS = ("id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted, "
+                  "expires_at")
 EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at, session_id"
 
 
@@ -46,6 +47,7 @@ def row_to_record(row: Any) -> Record:
         id=row["id"], agent=row["agent"], tier=Tier(row["tier"]), text=row["text"], role=row["role"],
         tags=json.loads(row["tags"]), created_at=parse_time(row["created_at"]),
         untrusted=bool(row["untrusted"]),
+        expires_at=parse_time(row["expires_at"]) if row["expires_at"] else None,
         citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"],
                           source_url=row["source_url"]),
     )

@@ -89,6 +89,11 @@ MIGRATIONS: list[tuple[int, str]] = [
     );
     CREATE INDEX block_history_by_label ON block_history (agent, label, seq);
     """),
+    (6, """
+    -- a record past expires_at is never returned and is purged (memvec.engine.engine.Engine.sweep)
+    ALTER TABLE records ADD COLUMN expires_at TEXT;
+    CREATE INDEX records_by_expiry ON records (agent, tier, expires_at);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -34,7 +34,7 @@ from memvec.types import AgentSettings, AgentState, Record, SearchFilters, Tier
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 RECORD_INSERT = (
     "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, tags, created_at, "
-    "embedding, embedding_model, untrusted, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "embedding, embedding_model, untrusted, context, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id")
 LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
 
@@ -115,7 +115,7 @@ class SQLStore(BlockStore):
             rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
             rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags), format_time(row.created_at),
             np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, row.untrusted,
-            row.context)).fetchall()
+            row.context, format_time(rec.expires_at) if rec.expires_at else None)).fetchall()
         if not returned:
             existing = self._run(db, "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
                                  (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
@@ -195,6 +195,15 @@ class SQLStore(BlockStore):
             return f"id {sign} ?", [record_id]
         return (f"(created_at {sign} ? OR (created_at = ? AND id {sign} ?))",
                 [rows[0]["created_at"], rows[0]["created_at"], record_id])
+
+    def expired_ids(self, agent: str, tier: Tier, now: datetime, created_before: datetime | None = None) -> list[int]:
+        """Records past their expires_at at `now`, or (a tier's retention) created before `created_before`."""
+        rows = self._query("SELECT id FROM records WHERE agent = ? AND tier = ? AND expires_at <= ?",
+                           (agent, tier.value, format_time(now)))
+        if created_before is not None:
+            rows += self._query("SELECT id FROM records WHERE agent = ? AND tier = ? AND created_at < ?",
+                                (agent, tier.value, format_time(created_before)))
+        return sorted({int(r["id"]) for r in rows})
 
     def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters) -> Ids:
         where, params = filter_sql(filters)

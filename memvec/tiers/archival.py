@@ -14,9 +14,10 @@ class ArchivalMemory(TierView):
 
     def insert(self, text: str, *, tags: Sequence[str] = (), source_url: str | None = None,
                session_id: str | None = None, turn_id: str | int | None = None,
-               created_at: datetime | None = None) -> InsertResult:
+               created_at: datetime | None = None, expires_at: datetime | None = None) -> InsertResult:
+        """`expires_at`: from then on the passage is never returned, and it is purged."""
         return self._insert_one(text, tags=tags, source_url=source_url, session_id=session_id, turn_id=turn_id,
-                                created_at=created_at)
+                                created_at=created_at, expires_at=expires_at)
 
     def insert_many(self, records: Sequence[NewRecord]) -> list[InsertResult]:
         return self._engine.insert(records)

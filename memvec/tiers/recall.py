@@ -14,9 +14,10 @@ class RecallMemory(TierView):
 
     def append(self, role: str, text: str, *, session_id: str | None = None,
                turn_id: str | int | None = None, source_url: str | None = None,
-               tags: Sequence[str] = (), created_at: datetime | None = None) -> InsertResult:
+               tags: Sequence[str] = (), created_at: datetime | None = None,
+               expires_at: datetime | None = None) -> InsertResult:
         return self._insert_one(text, role=role, tags=tags, session_id=session_id, turn_id=turn_id,
-                                source_url=source_url, created_at=created_at)
+                                source_url=source_url, created_at=created_at, expires_at=expires_at)
 
     def append_many(self, records: Sequence[NewRecord]) -> list[InsertResult]:
         return self._engine.insert(records)
