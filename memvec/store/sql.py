@@ -219,8 +219,10 @@ class SQLStore(BlockStore):
 
     def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None) -> Iterator[tuple[int, str]]:
         where, params = filter_sql(filters)
-        rows = self._query(f"SELECT id, text FROM records WHERE agent = ? AND tier = ?{where}",
-                           [agent, tier.value, *params])
+        # a fixed order whichever index the planner picks (the token baseline's ties at its cut depend on
+        # it): session then id, what records_by_session gave before another index could serve this query
+        rows = self._query(f"SELECT id, text FROM records WHERE agent = ? AND tier = ?{where} "
+                           "ORDER BY session_id, id", [agent, tier.value, *params])
         return ((int(r["id"]), str(r["text"])) for r in rows)
 
     def last_in_session(self, agent: str, tier: Tier, session_id: str) -> str | None:
