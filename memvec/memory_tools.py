@@ -29,6 +29,8 @@ Day = Annotated[date | datetime | None, Field(description="ISO date (whole day) 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="What to look for, in words.")]
 SessionId = Annotated[IdText | None, Field(description="Conversation/session the turn belongs to.")]
 Count = Annotated[int, Field(ge=1, le=50, description="How many results.")]
+OldText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="Exact text to replace.")]
+NewText = Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="Replacement (may be empty).")]
 
 
 class _Args(BaseModel):
@@ -46,8 +48,8 @@ class CoreAppendArgs(_Args):
 
 class CoreReplaceArgs(_Args):
     label: Label
-    old_content: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="Exact text to replace.")]
-    new_content: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="Replacement (may be empty).")]
+    old_content: OldText
+    new_content: NewText
 
 
 class MemoryInsertArgs(_Args):
@@ -57,10 +59,10 @@ class MemoryInsertArgs(_Args):
                                                                      "-1 = after the last line.")] = -1
 
 
-class MemoryReplaceArgs(_Args):
+class MemoryReplaceArgs(_Args):  # Letta's names for core_memory_replace's arguments
     label: Label
-    old_str: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="Exact text to replace.")]
-    new_str: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="Replacement (may be empty).")]
+    old_str: OldText
+    new_str: NewText
 
 
 class MemoryRethinkArgs(_Args):

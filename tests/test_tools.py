@@ -4,25 +4,16 @@ server's registrations and the guard's tool-call signal all derive from that tab
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memvec import Memory
 from memvec.agent.tools import LOOP_TOOLS, SEARCH_TOOLS, ToolBox, tool_schemas
-from memvec.embed import HashingEmbedder
 from memvec.guard import poisoning_signals
 from memvec.mcp_server.server import build_server
 from memvec.memory_tools import TOOLS
 from tests.test_mcp import call, run_client
-
-
-@pytest.fixture
-def memory(home: Path) -> Any:
-    mem = Memory.open(home, embedder=HashingEmbedder(64))
-    yield mem
-    mem.close()
 
 
 def _without_titles(schema: Any) -> Any:
