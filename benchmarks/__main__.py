@@ -85,7 +85,7 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
     backends["staleness"] = staleness.measure(args.pg, writes=20 if args.quick else 200)
     bar.update(1)
     bar.set_description("HTTP load: 1, 8, 32 clients")
-    http = load.run(args.model, preload=200 if args.quick else 2000, seconds=1.5 if args.quick else 6.0)
+    http = load.run(args.model, preload=200 if args.quick else 2000, seconds=1.0 if args.quick else 6.0)
     bar.update(1)
     return {"ingest": ingest, "growth": growth, "stores": backends, "http": http}
 
@@ -99,7 +99,7 @@ def run_backends(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
     compared = backends.compare(samples, quick=args.quick)
     bar.update(1)
     bar.set_description("CLI on real turns: ingest, batch search, cold search, serve")
-    cli = [cli_runs.run_backend(samples, b, seconds=1.5 if args.quick else 6.0, cold_runs=1 if args.quick else 3)
+    cli = [cli_runs.run_backend(samples, b, seconds=1.0 if args.quick else 6.0, cold_runs=1 if args.quick else 3)
            for b in (("onnx-int8",) if args.quick else ("torch", "onnx-int8"))]
     bar.update(1)
     return {"compare": compared, "cli": cli}

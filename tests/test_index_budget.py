@@ -92,7 +92,7 @@ steps = st.lists(st.tuples(st.sampled_from(["insert", "insert", "delete", "searc
                  min_size=30, max_size=90)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(plan=steps, budget=st.integers(1, 3), save_every=st.sampled_from([1, 4, 2000]))
 def test_property_eviction_under_concurrent_searches_and_writes(tmp_path_factory: pytest.TempPathFactory,
                                                                  plan: list[tuple[str, int]], budget: int,

@@ -102,7 +102,7 @@ def _committed(home: Path) -> int:
 def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None:
     home = tmp_path / "home"
     lines = [{"text": f"Diary entry {i}: today I worked on project {i % 97} and met friend number {i}.",
-              "session_id": str(i // 100), "turn_id": str(i)} for i in range(3000)]
+              "session_id": str(i // 100), "turn_id": str(i)} for i in range(2000)]
     data = tmp_path / "diary.jsonl"
     data.write_text("\n".join(json.dumps(line) for line in lines))
     # no periodic save during the ingest: the index on disk is the one written when it was created
@@ -115,7 +115,7 @@ def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     committed = _committed(home)
-    assert 512 <= committed < 3000, "the kill must land in the middle of the ingest"
+    assert 512 <= committed < 2000, "the kill must land in the middle of the ingest"
     assert committed % 256 == 0, "each batch commits whole or not at all"
     # the saved index is behind the store (saves come every 2,000 changes): reported, not a fault
     verified = run_cli("verify", "--json", home=home)
@@ -135,7 +135,7 @@ def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None
     # running the same ingest again completes it, skipping what was committed
     summary = json.loads(run_cli("ingest", str(data), "--agent", "diary", "--tier", "recall", "--role", "me", "--json",
                                  home=home).stdout)
-    assert (summary["added"], summary["duplicates"]) == (3000 - committed, committed)
+    assert (summary["added"], summary["duplicates"]) == (2000 - committed, committed)
     assert run_cli("verify", home=home).returncode == 0
 
 
