@@ -242,7 +242,7 @@ class Memory:
         return export_agent(self._engine, settings, state, model_id=self.model_id, with_embeddings=with_embeddings)
 
     def import_agents(self, docs: Sequence[tuple[AgentExport, str]]) -> list[ImportReport]:
-        """Restore exported agents, each under the name given: all of them or none (see `memvec.transfer`)."""
+        """Restore exported agents, each under the name given: all of them or none (see `memvec.engine.transfer`)."""
         named = [(doc, validate_agent(name)) for doc, name in docs]
         return import_agents(self._engine, named, model_id=self.model_id)
 
