@@ -18,7 +18,8 @@ import click
 from pydantic import ValidationError
 
 from memvec.cli_agents import agent, blocks, chat, import_command, serve
-from memvec.cli_common import Context, dump, input_lines, print_json
+from memvec.cli_common import TIER, Context, dump, input_lines, print_json
+from memvec.cli_lifecycle import forget, sweep
 from memvec.cli_mcp import mcp
 from memvec.embed import BACKENDS
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError, StoreUnavailableError
@@ -39,7 +40,6 @@ EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY, EXIT_UNAVAILABLE = 1, 2, 3, 4
 INGEST_BATCH = 256
 _INGEST_FIELDS = {"text", "role", "session_id", "turn_id", "source_url", "tags", "created_at"}
 
-TIER = click.Choice([t.value for t in Tier])
 MODE = click.Choice([m.value for m in SearchMode])
 
 
@@ -266,48 +266,6 @@ def list_command(obj: Context, agent: str, tier: str, limit: int, offset: int, n
 
 
 @cli.command()
-@click.option("--agent", required=True)
-@click.option("--tier", type=TIER, help="Only this tier (default: both).")
-@click.option("--id", "ids", type=int, multiple=True, help="These records (repeatable).")
-@click.option("--tag", "tags", multiple=True, help="Records with this tag (repeatable; any unless --all-tags).")
-@click.option("--all-tags", is_flag=True, help="Records with every --tag.")
-@click.option("--since", type=click.DateTime(), help="Records created at or after this time.")
-@click.option("--until", type=click.DateTime(), help="Records created at or before this time.")
-@click.option("--session", help="Records of this session.")
-@click.option("--role", "roles", multiple=True, help="Records with this role (repeatable).")
-@click.option("--json", "as_json", is_flag=True)
-@click.pass_obj
-def forget(obj: Context, agent: str, tier: str | None, ids: tuple[int, ...], tags: tuple[str, ...], all_tags: bool,
-           since: datetime | None, until: datetime | None, session: str | None, roles: tuple[str, ...],
-           as_json: bool) -> None:
-    """Delete the records of AGENT matching every criterion given (at least one) and say how many;
-    nothing of them stays in the store or the index files. To forget the whole agent, delete it."""
-    with obj.open() as mem:
-        count = mem.forget(agent, tier=Tier(tier) if tier else None, ids=ids, tags=tags,
-                           tag_match="all" if all_tags else "any", start=since, end=until, session_id=session,
-                           roles=roles)
-    if as_json:
-        print_json({"forgotten": count})
-    else:
-        click.echo(f"forgot {count} record(s) of {agent}")
-
-
-@cli.command()
-@click.option("--agent", help="Only this agent.")
-@click.option("--json", "as_json", is_flag=True)
-@click.pass_obj
-def sweep(obj: Context, agent: str | None, as_json: bool) -> None:
-    """Purge every record past its expiry (--expires-at) or its tier's retention. Reads already hide
-    and purge what they touch; run this (e.g. from cron) for what nobody reads."""
-    with obj.open() as mem:
-        purged = mem.sweep(agent=agent)
-    if as_json:
-        print_json({"purged": purged})
-    else:
-        click.echo(f"purged {purged} expired record(s)")
-
-
-@cli.command()
 @click.argument("record_id", type=int)
 @click.option("--agent", required=True)
 @click.pass_obj
@@ -385,7 +343,7 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-for command in (agent, blocks, chat, serve, mcp, import_command):
+for command in (agent, blocks, chat, serve, mcp, import_command, forget, sweep):
     cli.add_command(command)
 
 

@@ -16,9 +16,13 @@ from pydantic import BaseModel
 from memvec.config import MemoryConfig
 from memvec.errors import InvalidInputError, StoreUnavailableError
 from memvec.memory import Memory
+from memvec.types import Tier
 
 if TYPE_CHECKING:
     from memvec.service.auth import KeyRing
+
+
+TIER = click.Choice([t.value for t in Tier])
 
 
 class Context:
