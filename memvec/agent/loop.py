@@ -75,10 +75,11 @@ class Reply(BaseModel):
 
 class Agent:
     def __init__(self, memory: Memory, name: str, *, model: str | None = None, session_id: str | None = None) -> None:
-        if not memory.has_agent(name):
-            raise NotFoundError(f"no agent {name!r}; create it first (memvec agent create {name} ...)")
+        try:
+            self.settings, self.state = memory.get_agent(name)
+        except NotFoundError:
+            raise NotFoundError(f"no agent {name!r}; create it first (memvec agent create {name} ...)") from None
         self.memory = memory
-        self.settings, self.state = memory.get_agent(name)
         self._recorded: list[int] = []
         if model:
             self.settings = self.settings.model_copy(update={"model": model})

@@ -197,9 +197,7 @@ class Engine:
             matching = self.store.filter_ids(agent, tier, filters)
             if ids:
                 matching = np.intersect1d(matching, np.asarray(ids, dtype=np.int64))
-            if len(matching):
-                forgotten += self.store.delete_many(agent, matching.tolist())
-                self.tier_index(agent, tier).save()
+            forgotten += self._purge(agent, tier, matching.tolist())
         return forgotten
 
     def sweep(self, agent: str, tier: Tier) -> int:
@@ -209,42 +207,43 @@ class Engine:
         now = datetime.now(UTC)
         keep = self.retention.get(tier)
         expired = self.store.expired_ids(agent, tier, now, now - keep if keep is not None else None)
-        if not expired:
-            return 0
-        purged = self.store.delete_many(agent, expired)
-        self.tier_index(agent, tier).save()
-        return purged
+        return self._purge(agent, tier, expired)
 
-    def _swept(self, agent: str, tiers: Sequence[Tier] = tuple(Tier)) -> None:
-        for tier in tiers:
-            self.sweep(agent, tier)
+    def _purge(self, agent: str, tier: Tier, ids: list[int]) -> int:
+        """Delete `ids` from the store in one transaction, then save the index without them, so no
+        index file keeps them either; returns how many were deleted."""
+        if not ids:
+            return 0
+        deleted = self.store.delete_many(agent, ids)
+        self.tier_index(agent, tier).save()
+        return deleted
 
     # -- reads ----------------------------------------------------------------------------
-    def get(self, agent: str, record_id: int) -> Record:
-        self._swept(agent)
-        found = checked_on_read(self.store.get(agent, [record_id]))
+    def get(self, agent: str, tier: Tier, record_id: int) -> Record:
+        found = self.get_many(agent, tier, [record_id])
         if not found:
-            raise NotFoundError(f"agent {agent!r} has no record {record_id}")
+            raise NotFoundError(f"agent {agent!r} has no {tier.value} record {record_id}")
         return found[0]
 
-    def get_many(self, agent: str, record_ids: Sequence[int]) -> list[Record]:
-        self._swept(agent)
-        return checked_on_read(self.store.get(agent, record_ids))
+    def get_many(self, agent: str, tier: Tier, record_ids: Sequence[int]) -> list[Record]:
+        """The tier's records among `record_ids`, in that order; absent ones (or another tier's) left out."""
+        self.sweep(agent, tier)
+        return checked_on_read([r for r in self.store.get(agent, record_ids) if r.tier is tier])
 
     def count(self, agent: str, tier: Tier) -> int:
-        self._swept(agent, [tier])
+        self.sweep(agent, tier)
         return self.store.count(agent, tier)
 
     def list_records(self, agent: str, tier: Tier, *, limit: int = 50, offset: int = 0,
                      newest_first: bool = False, filters: SearchFilters | None = None,
                      after: int | None = None, before: int | None = None) -> list[Record]:
-        self._swept(agent, [tier])
+        self.sweep(agent, tier)
         return checked_on_read(self.store.list_records(agent, tier, limit=limit, offset=offset,
                                                        newest_first=newest_first, filters=filters,
                                                        after=after, before=before))
 
     def search(self, request: SearchRequest) -> list[Hit]:
-        self._swept(request.agent, [request.tier])
+        self.sweep(request.agent, request.tier)
         index = self.tier_index(request.agent, request.tier)
         allowed = self._allowed(request) if request.mode is not SearchMode.TOKEN else None
         # embedded before taking the index lock: concurrent searches of one tier then share a forward pass

@@ -16,11 +16,11 @@ from memvec.types import (
     Citation,
     CoreBlock,
     Hit,
-    IdText,
     Metadata,
     MetaText,
     MethodScores,
     Record,
+    SearchFilters,
     Tag,
     Tier,
 )
@@ -254,18 +254,12 @@ class Deleted(BaseModel):
     message: str
 
 
-class ForgetIn(BaseModel):
-    """What to forget: records matching every criterion given (at least one)."""
-
-    model_config = ConfigDict(extra="forbid")
+class ForgetIn(SearchFilters):
+    """What to forget: records matching every criterion given (at least one): the search filters,
+    one tier, record ids."""
 
     tier: Tier | None = Field(default=None, description="one tier; default both")
     ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(default_factory=list, max_length=10_000)
-    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
-    tag_match: Literal["any", "all"] = "any"
-    start: datetime | None = None
-    end: datetime | None = None
-    session_id: IdText | None = None
     roles: list[MetaText] = Field(default_factory=list, max_length=16)
 
 

@@ -22,7 +22,7 @@ BLOCK_UPSERT = (
     "char_limit = excluded.char_limit, read_only = excluded.read_only, description = excluded.description, "
     "metadata = excluded.metadata, updated_at = excluded.updated_at")
 HISTORY_INSERT = ("INSERT INTO block_history (agent, label, changed_at, actor, op, old_block, new_block) "
-                  "VALUES (?,?,?,?,?,?,?)")
+                  "VALUES (?,?,?,?,?,?,?) RETURNING seq")
 
 
 Run = Callable[..., Any]  # SQLStore._run: execute in the caller's transaction, return the cursor
@@ -133,7 +133,7 @@ def _apply(run: Run, db: Any, agent: str, label: str, block: CoreBlock | None) -
 def _record(run: Run, db: Any, agent: str, label: str, actor: str, op: str, old: CoreBlock | None,
             new: CoreBlock | None) -> int:
     """The history row of a change (in the caller's transaction); returns its seq."""
-    run(db, HISTORY_INSERT, (agent, label, format_time(datetime.now(UTC)), actor, op, _dump(old), _dump(new)))
-    row = run(db, "SELECT MAX(seq) AS seq FROM block_history WHERE agent = ? AND label = ?",
-                     (agent, label)).fetchone()
-    return int(row["seq"])
+    # fetchall, not fetchone: SQLite finishes a RETURNING statement only once its rows are read
+    rows = run(db, HISTORY_INSERT, (agent, label, format_time(datetime.now(UTC)), actor, op, _dump(old),
+                                    _dump(new))).fetchall()
+    return int(rows[0]["seq"])

@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from memvec.engine.engine import Engine
-from memvec.errors import NotFoundError
 from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchRequest, Tier
 
 
@@ -41,14 +40,11 @@ class TierView:
 
     def get(self, record_id: int) -> Record:
         """The record of this agent's tier (NotFoundError when it is in another tier, or absent)."""
-        record = self._engine.get(self.agent, record_id)
-        if record.tier is not self.tier:
-            raise NotFoundError(f"agent {self.agent!r} has no {self.tier.value} record {record_id}")
-        return record
+        return self._engine.get(self.agent, self.tier, record_id)
 
     def get_many(self, record_ids: Sequence[int]) -> list[Record]:
         """The records of this tier among `record_ids`, in that order; absent ones are left out."""
-        return [r for r in self._engine.get_many(self.agent, record_ids) if r.tier is self.tier]
+        return self._engine.get_many(self.agent, self.tier, record_ids)
 
     def delete(self, record_id: int) -> Record:
         self.get(record_id)
