@@ -15,7 +15,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tqdm import tqdm
 
-from benchmarks import backends, cli_runs, datasets, load, quality, report, speed, staleness, stores, train_ranker
+from benchmarks import (
+    backends,
+    changing,
+    cli_runs,
+    datasets,
+    load,
+    quality,
+    report,
+    speed,
+    staleness,
+    stores,
+    train_ranker,
+)
 from benchmarks.harness import MeasuredEmbedder
 from memvec.embed import DEFAULT_MODEL_NAME, load_embedder, qualified_model_id
 
@@ -68,6 +80,13 @@ def run_quality(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm)
     return results
 
 
+def run_lifecycle(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
+    bar.set_description("lifecycle: changing facts, versioned vs append-only")
+    changed = changing.run(embedder, people=5 if args.quick else len(changing.PEOPLE))
+    bar.update(1)
+    return {"changing facts": changed}
+
+
 def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
     n = 500 if args.quick else 10_000
     bar.set_description(f"speed: ingest {n:,} with the model, query latency, rebuild")
@@ -115,9 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    stages = 4 + 1 + (1 if args.quick else 3 + int(args.full)) + 2 + 2
+    stages = 4 + 1 + 1 + (1 if args.quick else 3 + int(args.full)) + 2 + 2
     with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
-        results = {"quality": run_quality(args, embedder, bar), "speed": run_speed(args, embedder, bar),
+        results = {"quality": run_quality(args, embedder, bar), "lifecycle": run_lifecycle(args, embedder, bar),
+                   "speed": run_speed(args, embedder, bar),
                    "backends": run_backends(args, bar)}
     results["meta"] = report.environment(embedder.inner, args)
     results["meta"]["seconds"] = time.perf_counter() - started

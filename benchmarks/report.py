@@ -97,6 +97,20 @@ def _fusion_section(quality: dict[str, Any]) -> list[str]:
     return out
 
 
+def _changing_section(changed: dict[str, Any]) -> list[str]:
+    """The synthetic changing-facts task (benchmarks/changing.py): versions vs append-only."""
+    rows = [[f"{way}, {kind} (n={changed[way][kind]['n']})", changed[way][kind]["recall@1"],
+             changed[way][kind]["recall@5"], changed[way][kind]["outdated_in_top5"]]
+            for way in ("versioned", "append-only") for kind in ("current", "past")]
+    return ["## Facts that change", "",
+            f"{changed['facts']} facts (people's city, employer, car, hobby), {changed['versions']} values over "
+            "2012-2025, each changing 2-4 times. *versioned*: each change is an update (`valid_from` = its date); "
+            "questions for the current value search current versions, questions for a past date pass `as_of`. "
+            "*append-only*: every value is its own passage recorded at its date (memvec before versions). "
+            "Default hybrid search, the same questions:", "",
+            _table(["kept as, question", "R@1 (right version)", "R@5", "outdated value in top 5"], rows), ""]
+
+
 def _speed_section(speed: dict[str, Any]) -> list[str]:
     ing = speed["ingest"]
     lat, bare = ing["latency_ms_with_embedding"], ing["latency_ms_search_only"]
@@ -239,6 +253,8 @@ def markdown(results: dict[str, Any]) -> str:
            f"(dim {meta['dim']}) · data `{meta['locomo']}`", "",
            "Medians and ratios come from this one run. Plots: `recall_at_k.png`, `latency_vs_n.png`.", ""]
     out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
+    if "lifecycle" in results:
+        out += _changing_section(results["lifecycle"]["changing facts"])
     out += _speed_section(results["speed"]) + _growth_section(results["speed"]["growth"])
     if "stores" in results["speed"]:
         out += _stores_section(results["speed"]["stores"])

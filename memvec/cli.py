@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from memvec.cli_agents import agent, blocks, chat, import_command, serve
 from memvec.cli_common import TIER, Context, dump, input_lines, print_json
-from memvec.cli_lifecycle import forget, sweep
+from memvec.cli_lifecycle import forget, history, sweep, update
 from memvec.cli_mcp import mcp
 from memvec.embed import BACKENDS
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError, StoreUnavailableError
@@ -88,14 +88,18 @@ def _citation(session: str | None, turn: str | None, source: str | None) -> dict
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--created-at", type=click.DateTime(), help="When it was said/written (default: now, UTC).")
 @click.option("--expires-at", type=click.DateTime(), help="From then on (UTC) it is never returned and is purged.")
+@click.option("--valid-from", type=click.DateTime(), help="Event time: since when it holds (default: --created-at).")
+@click.option("--valid-to", type=click.DateTime(), help="Event time: until when it holds (default: open).")
+@click.option("--supersedes", type=int, help="Id of the current version this record replaces (see `memvec update`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored record as JSON.")
 @click.pass_obj
 def add(obj: Context, text: str, agent: str, tier: str, role: str | None, session: str | None, turn: str | None,
         source: str | None, tags: tuple[str, ...], created_at: datetime | None, expires_at: datetime | None,
-        as_json: bool) -> None:
+        valid_from: datetime | None, valid_to: datetime | None, supersedes: int | None, as_json: bool) -> None:
     """Add one record (archival passage or recall message)."""
     record = NewRecord.model_validate({"agent": agent, "tier": tier, "text": text, "role": role, "tags": list(tags),
-                                       "created_at": created_at, "expires_at": expires_at,
+                                       "created_at": created_at, "expires_at": expires_at, "valid_from": valid_from,
+                                       "valid_to": valid_to, "supersedes": supersedes,
                                        "citation": _citation(session, turn, source)})
     with obj.open() as mem:
         result = mem.insert([record])[0]
@@ -213,6 +217,8 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 @click.option("--session", help="Only records of this session id.")
 @click.option("--since", type=click.DateTime(), help="Only records created at or after this time (UTC).")
 @click.option("--until", type=click.DateTime(), help="Only records created at or before this time (UTC).")
+@click.option("--as-of", type=click.DateTime(),
+              help="The versions that held at this event time (UTC), superseded ones included (default: current).")
 @click.option("--queries", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help='Batch mode: JSONL of {"id", "query"}; prints one {"id", "hits"} line per query.')
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
@@ -221,13 +227,13 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
            vector_weight: float | None, session_weight: float | None, rerank: bool | None, tags: tuple[str, ...],
            all_tags: bool,
            roles: tuple[str, ...], session: str | None, since: datetime | None, until: datetime | None,
-           queries: Path | None, as_json: bool) -> None:
+           as_of: datetime | None, queries: Path | None, as_json: bool) -> None:
     """Search one tier of an agent's memory with QUERY (or many queries with --queries)."""
     if (query is None) == (queries is None):
         raise click.UsageError("give exactly one of QUERY or --queries FILE")
     filters = SearchFilters.model_validate({"tags": list(tags), "tag_match": "all" if all_tags else "any",
                                             "roles": list(roles), "session_id": session, "start": since,
-                                            "end": until})
+                                            "end": until, "as_of": as_of})
 
     def request(text: str) -> SearchRequest:
         return SearchRequest.model_validate({"agent": agent, "tier": tier, "query": text, "k": k, "mode": mode,
@@ -343,7 +349,7 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-for command in (agent, blocks, chat, serve, mcp, import_command, forget, sweep):
+for command in (agent, blocks, chat, serve, mcp, import_command, forget, sweep, update, history):
     cli.add_command(command)
 
 

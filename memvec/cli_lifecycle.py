@@ -1,4 +1,5 @@
-"""`memvec forget` and `memvec sweep`: records leaving memory on purpose (by criteria) or by expiry."""
+"""Records changing and leaving memory: `memvec update`/`history` (versions of a passage), `memvec forget`
+(by criteria) and `memvec sweep` (by expiry)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import datetime
 
 import click
 
-from memvec.cli_common import TIER, Context, print_json
+from memvec.cli_common import TIER, Context, dump, print_json
 from memvec.types import Tier
 
 
@@ -50,3 +51,45 @@ def sweep(obj: Context, agent: str | None, as_json: bool) -> None:
         print_json({"purged": purged})
     else:
         click.echo(f"purged {purged} expired record(s)")
+
+
+@click.command()
+@click.argument("record_id", type=int)
+@click.argument("text")
+@click.option("--agent", required=True)
+@click.option("--tag", "tags", multiple=True, help="The new version's tags (repeatable; default: the old ones).")
+@click.option("--valid-from", type=click.DateTime(), help="Since when the new text holds (UTC; default: now).")
+@click.option("--session", help="Citation of the new version: session id.")
+@click.option("--turn", help="Citation of the new version: turn id.")
+@click.option("--source", help="Citation of the new version: source URL.")
+@click.option("--json", "as_json", is_flag=True, help="Print the new version as JSON.")
+@click.pass_obj
+def update(obj: Context, record_id: int, text: str, agent: str, tags: tuple[str, ...], valid_from: datetime | None,
+           session: str | None, turn: str | None, source: str | None, as_json: bool) -> None:
+    """Write TEXT as the new version of archival passage RECORD_ID (its current version): the old one
+    leaves search (it stays in `memvec history` and in searches --as-of a time it held)."""
+    with obj.open() as mem:
+        result = mem.archival(agent).update(record_id, text, tags=list(tags) or None, valid_from=valid_from,
+                                            session_id=session, turn_id=turn, source_url=source)
+    if as_json:
+        print_json(dump(result.record))
+    else:
+        click.echo(f"record {result.record.id} supersedes {record_id}")
+
+
+@click.command()
+@click.argument("record_id", type=int)
+@click.option("--agent", required=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON line per version.")
+@click.pass_obj
+def history(obj: Context, record_id: int, agent: str, as_json: bool) -> None:
+    """Every version of the archival passage RECORD_ID, oldest first, with when each held."""
+    with obj.open() as mem:
+        versions = mem.archival(agent).history(record_id)
+    for record in versions:
+        if as_json:
+            print_json(dump(record))
+            continue
+        until = record.valid_to.isoformat() if record.valid_to else "now"
+        since = record.valid_from.isoformat() if record.valid_from else "?"
+        click.echo(f"[{record.id}] {since} .. {until}: {record.text}")

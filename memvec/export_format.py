@@ -21,6 +21,9 @@ class ExportedRecord(BaseModel):
     citation: Citation = Field(default_factory=Citation)
     created_at: datetime
     expires_at: datetime | None = None
+    valid_from: datetime | None = Field(default=None, description="event time since when it holds (a current "
+                                                                  "version; exports carry no superseded ones)")
+    valid_to: datetime | None = None
     untrusted: bool = False
     embedding: str | None = Field(default=None, description="base64 of little-endian float32")
 

@@ -170,13 +170,15 @@ class Memory:
 
     def forget(self, agent: str, *, tier: Tier | None = None, ids: Sequence[int] = (), tags: Sequence[str] = (),
                tag_match: str = "any", start: datetime | None = None, end: datetime | None = None,
-               session_id: str | None = None, roles: Sequence[str] = ()) -> int:
+               session_id: str | None = None, roles: Sequence[str] = (), as_of: datetime | None = None) -> int:
         """Delete the agent's records that match every criterion given (ids, tags, a time range, a
-        session, roles; one tier or both) and return how many. At least one criterion is required:
-        `delete_agent` forgets everything. The store deletes them in one transaction and the indexes
-        are saved without them."""
+        session, roles, the versions that held `as_of`; one tier or both) and return how many. An id
+        takes every version of its passage; filters match old versions too. At least one criterion is
+        required: `delete_agent` forgets everything. The store deletes them in one transaction and the
+        indexes are saved without them."""
         filters = SearchFilters.model_validate({"tags": list(tags), "tag_match": tag_match, "start": start,
-                                                "end": end, "session_id": session_id, "roles": list(roles)})
+                                                "end": end, "session_id": session_id, "roles": list(roles),
+                                                "as_of": as_of})
         if filters.is_empty() and not ids:
             raise InvalidInputError("forget needs ids or a filter (tags, dates, session, roles); "
                                     "to forget the whole agent, delete it")

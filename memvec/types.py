@@ -153,6 +153,12 @@ class NewRecord(BaseModel):
     created_at: UtcDatetime | None = None
     expires_at: UtcDatetime | None = Field(
         default=None, description="after this time the record is never returned and is purged (None: kept)")
+    valid_from: UtcDatetime | None = Field(
+        default=None, description="event time: since when the fact holds (None: its record time, created_at)")
+    valid_to: UtcDatetime | None = Field(
+        default=None, description="event time: until when the fact holds (None: open; set when superseded)")
+    supersedes: int | None = Field(
+        default=None, ge=1, le=MAX_ID, description="id of the current version this one replaces (it is closed)")
     context: Utf8Text | None = Field(
         default=None, max_length=MAX_TEXT_CHARS,
         description="index-only text that situates the record (e.g. the previous message); never returned. "
@@ -174,6 +180,13 @@ class NewRecord(BaseModel):
     @classmethod
     def _unique_tags(cls, tags: list[str]) -> list[str]:
         return list(dict.fromkeys(tags))
+
+    @model_validator(mode="after")
+    def _ordered_validity(self) -> NewRecord:
+        start = self.valid_from or self.created_at
+        if self.valid_to is not None and start is not None and self.valid_to < start:
+            raise ValueError("valid_to must not be before valid_from")
+        return self
 
     def dedup_key(self) -> str:
         """Archival: the normalized text. Recall: also who said it, in which session and turn,
@@ -197,6 +210,10 @@ class Record(BaseModel):
     created_at: datetime
     untrusted: bool = Field(default=False, description="the text reads like instructions to a model (memvec.guard)")
     expires_at: datetime | None = None
+    valid_from: datetime | None = Field(default=None, description="event time: since when the fact holds")
+    valid_to: datetime | None = Field(default=None, description="event time: until when it held (None: still holds)")
+    supersedes: int | None = Field(default=None, description="the version this one replaced")
+    superseded_by: int | None = Field(default=None, description="the version that replaced this one (None: current)")
 
 
 class CoreBlock(BaseModel):
@@ -261,6 +278,9 @@ class SearchFilters(BaseModel):
     end: UtcDatetime | None = None
     session_id: IdText | None = None
     roles: list[MetaText] = Field(default_factory=list)
+    as_of: UtcDatetime | None = Field(
+        default=None, description="event time: the versions that held then, superseded ones included "
+                                  "(None: current versions only). start/end filter record time, created_at")
 
     @model_validator(mode="after")
     def _ordered_range(self) -> SearchFilters:
@@ -269,7 +289,8 @@ class SearchFilters(BaseModel):
         return self
 
     def is_empty(self) -> bool:
-        return not (self.tags or self.start or self.end or self.session_id or self.roles)
+        """No condition but the default one (current versions only)."""
+        return not (self.tags or self.start or self.end or self.session_id or self.roles or self.as_of)
 
 
 class SearchRequest(BaseModel):

@@ -24,14 +24,19 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     assert not (postgres_problem and os.environ.get("CI", "").lower() == "true"), postgres_problem
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     report = (tmp_path / "latest.md").read_text()
-    for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Speed", "## Growth with N",
-                    "## Store backends", "## Embedding backends", "### Through the CLI on real conversation turns"):
+    for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Facts that change", "## Speed",
+                    "## Growth with N", "## Store backends", "## Embedding backends",
+                    "### Through the CLI on real conversation turns"):
         assert heading in report
     results = json.loads((tmp_path / "latest.json").read_text())
     kv = results["quality"]["synthetic key-value"]["scores"]
     assert kv["bm25"]["overall"]["recall@10"] > kv["vector"]["overall"]["recall@10"]
     para = results["quality"]["synthetic paraphrase"]["scores"]
     assert para["vector"]["overall"]["recall@10"] > para["bm25"]["overall"]["recall@10"]
+    changed = results["lifecycle"]["changing facts"]
+    assert changed["versioned"]["current"]["recall@1"] > changed["append-only"]["current"]["recall@1"]
+    assert changed["versioned"]["current"]["outdated_in_top5"] == 0 < changed["append-only"]["current"][
+        "outdated_in_top5"]
     backends = results["speed"]["stores"]
     assert backends["sqlite"]["records"] == backends["n"]
     if postgres_problem:

@@ -154,6 +154,26 @@ def test_passages_create_list_search_delete(client: Letta) -> None:
         client.agents.passages.delete(ids[0], agent_id=agent.id)
 
 
+def test_a_patched_passage_reads_back_as_its_current_version(client: Letta, server: Server) -> None:
+    """letta-client 1.12 has no passage update; the PATCH goes as Letta's route takes it, and the
+    client's own list and search then see only the new version."""
+    agent = client.agents.create(name="mover")
+    old = client.agents.passages.create(agent.id, text="Ana lives in Lisbon.", tags=["home"])[0]
+    patched = httpx.patch(f"{server.url}/v1/agents/{agent.id}/archival-memory/{old.id}",
+                          json={"id": old.id, "text": "Ana lives in Berlin."},
+                          headers={"Authorization": f"Bearer {ADMIN}"})
+    assert patched.status_code == 200
+    new = patched.json()[0]
+    listed = client.agents.passages.list(agent.id)
+    assert [(p.id, p.text, p.tags) for p in listed] == [(new["id"], "Ana lives in Berlin.", ["home"])]
+    found = client.agents.passages.search(agent.id, query="where does Ana live?")
+    assert [r.content for r in found.results] == ["Ana lives in Berlin."]
+    client.agents.passages.delete(new["id"], agent_id=agent.id)  # the passage goes with its history
+    history = httpx.get(f"{server.url}/v1/agents/{agent.id}/archival-memory/{old.id}/history",
+                        headers={"Authorization": f"Bearer {ADMIN}"})
+    assert history.status_code == 404
+
+
 @pytest.fixture
 def agent_server(tmp_path: Path) -> Iterator[str]:
     """memvec's app under uvicorn on a real port, in this process so litellm's scripted provider

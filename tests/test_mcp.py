@@ -28,7 +28,7 @@ from memvec.types import Tier
 from tests.service_helpers import Server, free_port
 
 TOOLS = {"core_memory_read", "core_memory_append", "core_memory_replace", "archival_memory_insert",
-         "archival_memory_search", "conversation_search", "conversation_record",
+         "archival_memory_update", "archival_memory_search", "conversation_search", "conversation_record",
          "memory_insert", "memory_replace", "memory_rethink", "memory_finish_edits"}
 REAL_MODEL = "onnx-int8:all-MiniLM-L6-v2"
 

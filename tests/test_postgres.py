@@ -182,3 +182,19 @@ def test_forget_leaves_no_row_of_postgresql_with_the_text(tmp_path: Path, pg_url
         for table in tables:
             rows = db.execute(f"SELECT * FROM {table}").fetchall()
             assert not any("canary-7d1e" in str(row) for row in rows), table
+
+
+def test_versions_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    from datetime import UTC, datetime
+
+    with open_pg(tmp_path / "a", pg_url) as mem:
+        archival = mem.archival("ana")
+        first = archival.insert("Ana lives in Lisbon.", valid_from=datetime(2019, 1, 1, tzinfo=UTC)).record.id
+        second = archival.update(first, "Ana lives in Berlin.", valid_from=datetime(2021, 1, 1, tzinfo=UTC)).record.id
+        back = archival.update(second, "Ana lives in Lisbon.").record.id  # the old text is free again
+        assert [v.id for v in archival.history(first)] == [first, second, back]
+        assert [h.text for h in archival.search("where Ana lives")] == ["Ana lives in Lisbon."]
+        then = archival.search("where Ana lives", as_of=datetime(2022, 1, 1, tzinfo=UTC))
+        assert [h.id for h in then] == [second]
+    with open_pg(tmp_path / "b", pg_url) as other:  # another server reads the same versions
+        assert [r.id for r in other.archival("ana").list()] == [back]

@@ -19,7 +19,7 @@ from memvec.engine.tier import LoadReport, TierIndex
 from memvec.errors import NotFoundError
 from memvec.guard import checked_on_read, looks_untrusted
 from memvec.index.heap import release_freed_memory
-from memvec.search.hybrid import candidate_table, needs_query_vector, rank, to_hits
+from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.rerank import Matrix, Ranker
 from memvec.store.base import PreparedRecord, Store
 from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchMode, SearchRequest, Tier
@@ -143,6 +143,8 @@ class Engine:
         existing = self.store.existing_ids(agent, tier, keys)
         fresh: dict[str, tuple[int, NewRecord]] = {}
         for key, item in zip(keys, items, strict=True):
+            if item[1].supersedes is not None:  # a new version, even of the same text: the store decides
+                existing.pop(key, None)
             if key not in existing:
                 fresh.setdefault(key, item)
         vectors = None if given is None else np.array([given[p] for p, _ in fresh.values()], dtype=np.float32)
@@ -182,21 +184,33 @@ class Engine:
         return contexts
 
     def delete(self, agent: str, record_id: int) -> Record:
-        record = self.store.delete(agent, record_id)
+        """Delete a record with every other version of its passage (a deleted passage keeps no history)."""
+        chain = self.store.versions(agent, record_id)
+        record = next((r for r in chain if r.id == record_id), None)
         if record is None:
             raise NotFoundError(f"agent {agent!r} has no record {record_id}")
+        self.store.delete_many(agent, [r.id for r in chain])
         self.tier_index(agent, record.tier)
         return checked_on_read([record])[0]
+
+    def versions(self, agent: str, tier: Tier, record_id: int) -> list[Record]:
+        """Every version of the tier's passage that `record_id` is a version of, oldest first."""
+        self.sweep(agent, tier)
+        chain = self.store.versions(agent, record_id)
+        if not any(r.id == record_id and r.tier is tier for r in chain):
+            raise NotFoundError(f"agent {agent!r} has no {tier.value} record {record_id}")
+        return checked_on_read(chain)
 
     def delete_matching(self, agent: str, tiers: Sequence[Tier], filters: SearchFilters,
                         ids: Sequence[int] = ()) -> int:
         """Delete every record of `tiers` that passes `filters` (and is among `ids`, when given); the
         indexes apply the deletions and are saved, so no index file keeps what was forgotten."""
         forgotten = 0
+        chains = [r.id for record_id in ids for r in self.store.versions(agent, int(record_id))]
         for tier in tiers:
-            matching = self.store.filter_ids(agent, tier, filters)
-            if ids:
-                matching = np.intersect1d(matching, np.asarray(ids, dtype=np.int64))
+            matching = self.store.filter_ids(agent, tier, filters, all_versions=True)
+            if ids:  # an id names a passage: every version of it is forgotten
+                matching = np.intersect1d(matching, np.asarray(chains, dtype=np.int64))
             forgotten += self._purge(agent, tier, matching.tolist())
         return forgotten
 
@@ -245,11 +259,11 @@ class Engine:
     def search(self, request: SearchRequest) -> list[Hit]:
         self.sweep(request.agent, request.tier)
         index = self.tier_index(request.agent, request.tier)
-        allowed = self._allowed(request) if request.mode is not SearchMode.TOKEN else None
+        scope = self._scope(request) if request.mode is not SearchMode.TOKEN else Scope()
         # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
         query_vector = index.embedder.embed_query(request.query) if needs_query_vector(request) else None
         with index.lock:
-            ranked = rank(index, request, self.search_settings, allowed, query_vector, self._ranker_for(request))
+            ranked = rank(index, request, self.search_settings, scope, query_vector, self._ranker_for(request))
         return to_hits(index, ranked)
 
     def _ranker_for(self, request: SearchRequest) -> Ranker | None:
@@ -262,16 +276,18 @@ class Engine:
         """The best `depth` fused candidates of a hybrid search and their ranker features, computed
         exactly as a search computes them (`make train-ranker` fits the ranker on these)."""
         index = self.tier_index(request.agent, request.tier)
-        allowed = self._allowed(request)
+        scope = self._scope(request)
         query_vector = index.embedder.embed_query(request.query)
         with index.lock:
-            return candidate_table(index, request, self.search_settings, allowed, query_vector, depth)
+            return candidate_table(index, request, self.search_settings, scope, query_vector, depth)
 
-    def _allowed(self, request: SearchRequest) -> npt.NDArray[np.int64] | None:
-        """The ids the request's filters allow (None: no filter)."""
+    def _scope(self, request: SearchRequest) -> Scope:
+        """The ids the request's filters allow, the versions valid now (or `as_of`) among them; with no
+        filter, every id but the versions no longer current (one indexed query, usually empty)."""
         if request.filters.is_empty():
-            return None
-        return self.store.filter_ids(request.agent, request.tier, request.filters)
+            closed = self.store.closed_ids(request.agent, request.tier, datetime.now(UTC))
+            return Scope(excluded=closed if len(closed) else None)
+        return Scope(allowed=self.store.filter_ids(request.agent, request.tier, request.filters))
 
     # -- lifecycle ------------------------------------------------------------------------
     def loaded_indexes(self) -> list[TierIndex]:

@@ -92,7 +92,7 @@ def _prepared(engine: Engine, model_id: str, doc: AgentExport, name: str, tier: 
             records.append(NewRecord.model_validate({
                 "agent": name, "tier": tier, "text": row.text, "role": row.role, "tags": row.tags,
                 "citation": row.citation, "created_at": row.created_at,
-                "expires_at": row.expires_at}))
+                "expires_at": row.expires_at, "valid_from": row.valid_from, "valid_to": row.valid_to}))
         except ValidationError as exc:
             raise InvalidInputError(f"{what} {row.id}: {describe_validation_error(exc)}") from exc
     vectors = _vectors(doc, rows, engine, model_id, what)

@@ -281,15 +281,20 @@ class BM25Index:
         out[found] = scored.scores[at[found]]
         return out
 
-    def search(self, query: str, k: int, allowed: Ids | None = None) -> tuple[Ids, Scores]:
-        """Top-k (ids, scores) with a positive score, best first; `allowed` restricts the ids."""
-        return self.search_scored(self.query_scores(query), k, allowed)
+    def search(self, query: str, k: int, allowed: Ids | None = None,
+               excluded: Ids | None = None) -> tuple[Ids, Scores]:
+        """Top-k (ids, scores) with a positive score, best first: among `allowed` when given, never `excluded`."""
+        return self.search_scored(self.query_scores(query), k, allowed, excluded)
 
-    def search_scored(self, scored: QueryScores, k: int, allowed: Ids | None = None) -> tuple[Ids, Scores]:
+    def search_scored(self, scored: QueryScores, k: int, allowed: Ids | None = None,
+                      excluded: Ids | None = None) -> tuple[Ids, Scores]:
         """Like :meth:`search`, over scores already computed by :meth:`query_scores`."""
         ids, scores = scored.ids, scored.scores
         if allowed is not None:
             keep = np.isin(ids, allowed)
+            ids, scores = ids[keep], scores[keep]
+        if excluded is not None and len(excluded):
+            keep = ~np.isin(ids, excluded)
             ids, scores = ids[keep], scores[keep]
         return top_k(ids, scores, k)
 

@@ -176,16 +176,22 @@ class VectorIndex:
             out[np.isin(ids, np.fromiter(self._tombstones, dtype=np.int64))] = 0.0
         return out
 
-    def search(self, query: Vectors, k: int, allowed: Ids | None = None) -> tuple[Ids, Vectors]:
-        """Top-k (ids, cosine scores), best first."""
+    def search(self, query: Vectors, k: int, allowed: Ids | None = None,
+               excluded: Ids | None = None) -> tuple[Ids, Vectors]:
+        """Top-k (ids, cosine scores), best first: among `allowed` when given, never `excluded`."""
         if len(self) == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if allowed is not None:
+            if excluded is not None:
+                allowed = np.setdiff1d(allowed, excluded)
             return self._exact_subset(query, k, np.asarray(allowed, dtype=np.int64))
         _one_omp_thread_here()
         params = None
-        if self._tombstones:
-            dead = faiss.IDSelectorBatch(np.fromiter(self._tombstones, dtype=np.int64))
+        skipped = np.fromiter(self._tombstones, dtype=np.int64, count=len(self._tombstones))
+        if excluded is not None and len(excluded):
+            skipped = np.union1d(skipped, excluded).astype(np.int64)
+        if len(skipped):
+            dead = faiss.IDSelectorBatch(skipped)
             params = self._params(faiss.IDSelectorNot(dead))
             params._keep = dead  # noqa: SLF001 - the SWIG wrapper does not own `dead`; keep it alive
         scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32), min(k, len(self)),

@@ -46,7 +46,19 @@ def needs_query_vector(request: SearchRequest) -> bool:
     return request.mode in (SearchMode.VECTOR, SearchMode.HYBRID)
 
 
-def rank(index: SearchableTier, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+@dataclass(frozen=True)
+class Scope:
+    """Which records a search may return: only `allowed` ids when set (a filter), never `excluded`
+    ones (versions that are no longer current)."""
+
+    allowed: Ids | None = None
+    excluded: Ids | None = None
+
+
+EVERYTHING = Scope()
+
+
+def rank(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope = EVERYTHING,
          query_vector: npt.NDArray[np.float32] | None = None, ranker: Ranker | None = None) -> Ranked:
     """`query_vector` (the query embedded by the index's model) may be computed beforehand, so that
     the forward pass runs outside the index lock; it is embedded here when needed and not given.
@@ -54,23 +66,23 @@ def rank(index: SearchableTier, request: SearchRequest, settings: SearchSettings
     if request.mode is SearchMode.TOKEN:
         return _token(index, request)
     if request.mode is SearchMode.BM25:
-        ids, scores = index.lexical.search(request.query, request.k, allowed)
+        ids, scores = index.lexical.search(request.query, request.k, scope.allowed, scope.excluded)
         return Ranked(ids, scores, bm25=scores)
     if query_vector is None:
         query_vector = index.embedder.embed_query(request.query)
     if request.mode is SearchMode.VECTOR:
-        return _vector(index, request.k, settings, allowed, query_vector)
-    return _hybrid(index, request, settings, allowed, query_vector, ranker)
+        return _vector(index, request.k, settings, scope, query_vector)
+    return _hybrid(index, request, settings, scope, query_vector, ranker)
 
 
-def _vector(index: SearchableTier, k: int, settings: SearchSettings, allowed: Ids | None,
+def _vector(index: SearchableTier, k: int, settings: SearchSettings, scope: Scope,
             query_vector: npt.NDArray[np.float32]) -> Ranked:
     """Vector search; on a compact index the candidates are ranked again by their exact vectors
     from the store (a few dozen rows), so quantization costs next to no recall."""
     if index.vector.quantizer is None:
-        ids, scores = index.vector.search(query_vector, k, allowed)
+        ids, scores = index.vector.search(query_vector, k, scope.allowed, scope.excluded)
         return Ranked(ids, scores, vector=scores)
-    candidates, _ = index.vector.search(query_vector, k * settings.refine_factor, allowed)
+    candidates, _ = index.vector.search(query_vector, k * settings.refine_factor, scope.allowed, scope.excluded)
     ids, scores = top_k(candidates, index.exact_vectors(candidates) @ query_vector, k)
     return Ranked(ids, scores, vector=scores)
 
@@ -88,9 +100,9 @@ class _Fused:
     lexical: QueryScores
 
 
-def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
             query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> Ranked:
-    found = _fuse(index, request, settings, allowed, query_vector)
+    found = _fuse(index, request, settings, scope, query_vector)
     order = np.lexsort((found.union, -found.fused))
     # A query sharing no word with any candidate is outside what the ranker was fitted on (every
     # LoCoMo question shares some): its text features would re-order what only the vector can judge.
@@ -100,12 +112,12 @@ def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSetti
     return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order])
 
 
-def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
           query_vector: npt.NDArray[np.float32]) -> _Fused:
     depth = max(request.k * settings.candidate_factor, settings.min_candidates)
-    vector_ids, _ = index.vector.search(query_vector, depth, allowed)
+    vector_ids, _ = index.vector.search(query_vector, depth, scope.allowed, scope.excluded)
     lexical = index.lexical.query_scores(request.query)
-    bm25_ids, _ = index.lexical.search_scored(lexical, depth, allowed)
+    bm25_ids, _ = index.lexical.search_scored(lexical, depth, scope.allowed, scope.excluded)
     union = np.union1d(vector_ids, bm25_ids).astype(np.int64)
     vector = index.vector.vectors_for(union) @ query_vector
     bm25 = index.lexical.scores_for(lexical, union)
@@ -142,10 +154,10 @@ def _session_scores(index: SearchableTier, union: Ids, vector: Scores, bm25: Sco
     return sessions.spread(rows, vector_means, vector), sessions.spread(rows, bm25_means, bm25)
 
 
-def candidate_table(index: SearchableTier, request: SearchRequest, settings: SearchSettings, allowed: Ids | None,
+def candidate_table(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
                     query_vector: npt.NDArray[np.float32], depth: int) -> tuple[Ids, Matrix]:
     """The best `depth` fused candidates and their ranker features (what the ranker is fitted on)."""
-    found = _fuse(index, request, settings, allowed, query_vector)
+    found = _fuse(index, request, settings, scope, query_vector)
     return _featured(index, request, found, np.lexsort((found.union, -found.fused))[:depth], query_vector)
 
 

@@ -25,6 +25,7 @@ from memvec.errors import (
     ModelCallError,
     NotFoundError,
     StoreUnavailableError,
+    VersionConflictError,
 )
 from memvec.memory import Memory
 from memvec.service import routes_agents, routes_memory, routes_messages
@@ -55,6 +56,7 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
     NotFoundError: (404, "not_found"),
     AgentExistsError: (409, "already_exists"),
     CoreMemoryError: (409, "core_memory_refused"),
+    VersionConflictError: (409, "version_conflict"),
     InvalidInputError: (400, "bad_request"),
     ModelCallError: (502, "model_error"),
     MemvecError: (500, "internal_error"),
@@ -64,7 +66,8 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
 _ERROR_MEANINGS = {
     400: "bad input", 401: "missing or invalid API key", 403: "the key may not create or import this agent",
     404: "no such agent, record or block (or one the key may not see)",
-    409: "already exists, or a refused core-memory edit", 413: "body over 16 MiB", 422: "invalid request",
+    409: "already exists, a refused core-memory edit, or a passage version that is not current",
+    413: "body over 16 MiB", 422: "invalid request",
     502: "the agent's LLM provider failed", 503: "the store is unavailable; retry after Retry-After seconds",
 }
 # documented on every route: each error is `{"error": kind, "detail": ...}`

@@ -19,6 +19,7 @@ from memvec.service.schemas import (
     PassageBatch,
     PassageIn,
     PassageOut,
+    PassageUpdate,
     SearchOut,
     SearchResult,
 )
@@ -30,6 +31,8 @@ Offset = Annotated[int, Query(ge=0, le=2**62)]
 TopK = Annotated[int, Query(ge=1, le=MAX_K)]
 QueryText = Annotated[str, Query(min_length=1, max_length=4096)]
 Tags = Annotated[list[str] | None, Query(max_length=32)]
+AsOf = Annotated[datetime | None, Query(description="memvec only: the versions that held at this event time, "
+                                                    "superseded ones included (default: current versions)")]
 
 
 def ranking(fusion: Annotated[Fusion | None, Query(description="hybrid fusion: convex (default) or rrf")] = None,
@@ -57,12 +60,13 @@ def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: in
 
 
 def _list_passages(service: ServiceState, agent: str, *, search: str | None, ascending: bool, limit: int,
-                   after: str | None, before: str | None, offset: int) -> list[PassageOut]:
+                   after: str | None, before: str | None, offset: int, as_of: datetime | None) -> list[PassageOut]:
     if search:  # ranked by memvec's hybrid search, as Letta ranks a listed search by similarity
-        request = SearchRequest(agent=agent, tier=Tier.ARCHIVAL, query=search, k=limit)
+        request = SearchRequest(agent=agent, tier=Tier.ARCHIVAL, query=search, k=limit,
+                                filters=SearchFilters(as_of=as_of))
         return [PassageOut.of(hit) for hit in service.memory.search(request)]
     records = service.memory.archival(agent).list(limit=limit, offset=offset, newest_first=not ascending,
-                                                  after=cursor(after), before=cursor(before))
+                                                  after=cursor(after), before=cursor(before), as_of=as_of)
     return [PassageOut.of(record) for record in records]
 
 
@@ -111,22 +115,45 @@ def add_routes(app: FastAPI) -> None:
                       before: Annotated[str | None, Query(description="cursor: passages before this id")] = None,
                       ascending: Annotated[bool, Query(description="oldest first (default)")] = True,
                       search: Annotated[str | None, Query(max_length=4096, description="rank by this text")] = None,
-                      offset: Offset = 0) -> list[PassageOut]:
-        """Passages in time order, `limit` at a time past the `after` cursor; with `search`, the best
-        `limit` matches of memvec's hybrid search instead."""
+                      offset: Offset = 0, as_of: AsOf = None) -> list[PassageOut]:
+        """Current passages in time order, `limit` at a time past the `after` cursor; with `search`, the
+        best `limit` matches of memvec's hybrid search instead."""
         visible_agent(agent_id, principal, service)
         return _list_passages(service, agent_id, search=search, ascending=ascending, limit=limit, after=after,
-                              before=before, offset=offset)
+                              before=before, offset=offset, as_of=as_of)
 
     @app.get("/v1/agents/{agent_id}/archival-memory/search", response_model=SearchOut, tags=["archival memory"])
     def search_passages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
                         ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID, tags: Tags = None,
                         tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
-                        start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> SearchOut:
+                        start_datetime: datetime | None = None, end_datetime: datetime | None = None,
+                        as_of: AsOf = None) -> SearchOut:
+        """Hybrid search of current passages (or of those that held `as_of`); `start_datetime`/
+        `end_datetime` filter record time (created_at)."""
         visible_agent(agent_id, principal, service)
         return _search(service, agent_id, Tier.ARCHIVAL, query, top_k, mode,
-                       {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime},
-                       ranking)
+                       {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime,
+                        "as_of": as_of}, ranking)
+
+    @app.patch("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=list[PassageOut],
+               tags=["archival memory"])
+    def update_passage(agent_id: AgentId, passage_id: PassageId, body: PassageUpdate, principal: Caller,
+                       service: Service) -> list[PassageOut]:
+        """Letta's passage update, as a new version: the passage's current version is closed (it leaves
+        search, stays in its history) and the new one returned. 409 when `passage_id` was superseded."""
+        visible_agent(agent_id, principal, service)
+        result = service.memory.archival(agent_id).update(
+            int(passage_id), body.text, tags=body.tags, valid_from=body.valid_from,
+            session_id=body.citation.session_id, turn_id=body.citation.turn_id, source_url=body.citation.source_url)
+        return [PassageOut.of(result.record)]
+
+    @app.get("/v1/agents/{agent_id}/archival-memory/{passage_id}/history", response_model=list[PassageOut],
+             tags=["archival memory"])
+    def passage_history(agent_id: AgentId, passage_id: PassageId, principal: Caller,
+                        service: Service) -> list[PassageOut]:
+        """memvec only: every version of the passage, oldest first, with when each held."""
+        visible_agent(agent_id, principal, service)
+        return [PassageOut.of(r) for r in service.memory.archival(agent_id).history(int(passage_id))]
 
     @app.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=Deleted,
                 tags=["archival memory"])

@@ -152,6 +152,21 @@ class PassageIn(Strict):
     created_at: datetime | None = None
     expires_at: datetime | None = Field(default=None, description="memvec only: from then on the passage is "
                                                                   "never returned, and it is purged")
+    valid_from: datetime | None = Field(default=None, description="memvec only: event time since when it holds "
+                                                                  "(default: created_at)")
+    valid_to: datetime | None = Field(default=None, description="memvec only: event time until when it holds")
+    supersedes: int | None = Field(default=None, ge=1, le=MAX_ID,
+                                   description="memvec only: id of the current version this passage replaces")
+
+
+class PassageUpdate(Strict):
+    """Letta's passage update (`text`, optional `id` and `tags`) with memvec's citation and event time."""
+
+    id: str | None = Field(default=None, max_length=32, description="ignored when given: the path names the passage")
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS, description="default: the old version's")
+    citation: Citation = Field(default_factory=Citation)
+    valid_from: datetime | None = Field(default=None, description="since when the new text holds (default: now)")
 
 
 class PassageBatch(Strict):
@@ -170,6 +185,10 @@ class PassageOut(BaseModel):
     citation: Citation
     created_at: datetime
     expires_at: datetime | None = None
+    valid_from: datetime | None = Field(default=None, description="event time since when it holds")
+    valid_to: datetime | None = Field(default=None, description="event time until when it held (None: still)")
+    supersedes: str | None = Field(default=None, description="the version this one replaced")
+    superseded_by: str | None = Field(default=None, description="the version that replaced it (None: current)")
     untrusted: bool
     created: bool = Field(default=True, description="false when an exact duplicate already existed")
 
@@ -177,7 +196,13 @@ class PassageOut(BaseModel):
     def of(cls, record: Record, *, created: bool = True) -> PassageOut:
         return cls(id=str(record.id), text=record.text, agent=record.agent, tier=record.tier.value, role=record.role,
                    tags=record.tags, citation=record.citation, created_at=record.created_at,
-                   expires_at=record.expires_at, untrusted=record.untrusted, created=created)
+                   expires_at=record.expires_at, valid_from=record.valid_from, valid_to=record.valid_to,
+                   supersedes=_id_or_none(record.supersedes), superseded_by=_id_or_none(record.superseded_by),
+                   untrusted=record.untrusted, created=created)
+
+
+def _id_or_none(record_id: int | None) -> str | None:
+    return None if record_id is None else str(record_id)
 
 
 class SearchResult(BaseModel):
@@ -190,6 +215,8 @@ class SearchResult(BaseModel):
     role: str | None
     citation: Citation
     created_at: datetime
+    valid_from: datetime | None = Field(default=None, description="event time since when it holds")
+    valid_to: datetime | None = Field(default=None, description="event time until when it held (None: still)")
     untrusted: bool
     score: float
     scores: MethodScores
@@ -197,8 +224,8 @@ class SearchResult(BaseModel):
     @classmethod
     def of(cls, hit: Hit) -> SearchResult:
         return cls(id=str(hit.id), content=hit.text, timestamp=hit.created_at.isoformat(), tags=hit.tags,
-                   role=hit.role, citation=hit.citation, created_at=hit.created_at, untrusted=hit.untrusted,
-                   score=hit.score, scores=hit.scores)
+                   role=hit.role, citation=hit.citation, created_at=hit.created_at, valid_from=hit.valid_from,
+                   valid_to=hit.valid_to, untrusted=hit.untrusted, score=hit.score, scores=hit.scores)
 
 
 class SearchOut(BaseModel):

@@ -52,7 +52,12 @@ CREATE TABLE IF NOT EXISTS block_history (
     actor TEXT NOT NULL, op TEXT NOT NULL, old_block TEXT, new_block TEXT, undone_by BIGINT);
 CREATE INDEX IF NOT EXISTS block_history_by_label ON block_history (agent, label, seq);
 ALTER TABLE records ADD COLUMN IF NOT EXISTS expires_at TEXT;
-CREATE INDEX IF NOT EXISTS records_by_expiry ON records (agent, tier, expires_at)
+CREATE INDEX IF NOT EXISTS records_by_expiry ON records (agent, tier, expires_at);
+ALTER TABLE records ADD COLUMN IF NOT EXISTS valid_from TEXT;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS valid_to TEXT;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS supersedes BIGINT;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS superseded_by BIGINT;
+CREATE INDEX IF NOT EXISTS records_by_validity ON records (agent, tier, valid_to)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -14,7 +14,11 @@ from memvec.store.base import EmbeddingBatch
 from memvec.types import AgentSettings, Citation, Record, SearchFilters, Tier
 
 RECORD_COLUMNS = ("id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted, "
-                  "expires_at")
+                  "expires_at, valid_from, valid_to, supersedes, superseded_by")
+# event time: when a version held. valid_from NULL (rows from before versions) means its record time.
+VALID_FROM = "COALESCE(valid_from, created_at)"
+# a current version: never superseded, and not ended (valid_to, when set, still ahead)
+CURRENT = "(valid_to IS NULL OR (superseded_by IS NULL AND valid_to > ?))"
 EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at, session_id"
 
 
@@ -41,26 +45,44 @@ def settings_from_json(raw: str) -> AgentSettings:
     return AgentSettings.model_validate({**data, "metadata": readable_metadata(data.get("metadata", {}))})
 
 
+def _time_or_none(value: str | None) -> datetime | None:
+    return parse_time(value) if value else None
+
+
 def row_to_record(row: Any) -> Record:
     """A row with the RECORD_COLUMNS, by name (sqlite3.Row or a psycopg dict row)."""
+    created_at = parse_time(row["created_at"])
     return Record(
         id=row["id"], agent=row["agent"], tier=Tier(row["tier"]), text=row["text"], role=row["role"],
-        tags=json.loads(row["tags"]), created_at=parse_time(row["created_at"]),
-        untrusted=bool(row["untrusted"]),
-        expires_at=parse_time(row["expires_at"]) if row["expires_at"] else None,
+        tags=json.loads(row["tags"]), created_at=created_at, untrusted=bool(row["untrusted"]),
+        expires_at=_time_or_none(row["expires_at"]),
+        valid_from=_time_or_none(row["valid_from"]) or created_at, valid_to=_time_or_none(row["valid_to"]),
+        supersedes=row["supersedes"], superseded_by=row["superseded_by"],
         citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"],
                           source_url=row["source_url"]),
     )
 
 
-def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
+def validity_sql(filters: SearchFilters | None, now: datetime) -> tuple[str, list[Any]]:
+    """The versions a read sees: those that held at `filters.as_of`, else the current ones at `now`."""
+    if filters is not None and filters.as_of is not None:
+        at = format_time(filters.as_of)
+        return f" AND {VALID_FROM} <= ? AND (valid_to IS NULL OR valid_to > ?)", [at, at]
+    return f" AND {CURRENT}", [format_time(now)]
+
+
+def filter_sql(filters: SearchFilters | None, *, now: datetime | None = None) -> tuple[str, list[Any]]:
     """SQL conditions (to AND onto `agent = ? AND tier = ?`) for the search filters, with `?`
-    placeholders (`memvec.store.sql.SQLStore` turns them into the driver's)."""
+    placeholders (`memvec.store.sql.SQLStore` turns them into the driver's). Only the versions that
+    held at `filters.as_of` when set, else with `now` the versions current then, else every version."""
     mark = "?"
-    if filters is None or filters.is_empty():
-        return "", []
     clauses: list[str] = []
     params: list[Any] = []
+    if now is not None or (filters is not None and filters.as_of is not None):
+        validity, params = validity_sql(filters, now or datetime.now(UTC))
+        clauses.append(validity.removeprefix(" AND "))
+    if filters is None:
+        return (" AND " + clauses[0], params) if clauses else ("", [])
     if filters.start:
         clauses.append(f"created_at >= {mark}")
         params.append(format_time(filters.start))
@@ -79,7 +101,7 @@ def filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
         clauses.append(f"id IN (SELECT record_id FROM record_tags WHERE tag IN ({marks}) "
                        f"GROUP BY record_id {having})")
         params += filters.tags
-    return " AND " + " AND ".join(clauses), params
+    return (" AND " + " AND ".join(clauses), params) if clauses else ("", [])
 
 
 def embedding_batch(rows: Sequence[Any]) -> EmbeddingBatch:

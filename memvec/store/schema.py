@@ -94,6 +94,16 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE records ADD COLUMN expires_at TEXT;
     CREATE INDEX records_by_expiry ON records (agent, tier, expires_at);
     """),
+    (7, """
+    -- versions of a passage (memvec.store.sql.SQLStore._close_version): event time valid_from/valid_to
+    -- apart from record time created_at (valid_from NULL: created_at),
+    -- a superseded version keeps its row, linked both ways
+    ALTER TABLE records ADD COLUMN valid_from TEXT;
+    ALTER TABLE records ADD COLUMN valid_to TEXT;
+    ALTER TABLE records ADD COLUMN supersedes INTEGER;
+    ALTER TABLE records ADD COLUMN superseded_by INTEGER;
+    CREATE INDEX records_by_validity ON records (agent, tier, valid_to);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

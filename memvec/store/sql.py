@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memvec.errors import StoreError
+from memvec.errors import NotFoundError, StoreError, VersionConflictError
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
 from memvec.store.blocks import BlockStore
 from memvec.store.rows import (
+    CURRENT,
     EMBEDDING_COLUMNS,
     RECORD_COLUMNS,
     embedding_batch,
@@ -29,14 +30,19 @@ from memvec.store.rows import (
     row_to_record,
     settings_from_json,
 )
-from memvec.types import AgentSettings, AgentState, Record, SearchFilters, Tier
+from memvec.types import AgentSettings, AgentState, NewRecord, Record, SearchFilters, Tier
 
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 RECORD_INSERT = (
     "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, tags, created_at, "
-    "embedding, embedding_model, untrusted, context, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "embedding, embedding_model, untrusted, context, expires_at, valid_from, valid_to, supersedes) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id")
 LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
+
+
+def _time(value: datetime | None) -> str | None:
+    return format_time(value) if value is not None else None
 
 
 def marks(n: int) -> str:
@@ -110,21 +116,51 @@ class SQLStore(BlockStore):
 
     def _insert_one(self, db: Any, row: PreparedRecord) -> tuple[int, bool]:
         rec = row.record
+        valid_from = rec.valid_from or row.created_at
+        if rec.supersedes is not None:
+            self._close_version(db, rec, valid_from)
         # fetchall, not fetchone: SQLite finishes a RETURNING statement only once its rows are read
         returned = self._run(db, RECORD_INSERT, (
             rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
             rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags), format_time(row.created_at),
             np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, row.untrusted,
-            row.context, format_time(rec.expires_at) if rec.expires_at else None)).fetchall()
+            row.context, _time(rec.expires_at), format_time(valid_from), _time(rec.valid_to),
+            rec.supersedes)).fetchall()
         if not returned:
             existing = self._run(db, "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
                                  (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
+            if rec.supersedes is not None:
+                raise VersionConflictError(f"passage {existing['id']} is current and has this text already")
             return int(existing["id"]), False
         record_id = int(returned[0]["id"])
         for tag in rec.tags:
             self._run(db, "INSERT INTO record_tags VALUES (?, ?)", (record_id, tag))
+        if rec.supersedes is not None:
+            self._run(db, "UPDATE records SET superseded_by = ? WHERE id = ?", (record_id, rec.supersedes))
         self._run(db, LOG_CHANGE, (rec.agent, rec.tier.value, record_id, "add"))
         return record_id, True
+
+    def _close_version(self, db: Any, rec: NewRecord, valid_from: datetime) -> None:
+        """End the version `rec` supersedes where `rec` begins. Its dedup key is set aside (suffixed
+        with its id), so the unique key holds among current versions only: the text may come back."""
+        old = self._run(db, f"SELECT tier, superseded_by FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?",
+                        (rec.supersedes, rec.agent)).fetchone()
+        if old is None or old["tier"] != rec.tier.value:
+            raise NotFoundError(f"agent {rec.agent!r} has no {rec.tier.value} record {rec.supersedes}")
+        if old["superseded_by"] is not None:
+            raise VersionConflictError(f"record {rec.supersedes} was superseded by {old['superseded_by']}; "
+                                       "update the current version")
+        self._run(db, "UPDATE records SET valid_to = ?, dedup_key = dedup_key || ? WHERE id = ?",
+                  (format_time(valid_from), f"\x1f#{rec.supersedes}", rec.supersedes))
+
+    def versions(self, agent: str, record_id: int) -> list[Record]:
+        """Every version of the passage `record_id` belongs to, oldest first (empty: no such record)."""
+        chain = self.get(agent, [record_id])
+        while chain and chain[0].supersedes is not None and (before := self.get(agent, [chain[0].supersedes])):
+            chain.insert(0, before[0])
+        while chain and chain[-1].superseded_by is not None and (after := self.get(agent, [chain[-1].superseded_by])):
+            chain.append(after[0])
+        return chain
 
     def delete(self, agent: str, record_id: int) -> Record | None:
         with self._write() as db:
@@ -174,7 +210,7 @@ class SQLStore(BlockStore):
     def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
                      newest_first: bool = False, filters: SearchFilters | None = None,
                      after: int | None = None, before: int | None = None) -> list[Record]:
-        where, params = filter_sql(filters)
+        where, params = filter_sql(filters, now=datetime.now(UTC))
         order = "DESC" if newest_first else "ASC"
         for cursor, past in ((after, not newest_first), (before, newest_first)):
             if cursor is not None:
@@ -205,20 +241,27 @@ class SQLStore(BlockStore):
                                 (agent, tier.value, format_time(created_before)))
         return sorted({int(r["id"]) for r in rows})
 
-    def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters) -> Ids:
-        where, params = filter_sql(filters)
+    def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters, *, all_versions: bool = False) -> Ids:
+        """Ids passing `filters`: of the versions valid now (or at `filters.as_of`), or of all of them."""
+        where, params = filter_sql(filters, now=None if all_versions else datetime.now(UTC))
         rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ?{where}", [agent, tier.value, *params])
         return np.fromiter((r["id"] for r in rows), dtype=np.int64, count=len(rows))
 
     def ids(self, agent: str, tier: Tier) -> Ids:
-        return self.filter_ids(agent, tier, SearchFilters())
+        return self.filter_ids(agent, tier, SearchFilters(), all_versions=True)
+
+    def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
+        """Versions that are not current at `now` (superseded or ended): what a plain search leaves out."""
+        rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ? AND valid_to IS NOT NULL "
+                           f"AND NOT {CURRENT}", (agent, tier.value, format_time(now)))
+        return np.fromiter((r["id"] for r in rows), dtype=np.int64, count=len(rows))
 
     def count(self, agent: str, tier: Tier) -> int:
         rows = self._query("SELECT COUNT(*) AS n FROM records WHERE agent = ? AND tier = ?", (agent, tier.value))
         return int(rows[0]["n"])
 
     def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None) -> Iterator[tuple[int, str]]:
-        where, params = filter_sql(filters)
+        where, params = filter_sql(filters, now=datetime.now(UTC))
         # a fixed order whichever index the planner picks (the token baseline's ties at its cut depend on
         # it): session then id, what records_by_session gave before another index could serve this query
         rows = self._query(f"SELECT id, text FROM records WHERE agent = ? AND tier = ?{where} "

@@ -20,10 +20,11 @@ class TierView:
     def _insert_one(self, text: str, *, role: str | None = None, tags: Sequence[str] = (),
                     session_id: str | None = None, turn_id: str | int | None = None,
                     source_url: str | None = None, created_at: datetime | None = None,
-                    expires_at: datetime | None = None) -> InsertResult:
+                    expires_at: datetime | None = None, **version: Any) -> InsertResult:
+        """`version`: valid_from, valid_to, supersedes (see NewRecord)."""
         record = NewRecord.model_validate({
             "agent": self.agent, "tier": self.tier, "text": text, "role": role, "tags": list(tags),
-            "created_at": created_at, "expires_at": expires_at,
+            "created_at": created_at, "expires_at": expires_at, **version,
             "citation": {"session_id": session_id, "turn_id": turn_id, "source_url": source_url}})
         return self._engine.insert([record])[0]
 
