@@ -21,6 +21,7 @@ from benchmarks import (
     cli_runs,
     datasets,
     load,
+    near_duplicates,
     quality,
     report,
     speed,
@@ -83,8 +84,11 @@ def run_quality(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm)
 def run_lifecycle(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
     bar.set_description("lifecycle: changing facts, versioned vs append-only")
     changed = changing.run(embedder, people=5 if args.quick else len(changing.PEOPLE))
+    bar.set_description("lifecycle: near-duplicate merging on LoCoMo observations")
+    samples = datasets.load_locomo(args.locomo)[:1 if args.quick else None]
+    repeats = near_duplicates.run(samples, MeasuredEmbedder(embedder.inner, cache_documents=True))
     bar.update(1)
-    return {"changing facts": changed}
+    return {"changing facts": changed, "near duplicates": repeats}
 
 
 def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:

@@ -111,6 +111,25 @@ def _changing_section(changed: dict[str, Any]) -> list[str]:
             _table(["kept as, question", "R@1 (right version)", "R@5", "outdated value in top 5"], rows), ""]
 
 
+def _near_duplicates_section(found: dict[str, Any]) -> list[str]:
+    """Near-duplicate merging (benchmarks/near_duplicates.py): precision/recall per cosine threshold."""
+    rows = [[threshold, r["precision"], r["recall"], cosine["precision"], cosine["recall"]]
+            for (threshold, r), cosine in zip(found["memvec"].items(), found["cosine_alone"].values(), strict=True)]
+    held = found["leave_one_out"]
+    chosen = ", ".join(str(t) for t in held["chosen"])
+    return ["## Near-duplicates", "",
+            f"{found['observations']} LoCoMo observations inserted as archival passages, then {found['repeats']} "
+            f"repeats (lower-cased, a filler word, a one-letter typo) that should merge into their observation "
+            f"and {found['changed']} changed facts (a name, a number, a negation) that must not. Precision: "
+            "merges that were repeats of the right passage / all merges (a merge among the distinct "
+            "observations counts as false); recall: repeats merged / repeats.", "",
+            _table(["cosine threshold", "precision (with the lexical check)", "recall",
+                    "precision (cosine alone)", "recall (cosine alone)"], rows), "",
+            f"Threshold chosen leave-one-conversation-out (best recall at precision >= 0.99 on the other "
+            f"conversations): {chosen}; held out: precision {held['precision']:.3f}, recall {held['recall']:.3f}. "
+            f"The default `near_cosine` is {found['default']} (chosen on all: {found['chosen_on_all']}).", ""]
+
+
 def _speed_section(speed: dict[str, Any]) -> list[str]:
     ing = speed["ingest"]
     lat, bare = ing["latency_ms_with_embedding"], ing["latency_ms_search_only"]
@@ -255,6 +274,7 @@ def markdown(results: dict[str, Any]) -> str:
     out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
     if "lifecycle" in results:
         out += _changing_section(results["lifecycle"]["changing facts"])
+        out += _near_duplicates_section(results["lifecycle"]["near duplicates"])
     out += _speed_section(results["speed"]) + _growth_section(results["speed"]["growth"])
     if "stores" in results["speed"]:
         out += _stores_section(results["speed"]["stores"])

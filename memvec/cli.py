@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from memvec.cli_agents import agent, blocks, chat, import_command, serve
 from memvec.cli_common import TIER, Context, dump, input_lines, print_json
-from memvec.cli_lifecycle import forget, history, sweep, update
+from memvec.cli_lifecycle import consolidate, forget, history, sweep, update
 from memvec.cli_mcp import mcp
 from memvec.embed import BACKENDS
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError, StoreUnavailableError
@@ -349,7 +349,7 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-for command in (agent, blocks, chat, serve, mcp, import_command, forget, sweep, update, history):
+for command in (agent, blocks, chat, serve, mcp, import_command, forget, sweep, update, history, consolidate):
     cli.add_command(command)
 
 

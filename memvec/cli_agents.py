@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from memvec.agent.sleep import SleepSchedule
 from memvec.cli_common import Context, dump, open_when_store_is_up, print_json, read_input_file, serve_http
 from memvec.types import AgentSettings
 
@@ -122,9 +123,12 @@ def chat(obj: Context, name: str, llm: str | None, session: str | None, messages
 @click.option("--max-loaded-indexes", type=click.IntRange(min=1), default=None, metavar="N",
               help="Keep at most N (agent, tier) indexes in memory; the least recently used are saved and "
                    "unloaded, and reload on next use [env MEMVEC_MAX_LOADED_INDEXES; default no limit].")
+@click.option("--consolidate-every", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MINUTES",
+              help="Opt-in sleep-time consolidation: every MINUTES, each agent with a model and new messages "
+                   "gets a `memvec consolidate` run [default: never].")
 @click.pass_obj
 def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, wait_for_store: bool,
-          max_loaded_indexes: int | None) -> None:
+          max_loaded_indexes: int | None, consolidate_every: float | None) -> None:
     """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs). While the store
     is unreachable requests answer 503 with Retry-After and /v1/health reports it (503)."""
     from memvec.service.app import create_app
@@ -134,7 +138,12 @@ def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level:
     budget = {"max_loaded_indexes": max_loaded_indexes} if max_loaded_indexes else {}
     with open_when_store_is_up(obj, wait_for_store, query_batching=True, **budget) as mem:
         click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.embedding_dim})", err=True)  # loads it now
-        serve_http(create_app(mem, keys), mem, keys, host=host, port=port, log_level=log_level)
+        schedule = SleepSchedule(mem, consolidate_every * 60).start() if consolidate_every else None
+        try:
+            serve_http(create_app(mem, keys), mem, keys, host=host, port=port, log_level=log_level)
+        finally:
+            if schedule is not None:
+                schedule.stop()
 
 
 def _stdin_lines() -> Iterator[str]:

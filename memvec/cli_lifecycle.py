@@ -1,5 +1,5 @@
 """Records changing and leaving memory: `memvec update`/`history` (versions of a passage), `memvec forget`
-(by criteria) and `memvec sweep` (by expiry)."""
+(by criteria), `memvec sweep` (by expiry) and `memvec consolidate` (sleep-time, by the agent's model)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from datetime import datetime
 
 import click
 
+from memvec.agent.consolidate import consolidate as run_consolidation
 from memvec.cli_common import TIER, Context, dump, print_json
+from memvec.consolidation_format import ConsolidationRun
 from memvec.types import Tier
 
 
@@ -93,3 +95,43 @@ def history(obj: Context, record_id: int, agent: str, as_json: bool) -> None:
         until = record.valid_to.isoformat() if record.valid_to else "now"
         since = record.valid_from.isoformat() if record.valid_from else "?"
         click.echo(f"[{record.id}] {since} .. {until}: {record.text}")
+
+
+@click.command()
+@click.option("--agent", required=True)
+@click.option("--model", "llm", help="litellm model to consolidate with (default: the agent's model).")
+@click.option("--list", "list_runs", is_flag=True, help="Show the agent's runs (what each changed, and why).")
+@click.option("--undo", "undo", type=int, metavar="RUN", help="Undo run RUN whole.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def consolidate(obj: Context, agent: str, llm: str | None, list_runs: bool, undo: int | None, as_json: bool) -> None:
+    """Sleep-time consolidation: the model reads AGENT's messages since the last run and writes facts
+    to archival memory (citing the messages), supersedes facts they contradict and rewrites core
+    blocks, as one run that --list shows and --undo reverts. A model that fails or answers garbage
+    changes nothing."""
+    with obj.open() as mem:
+        if list_runs:
+            runs = mem.consolidation_runs(agent)
+        elif undo is not None:
+            runs = [mem.undo_consolidation(agent, undo)]
+        else:
+            done = run_consolidation(mem, agent, model=llm)
+            runs = [done] if done is not None else []
+    if as_json:
+        print_json([dump(run) for run in runs])
+    elif not runs:
+        click.echo("nothing to consolidate" if not list_runs else f"no consolidation runs for {agent}")
+    for run in [] if as_json else runs:
+        click.echo(_describe(run))
+
+
+def _describe(run: ConsolidationRun) -> str:
+    state = f" (undone {run.undone_at:%Y-%m-%d %H:%M})" if run.undone_at else ""
+    lines = [f"run {run.id} by {run.model} at {run.started_at:%Y-%m-%d %H:%M}, through message "
+             f"{run.through_message}{state}"]
+    for fact in run.facts:
+        what = f"supersedes [{fact.supersedes}]" if fact.supersedes else "added" if fact.created else "repeated"
+        lines.append(f"  fact [{fact.id}] {what}: {fact.text}  (from {fact.sources}; {fact.reason})")
+    for block in run.blocks:
+        lines.append(f"  block {block.label}: {block.old!r} -> {block.new!r}  ({block.reason})")
+    return "\n".join(lines)

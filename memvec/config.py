@@ -68,6 +68,31 @@ class IndexSettings(BaseModel):
                                                              "(or an eighth of its records, if more)")
 
 
+class DedupSettings(BaseModel):
+    """When an archival insert is merged into a current passage it repeats (memvec.index.duplicates)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    near_cosine: float | None = Field(
+        default=0.80, gt=0.0, le=1.0,
+        description="an archival insert whose embedding has at least this cosine with one of the 3 nearest "
+                    "current passages, and whose words pass the lexical check, is merged into it (tags and "
+                    "missing citation fields added) instead of stored; None: exact duplicates only. The "
+                    "default is the best recall at precision >= 0.99 on LoCoMo observations "
+                    "(benchmarks/results/latest.md, 'Near-duplicates', judged leave-one-conversation-out)")
+    new_words: int = Field(
+        default=0, ge=0, le=20,
+        description="lexical check: content words one text may have that the other lacks (beyond case, "
+                    "punctuation, order, function words and one-letter typos); a differing number or "
+                    "negation always keeps two texts apart")
+
+    @field_validator("near_cosine", mode="before")
+    @classmethod
+    def _off(cls, value: Any) -> Any:
+        """"off" (e.g. MEMVEC_NEAR_DUPLICATE_COSINE=off) turns near-duplicate merging off."""
+        return None if isinstance(value, str) and value.strip().lower() in ("off", "none") else value
+
+
 class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -89,6 +114,7 @@ class MemoryConfig(BaseModel):
                                         "recently used are saved and unloaded (None: no limit)")
     index: IndexSettings = Field(default_factory=IndexSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    dedup: DedupSettings = Field(default_factory=DedupSettings)
     retention_days: dict[Tier, float] = Field(
         default_factory=dict, description="per tier, records older than this many days are never returned and "
                                           "are purged, e.g. {'recall': 90}; a tier not named keeps everything")
@@ -126,4 +152,5 @@ ENVIRONMENT = {
     "home": "MEMVEC_HOME", "model": "MEMVEC_MODEL", "embed_backend": "MEMVEC_EMBED_BACKEND",
     "store": "MEMVEC_STORE", "max_loaded_indexes": "MEMVEC_MAX_LOADED_INDEXES",
     "index.save_every": "MEMVEC_SAVE_EVERY",  # fewer changes lost to a crash vs. more index writes
+    "dedup.near_cosine": "MEMVEC_NEAR_DUPLICATE_COSINE",  # a number, or "off": exact repeats only
 }

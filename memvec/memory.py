@@ -20,9 +20,11 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from memvec.config import DEFAULT_MODEL, IndexSettings, MemoryConfig
+from memvec.consolidation_format import ConsolidationProposal, ConsolidationRun
 from memvec.embed import Backend, backend_of, load_embedder, qualified_model_id, split_model_id
 from memvec.embed.base import Embedder, LazyEmbedder
 from memvec.embed.queries import MicroBatcher, QueryCache
+from memvec.engine.consolidation import apply_run, undo_run
 from memvec.engine.engine import Engine, IndexUsage
 from memvec.engine.tier import TierIndex, verify_on_disk
 from memvec.engine.transfer import export_agent, import_agents
@@ -89,7 +91,7 @@ class Memory:
         self._engine = Engine(store=self._store, embedder=self._serving(embedder or self._lazy(self.model_id)),
                              index_root=self.home / "index", index_settings=self.index_settings,
                              search_settings=config.search, max_loaded_indexes=config.max_loaded_indexes,
-                             ranker=shipped_ranker() if config.search.rerank else None,
+                             ranker=shipped_ranker() if config.search.rerank else None, dedup=config.dedup,
                              retention={tier: timedelta(days=days) for tier, days in config.retention_days.items()})
 
     @classmethod
@@ -184,6 +186,20 @@ class Memory:
                                     "to forget the whole agent, delete it")
         tiers = [tier] if tier is not None else list(Tier)
         return self._engine.delete_matching(validate_agent(agent), tiers, filters, ids)
+
+    # -- consolidation (memvec.agent.consolidate asks the model; these write and revert) ----
+    def apply_consolidation(self, agent: str, proposal: ConsolidationProposal, *, model: str,
+                            through_message: int | None) -> ConsolidationRun:
+        """Write a consolidation run in one transaction (checked whole first) and log it as a diff."""
+        return apply_run(self._engine, validate_agent(agent), proposal, model=model, through_message=through_message)
+
+    def consolidation_runs(self, agent: str) -> list[ConsolidationRun]:
+        """The agent's consolidation runs, oldest first: what each added, superseded and edited, and why."""
+        return self._store.runs(validate_agent(agent))
+
+    def undo_consolidation(self, agent: str, run_id: int) -> ConsolidationRun:
+        """Revert a run whole (see memvec.engine.consolidation.undo_run)."""
+        return undo_run(self._engine, validate_agent(agent), run_id)
 
     def sweep(self, *, agent: str | None = None) -> int:
         """Purge every record past its `expires_at` or its tier's retention (every read does this for

@@ -176,7 +176,8 @@ def _block_view(block: CoreBlock) -> dict[str, Any]:
 
 
 def _saved(record: Record, created: bool) -> str:
-    return json.dumps({"ok": True, "id": record.id, "duplicate": not created, "untrusted": record.untrusted,
+    return json.dumps({"ok": True, "id": record.id, "duplicate": not created,
+                       **({} if created else {"duplicate_of": record.id}), "untrusted": record.untrusted,
                        "citation": record.citation.model_dump(exclude_none=True)})
 
 
@@ -271,7 +272,8 @@ TOOLS: dict[str, MemoryTool] = {tool.name: tool for tool in (
     MemoryTool("memory_finish_edits", "Say you are done editing core memory for now.", CoreReadArgs,
                memory_finish_edits, read_only=True),
     MemoryTool("archival_memory_insert", "Save a passage to long-term archival memory (documents, facts worth "
-               "keeping). Exact duplicates are stored once.", ArchivalInsertArgs, archival_memory_insert),
+               "keeping). A repeat of a saved passage is stored once (duplicate_of).", ArchivalInsertArgs,
+               archival_memory_insert),
     MemoryTool("archival_memory_update", "Correct or update a passage found by archival_memory_search when a "
                "fact changed: writes a new version; the old one leaves search but stays in its history.",
                ArchivalUpdateArgs, archival_memory_update),

@@ -251,7 +251,10 @@ class BlockChange(BaseModel):
 
 class InsertResult(BaseModel):
     record: Record
-    created: bool = Field(description="False when an exact duplicate already existed")
+    created: bool = Field(description="False when the record already existed (an exact or near duplicate)")
+    duplicate_of: int | None = Field(
+        default=None, description="not created: the id of the record it repeats (its tags and missing "
+                                  "citation fields were merged into it)")
 
 
 class MethodScores(BaseModel):

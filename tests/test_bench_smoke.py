@@ -24,8 +24,8 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     assert not (postgres_problem and os.environ.get("CI", "").lower() == "true"), postgres_problem
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     report = (tmp_path / "latest.md").read_text()
-    for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Facts that change", "## Speed",
-                    "## Growth with N", "## Store backends", "## Embedding backends",
+    for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Facts that change",
+                    "## Near-duplicates", "## Speed", "## Growth with N", "## Store backends", "## Embedding backends",
                     "### Through the CLI on real conversation turns"):
         assert heading in report
     results = json.loads((tmp_path / "latest.json").read_text())
@@ -37,6 +37,8 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     assert changed["versioned"]["current"]["recall@1"] > changed["append-only"]["current"]["recall@1"]
     assert changed["versioned"]["current"]["outdated_in_top5"] == 0 < changed["append-only"]["current"][
         "outdated_in_top5"]
+    repeats = results["lifecycle"]["near duplicates"]["memvec"]["0.8"]
+    assert repeats["precision"] >= 0.99 and repeats["recall"] > 0.5
     backends = results["speed"]["stores"]
     assert backends["sqlite"]["records"] == backends["n"]
     if postgres_problem:

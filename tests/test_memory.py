@@ -249,3 +249,7 @@ def test_settings_resolve_in_one_place_explicit_over_environment(monkeypatch: py
     assert (explicit.index.save_every, explicit.max_loaded_indexes, explicit.home) == (3, 5, Path("elsewhere"))
     assert explicit.store == "postgresql://v@h/db"
     assert set(ENVIRONMENT.values()) >= {"MEMVEC_HOME", "MEMVEC_MODEL", "MEMVEC_EMBED_BACKEND", "MEMVEC_STORE"}
+    monkeypatch.setenv("MEMVEC_NEAR_DUPLICATE_COSINE", "off")
+    assert MemoryConfig.resolve().dedup.near_cosine is None
+    monkeypatch.setenv("MEMVEC_NEAR_DUPLICATE_COSINE", "0.9")
+    assert MemoryConfig.resolve().dedup.near_cosine == 0.9

@@ -198,3 +198,24 @@ def test_versions_on_postgres(tmp_path: Path, pg_url: str) -> None:
         assert [h.id for h in then] == [second]
     with open_pg(tmp_path / "b", pg_url) as other:  # another server reads the same versions
         assert [r.id for r in other.archival("ana").list()] == [back]
+
+
+def test_a_consolidation_run_and_its_undo_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    from memvec.agent.consolidate import consolidate
+    from tests.scripted_llm import SCRIPTED
+    from tests.test_consolidation import ana, answer_with, moved_to_berlin, snapshot
+
+    SCRIPTED.reset()
+    try:
+        with open_pg(tmp_path / "a", pg_url) as mem:
+            lisbon = ana(mem)
+            before = snapshot(mem)
+            answer_with(SCRIPTED, moved_to_berlin)
+            run = consolidate(mem, "ana")
+            assert run is not None and run.facts[0].supersedes == lisbon
+        with open_pg(tmp_path / "b", pg_url) as other:  # another server sees the run and can undo it
+            assert [r.id for r in other.consolidation_runs("ana")] == [run.id]
+            other.undo_consolidation("ana", run.id)
+            assert snapshot(other) == before
+    finally:
+        SCRIPTED.reset()

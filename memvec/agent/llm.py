@@ -20,9 +20,13 @@ def litellm_module() -> Any:
     return litellm
 
 
-def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Any:
-    """One chat completion; returns litellm's message object (content and tool_calls)."""
+def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+             timeout: float | None = None) -> Any:
+    """One chat completion; returns litellm's message object (content and tool_calls). `timeout`:
+    seconds the provider may take (litellm's own default when None)."""
     kwargs: dict[str, Any] = {"model": model, "messages": messages}
+    if timeout is not None:
+        kwargs["timeout"] = timeout
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = "auto"

@@ -13,11 +13,12 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from memvec.config import IndexSettings, SearchSettings
+from memvec.config import DedupSettings, IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, checked_vectors, embed_records
 from memvec.engine.tier import LoadReport, TierIndex
 from memvec.errors import NotFoundError
 from memvec.guard import checked_on_read, looks_untrusted
+from memvec.index.duplicates import near_identical
 from memvec.index.heap import release_freed_memory
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.rerank import Matrix, Ranker
@@ -40,8 +41,9 @@ class Engine:
     def __init__(self, *, store: Store, embedder: Embedder, index_root: Path,
                  index_settings: IndexSettings, search_settings: SearchSettings,
                  max_loaded_indexes: int | None = None, ranker: Ranker | None = None,
-                 retention: Mapping[Tier, timedelta] | None = None) -> None:
+                 retention: Mapping[Tier, timedelta] | None = None, dedup: DedupSettings | None = None) -> None:
         self.store = store
+        self.dedup = dedup or DedupSettings()
         self.retention = dict(retention or {})  # per tier: records older than this are purged
         self.embedder = embedder
         self.index_root = index_root
@@ -74,7 +76,8 @@ class Engine:
         sizes = self._save_and_drop(evicted) + ([len(index)] if loaded else [])
         if sizes:
             release_freed_memory(max(sizes))
-        index.catch_up()
+        if not self.store.in_transaction():  # an index follows committed changes only: a rollback
+            index.catch_up()                  # would leave it holding records the store never kept
         return index
 
     @staticmethod
@@ -105,11 +108,12 @@ class Engine:
                               evictions=self._evictions)
 
     # -- writes ---------------------------------------------------------------------------
-    def insert(self, records: Sequence[NewRecord], vectors: npt.NDArray[np.float32] | None = None
-               ) -> list[InsertResult]:
-        """Insert records (any mix of agents and tiers); exact duplicates are returned, not stored.
-        `vectors` (one row per record, from this home's model) skips embedding, e.g. on import;
-        they are checked (shape, finite) and re-normalized first."""
+    def insert(self, records: Sequence[NewRecord], vectors: npt.NDArray[np.float32] | None = None, *,
+               merge_repeats: bool = True) -> list[InsertResult]:
+        """Insert records (any mix of agents and tiers); a repeat (exact, or for archival passages near)
+        returns the record it repeats, not stored, with its tags and missing citation fields merged
+        in unless `merge_repeats` is False. `vectors` (one row per record, from this home's model)
+        skips embedding, e.g. on import; they are checked (shape, finite) and re-normalized first."""
         if vectors is not None:
             vectors = checked_vectors(vectors, len(records), self.embedder.dim)
         groups: dict[tuple[str, Tier], list[int]] = defaultdict(list)
@@ -118,7 +122,8 @@ class Engine:
         results: dict[int, InsertResult] = {}
         for (agent, tier), positions in groups.items():
             given = None if vectors is None else {p: vectors[p] for p in positions}
-            results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions], given))
+            results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions], given,
+                                              merge_repeats))
         return [results[p] for p in range(len(records))]
 
     def prepare(self, agent: str, tier: Tier, records: Sequence[NewRecord],
@@ -138,7 +143,7 @@ class Engine:
                 for record, vector, context in zip(records, vectors, contexts, strict=True)]
 
     def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]],
-                      given: dict[int, npt.NDArray[np.float32]] | None) -> dict[int, InsertResult]:
+                      given: dict[int, npt.NDArray[np.float32]] | None, merge_repeats: bool) -> dict[int, InsertResult]:
         keys = [record.dedup_key() for _, record in items]
         existing = self.store.existing_ids(agent, tier, keys)
         fresh: dict[str, tuple[int, NewRecord]] = {}
@@ -151,20 +156,82 @@ class Engine:
         if vectors is not None and not fresh:
             vectors = None
         prepared = self.prepare(agent, tier, [record for _, record in fresh.values()], vectors)
-        outcome = self.store.insert(prepared)
+        repeats = self._near_duplicates(agent, tier, prepared)
+        fresh_keys = list(fresh)
         key_to_id = dict(existing)
-        created_ids = set()
-        for key, (record_id, created) in zip(fresh, outcome, strict=True):
-            key_to_id[key] = record_id
-            if created:
-                created_ids.add(record_id)
+        creator: dict[int, int] = {}  # record id -> position of the item that created it
+        with self.store.transaction():
+            repeats = self._still_there(agent, repeats)
+            inserting = [row for row in range(len(prepared)) if row not in repeats]
+            outcome = self.store.insert([prepared[row] for row in inserting])
+            for row, (record_id, created) in zip(inserting, outcome, strict=True):
+                key_to_id[fresh_keys[row]] = record_id
+                if created:
+                    creator[record_id] = fresh[fresh_keys[row]][0]
+            for row, (kind, target) in sorted(repeats.items()):
+                key_to_id[fresh_keys[row]] = target if kind == "record" else key_to_id[fresh_keys[target]]
+            for key, (position, record) in zip(keys, items, strict=True):
+                if merge_repeats and creator.get(key_to_id[key]) != position:
+                    self.store.merge_into(agent, key_to_id[key], record.tags, record.citation)
         self.tier_index(agent, tier)  # catches up with what was just written
         stored = {r.id: r for r in checked_on_read(self.store.get(agent, list(set(key_to_id.values()))))}
-        first_position = {key: position for key, (position, _) in fresh.items()}
-        return {position: InsertResult(record=stored[key_to_id[key]],
-                                       created=key_to_id[key] in created_ids
-                                       and first_position.get(key) == position)
-                for key, (position, _) in zip(keys, items, strict=True)}
+        results = {}
+        for key, (position, _) in zip(keys, items, strict=True):
+            record_id = key_to_id[key]
+            created = creator.get(record_id) == position
+            results[position] = InsertResult(record=stored[record_id], created=created,
+                                             duplicate_of=None if created else record_id)
+        return results
+
+    def _near_duplicates(self, agent: str, tier: Tier, rows: list[PreparedRecord]
+                         ) -> dict[int, tuple[str, int]]:
+        """Archival rows that repeat a current passage ("record", its id) or an earlier row of the
+        batch ("row", its index): a cosine of at least `dedup.near_cosine` and near-identical words."""
+        threshold = self.dedup.near_cosine
+        if tier is not Tier.ARCHIVAL or threshold is None or not rows:
+            return {}
+        # a tier that never held a record has nothing to repeat: its index is not opened for it
+        index = self.tier_index(agent, tier) if self.store.last_change(agent, tier) else None
+        closed = self.store.closed_ids(agent, tier, datetime.now(UTC))
+        repeats: dict[int, tuple[str, int]] = {}
+        batch = np.array([row.embedding for row in rows], dtype=np.float32)
+        for row, prepared in enumerate(rows):
+            if prepared.record.supersedes is not None:
+                continue
+            stored = self._repeated_record(index, prepared, threshold, closed) if index is not None else None
+            target = stored or self._repeated_row(rows, row, batch[:row] @ batch[row], repeats, threshold)
+            if target is not None:
+                repeats[row] = target
+        return repeats
+
+    def _still_there(self, agent: str, repeats: dict[int, tuple[str, int]]) -> dict[int, tuple[str, int]]:
+        """The repeats whose passage still exists (read in the write transaction: a delete that came
+        first makes the row an insert after all)."""
+        targets = [target for kind, target in repeats.values() if kind == "record"]
+        alive = {r.id for r in self.store.get(agent, targets)} if targets else set()
+        return {row: t for row, t in repeats.items() if t[0] == "row" or t[1] in alive}
+
+    def _repeated_record(self, index: TierIndex, row: PreparedRecord, threshold: float,
+                         closed: npt.NDArray[np.int64]) -> tuple[str, int] | None:
+        with index.lock:
+            ids, scores = index.vector.search(row.embedding, 3, excluded=closed if len(closed) else None)
+        close = [int(i) for i, score in zip(ids.tolist(), scores.tolist(), strict=True) if score >= threshold]
+        texts = self.store.speakers_and_texts(index.agent, close) if close else {}
+        for record_id in close:  # one deleted since the index saw it has no text: skipped
+            if record_id in texts and near_identical(row.record.text, texts[record_id][1],
+                                                     new_words=self.dedup.new_words):
+                return ("record", record_id)
+        return None
+
+    def _repeated_row(self, rows: list[PreparedRecord], row: int, cosines: npt.NDArray[np.float32],
+                      repeats: dict[int, tuple[str, int]], threshold: float) -> tuple[str, int] | None:
+        """An earlier row of the batch (not itself a repeat) that `row` repeats; `cosines` to each."""
+        for earlier in np.flatnonzero(cosines >= threshold).tolist():
+            if earlier in repeats or rows[earlier].record.supersedes is not None:
+                continue
+            if near_identical(rows[row].record.text, rows[earlier].record.text, new_words=self.dedup.new_words):
+                return ("row", earlier)
+        return None
 
     def _contexts(self, agent: str, tier: Tier, records: list[NewRecord]) -> list[str | None]:
         """Each record's context: its own, else, for a recall message, the previous message of its
@@ -228,7 +295,9 @@ class Engine:
         index file keeps them either; returns how many were deleted."""
         if not ids:
             return 0
-        deleted = self.store.delete_many(agent, ids)
+        with self.store.transaction():
+            deleted = self.store.delete_many(agent, ids)
+            self.store.forget_in_runs(agent, ids)
         self.tier_index(agent, tier).save()
         return deleted
 

@@ -92,7 +92,8 @@ async def _import_document(request: Request) -> tuple[Any, str | None]:
 def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:
     records = [NewRecord.model_validate({"agent": agent, "tier": Tier.ARCHIVAL, **p.model_dump(exclude_none=True)})
                for p in passages]
-    return [PassageOut.of(r.record, created=r.created) for r in service.memory.insert(records)]
+    return [PassageOut.of(r.record, created=r.created, duplicate_of=r.duplicate_of)
+            for r in service.memory.insert(records)]
 
 
 def add_routes(app: FastAPI) -> None:
@@ -102,7 +103,8 @@ def add_routes(app: FastAPI) -> None:
     def insert_passages(agent_id: AgentId, body: PassageIn | PassageBatch, principal: Caller, service: Service,
                         response: Response) -> list[PassageOut]:
         """Insert one passage (`{text, tags, citation}`) or a batch (`{passages: [...]}`): 201 when
-        anything was created, 200 when every passage was an exact duplicate."""
+        anything was created, 200 when every passage repeated one already there (exact or near
+        duplicate: that one is returned, with `duplicate_of`, its tags and citation merged)."""
         visible_agent(agent_id, principal, service)
         passages = body.passages if isinstance(body, PassageBatch) else [body]
         out = _insert_passages(service, agent_id, passages)

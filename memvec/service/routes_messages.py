@@ -10,9 +10,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Query
+from fastapi import FastAPI, Path, Query, Response
 
+from memvec.agent.consolidate import consolidate
 from memvec.agent.loop import Event, Reply
+from memvec.consolidation_format import ConsolidationRun
 from memvec.service.auth import Principal
 from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, visible_agent
 from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
@@ -119,3 +121,34 @@ def add_routes(app: FastAPI) -> None:
                                                        after=cursor(after), before=cursor(before))
         return [record_message(r) for r in records]
 
+    add_consolidation_routes(app)
+
+
+
+def add_consolidation_routes(app: FastAPI) -> None:
+    @app.get("/v1/agents/{agent_id}/consolidations", response_model=list[ConsolidationRun], tags=["messages"])
+    def list_consolidations(agent_id: AgentId, principal: Caller, service: Service) -> list[ConsolidationRun]:
+        """memvec only: the agent's sleep-time consolidation runs, oldest first, each a reviewable diff
+        (facts added with the message ids they cite, supersessions, block rewrites, the model's reasons)."""
+        visible_agent(agent_id, principal, service)
+        return service.memory.consolidation_runs(agent_id)
+
+    @app.post("/v1/agents/{agent_id}/consolidations", response_model=ConsolidationRun, status_code=201,
+              tags=["messages"], responses={204: {"description": "no new messages: nothing to consolidate"}})
+    def run_consolidation(agent_id: AgentId, principal: Caller, service: Service) -> ConsolidationRun | Response:
+        """memvec only: consolidate now with the agent's model: 201 with the run, or 204 when there are
+        no new messages; 400 when the agent has no model. The model failing or answering anything but a
+        valid proposal is a 502 and writes nothing."""
+        visible_agent(agent_id, principal, service)
+        with service.agent_lock(agent_id):
+            run = consolidate(service.memory, agent_id)
+        return run if run is not None else Response(status_code=204)
+
+    @app.post("/v1/agents/{agent_id}/consolidations/{run_id}/undo", response_model=ConsolidationRun,
+              tags=["messages"])
+    def undo_consolidation(agent_id: AgentId, run_id: Annotated[int, Path(ge=1, le=2**62)], principal: Caller,
+                           service: Service) -> ConsolidationRun:
+        """memvec only: revert a run whole; 409 when something it wrote changed since (undo that first)."""
+        visible_agent(agent_id, principal, service)
+        with service.agent_lock(agent_id):
+            return service.memory.undo_consolidation(agent_id, run_id)

@@ -190,15 +190,18 @@ class PassageOut(BaseModel):
     supersedes: str | None = Field(default=None, description="the version this one replaced")
     superseded_by: str | None = Field(default=None, description="the version that replaced it (None: current)")
     untrusted: bool
-    created: bool = Field(default=True, description="false when an exact duplicate already existed")
+    created: bool = Field(default=True, description="false when the passage already existed (exact or near "
+                                                    "duplicate); it is the one returned")
+    duplicate_of: str | None = Field(default=None, description="not created: the passage it repeats (its tags and "
+                                                               "missing citation fields were merged into it)")
 
     @classmethod
-    def of(cls, record: Record, *, created: bool = True) -> PassageOut:
+    def of(cls, record: Record, *, created: bool = True, duplicate_of: int | None = None) -> PassageOut:
         return cls(id=str(record.id), text=record.text, agent=record.agent, tier=record.tier.value, role=record.role,
                    tags=record.tags, citation=record.citation, created_at=record.created_at,
                    expires_at=record.expires_at, valid_from=record.valid_from, valid_to=record.valid_to,
                    supersedes=_id_or_none(record.supersedes), superseded_by=_id_or_none(record.superseded_by),
-                   untrusted=record.untrusted, created=created)
+                   untrusted=record.untrusted, created=created, duplicate_of=_id_or_none(duplicate_of))
 
 
 def _id_or_none(record_id: int | None) -> str | None:

@@ -11,7 +11,18 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from memvec.types import AgentSettings, AgentState, BlockChange, CoreBlock, NewRecord, Record, SearchFilters, Tier
+from memvec.consolidation_format import ConsolidationRun
+from memvec.types import (
+    AgentSettings,
+    AgentState,
+    BlockChange,
+    Citation,
+    CoreBlock,
+    NewRecord,
+    Record,
+    SearchFilters,
+    Tier,
+)
 
 Ids = npt.NDArray[np.int64]
 
@@ -58,6 +69,10 @@ class Store(Protocol):
         """Several writes of this thread as one transaction: all commit, or none."""
         ...
 
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside `transaction()`: what it wrote is not committed yet."""
+        ...
+
     def get_meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
@@ -95,6 +110,10 @@ class Store(Protocol):
 
     def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
         """Versions that are not current at `now` (superseded, or ended by their valid_to)."""
+        ...
+
+    def merge_into(self, agent: str, record_id: int, tags: Sequence[str], citation: Citation) -> None:
+        """Add a repeat's tags and the citation fields the record lacks (inside the caller's transaction)."""
         ...
 
     def versions(self, agent: str, record_id: int) -> list[Record]:
@@ -136,6 +155,18 @@ class Store(Protocol):
     def block_history(self, agent: str, label: str | None = None) -> list[BlockChange]: ...
 
     def undo_block(self, agent: str, label: str, *, actor: str = "python") -> CoreBlock | None: ...
+
+    def start_run(self, agent: str, model: str, through_message: int | None, started_at: datetime) -> int: ...
+
+    def finish_run(self, run: ConsolidationRun) -> None: ...
+
+    def runs(self, agent: str) -> list[ConsolidationRun]: ...
+
+    def mark_run_undone(self, run_id: int) -> None: ...
+
+    def forget_in_runs(self, agent: str, record_ids: Sequence[int]) -> None: ...
+
+    def reopen_version(self, agent: str, record_id: int, superseded_by: int, valid_to: datetime | None) -> None: ...
 
     def storage_bytes(self) -> int: ...
 

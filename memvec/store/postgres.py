@@ -57,7 +57,11 @@ ALTER TABLE records ADD COLUMN IF NOT EXISTS valid_from TEXT;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS valid_to TEXT;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS supersedes BIGINT;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS superseded_by BIGINT;
-CREATE INDEX IF NOT EXISTS records_by_validity ON records (agent, tier, valid_to)
+CREATE INDEX IF NOT EXISTS records_by_validity ON records (agent, tier, valid_to);
+CREATE TABLE IF NOT EXISTS consolidation_runs (
+    id BIGSERIAL PRIMARY KEY, agent TEXT NOT NULL, model TEXT NOT NULL, started_at TEXT NOT NULL,
+    through_message BIGINT, diff TEXT NOT NULL DEFAULT '{}', undone_at TEXT);
+CREATE INDEX IF NOT EXISTS consolidation_runs_by_agent ON consolidation_runs (agent, id)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys
@@ -135,6 +139,10 @@ class PostgresStore(SQLStore):
                 yield db
             finally:
                 self._local.db = outer
+
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside a `transaction()` (its writes are not committed yet)."""
+        return getattr(self._local, "db", None) is not None
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         def read() -> list[dict[str, Any]]:

@@ -104,6 +104,20 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE records ADD COLUMN superseded_by INTEGER;
     CREATE INDEX records_by_validity ON records (agent, tier, valid_to);
     """),
+    (8, """
+    -- sleep-time consolidation runs (memvec.engine.consolidation): what each added, superseded and
+    -- edited, as JSON, so a run can be reviewed and undone whole
+    CREATE TABLE consolidation_runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent TEXT NOT NULL,
+        model TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        through_message INTEGER,
+        diff TEXT NOT NULL DEFAULT '{}',
+        undone_at TEXT
+    );
+    CREATE INDEX consolidation_runs_by_agent ON consolidation_runs (agent, id);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -30,7 +30,8 @@ from memvec.store.rows import (
     row_to_record,
     settings_from_json,
 )
-from memvec.types import AgentSettings, AgentState, NewRecord, Record, SearchFilters, Tier
+from memvec.store.runs import RunStore
+from memvec.types import AgentSettings, AgentState, Citation, NewRecord, Record, SearchFilters, Tier
 
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 RECORD_INSERT = (
@@ -49,7 +50,7 @@ def marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SQLStore(BlockStore):
+class SQLStore(BlockStore, RunStore):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
@@ -152,6 +153,25 @@ class SQLStore(BlockStore):
                                        "update the current version")
         self._run(db, "UPDATE records SET valid_to = ?, dedup_key = dedup_key || ? WHERE id = ?",
                   (format_time(valid_from), f"\x1f#{rec.supersedes}", rec.supersedes))
+
+    def merge_into(self, agent: str, record_id: int, tags: Sequence[str], citation: Citation) -> None:
+        """A repeat of record `record_id` was inserted: add its tags and the citation fields the record lacks."""
+        with self._write() as db:
+            row = self._run(db, f"SELECT tags, session_id, turn_id, source_url FROM records WHERE id = ? "
+                                f"AND {self.ROW_HINT}agent = ?", (record_id, agent)).fetchone()
+            if row is None:
+                return
+            known = json.loads(row["tags"])
+            added = [tag for tag in tags if tag not in known]
+            fill = {field: value for field, value in citation.model_dump().items()
+                    if value is not None and row[field] is None}
+            if not added and not fill:
+                return
+            for tag in added:
+                self._run(db, "INSERT INTO record_tags VALUES (?, ?)", (record_id, tag))
+            columns = "".join(f", {field} = ?" for field in fill)
+            self._run(db, f"UPDATE records SET tags = ?{columns} WHERE id = ?",
+                      (json.dumps(known + added), *fill.values(), record_id))
 
     def versions(self, agent: str, record_id: int) -> list[Record]:
         """Every version of the passage `record_id` belongs to, oldest first (empty: no such record)."""
@@ -362,5 +382,6 @@ class SQLStore(BlockStore):
                 self._run(db, LOG_CHANGE, (name, r["tier"], r["id"], "delete"))
             self._run(db, "DELETE FROM core_blocks WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM block_history WHERE agent = ?", (name,))
+            self._run(db, "DELETE FROM consolidation_runs WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
         return [(int(r["id"]), str(r["tier"])) for r in rows]

@@ -29,6 +29,7 @@ class SQLiteStore(SQLStore):
         self.path = path
         self._lock = threading.RLock()
         self._depth = 0  # nesting of _write in the thread holding the lock
+        self._mine = threading.local()  # .open: this thread is inside a transaction
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
             self._db.row_factory = sqlite3.Row
@@ -55,7 +56,7 @@ class SQLiteStore(SQLStore):
                     self._depth -= 1
                 return
             self._db.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            self._depth, self._mine.open = 1, True
             try:
                 yield self._db
             except BaseException:
@@ -63,8 +64,12 @@ class SQLiteStore(SQLStore):
                     self._db.execute("ROLLBACK")
                 raise
             finally:
-                self._depth = 0
+                self._depth, self._mine.open = 0, False
             self._db.execute("COMMIT")
+
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside a `transaction()` (its writes are not committed yet)."""
+        return bool(getattr(self._mine, "open", False))
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock, self._errors():
