@@ -115,6 +115,10 @@ class MemoryConfig(BaseModel):
     index: IndexSettings = Field(default_factory=IndexSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     dedup: DedupSettings = Field(default_factory=DedupSettings)
+    lease_wait_s: float = Field(
+        default=30.0, ge=0.0, le=3600.0,
+        description="how long a reply waits for its agent's lease while another server (or thread) replies "
+                    "for that agent, before AgentBusyError (HTTP 409, retry)")
     retention_days: dict[Tier, float] = Field(
         default_factory=dict, description="per tier, records older than this many days are never returned and "
                                           "are purged, e.g. {'recall': 90}; a tier not named keeps everything")

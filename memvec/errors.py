@@ -12,6 +12,7 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
     ├── StoreError               the transactional store failed (CLI exit 1)
     │   └── StoreUnavailableError the database cannot be reached right now (HTTP 503, CLI exit 4); retry later
+    ├── AgentBusyError           another server runs this agent's reply loop right now (HTTP 409); retry
     ├── ModelCallError           the LLM provider failed or refused a call (HTTP 502, CLI exit 1)
     ├── ServiceCallError         a memvec server answered a client (the framework retrievers) with an error
     └── IndexFileError           an index file cannot be used; it is rebuilt from the store
@@ -65,6 +66,11 @@ class StoreUnavailableError(StoreError):
     """The database cannot be reached (down, restarting, failing over) or no connection came free in
     time. Nothing half-written: a write that raised this either committed whole or not at all, and
     retrying it is safe for inserts (the dedup key returns the first attempt's record)."""
+
+
+class AgentBusyError(MemvecError):
+    """The agent's reply loop runs on another server (or thread) and did not finish within the wait;
+    nothing was written. Send the message again (HTTP 409 with Retry-After)."""
 
 
 class ModelCallError(MemvecError):

@@ -12,6 +12,7 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -26,6 +27,7 @@ from memvec.embed.base import Embedder, LazyEmbedder
 from memvec.embed.queries import MicroBatcher, QueryCache
 from memvec.engine.consolidation import apply_run, undo_run
 from memvec.engine.engine import Engine, IndexUsage
+from memvec.engine.lease import LEASE_TTL_S, agent_lease
 from memvec.engine.tier import TierIndex, verify_on_disk
 from memvec.engine.transfer import export_agent, import_agents
 from memvec.errors import AgentExistsError, IndexFileError, InvalidInputError, ModelMismatchError, NotFoundError
@@ -186,6 +188,13 @@ class Memory:
                                     "to forget the whole agent, delete it")
         tiers = [tier] if tier is not None else list(Tier)
         return self._engine.delete_matching(validate_agent(agent), tiers, filters, ids)
+
+    def agent_lease(self, agent: str, *, wait_s: float | None = None,
+                    ttl_s: float = LEASE_TTL_S) -> AbstractContextManager[str]:
+        """Hold the agent's lease (one reply loop at a time across servers; see memvec.engine.lease),
+        waiting up to `wait_s` (default: the home's `lease_wait_s`) before AgentBusyError."""
+        wait = self.config.lease_wait_s if wait_s is None else wait_s
+        return agent_lease(self._store, validate_agent(agent), wait_s=wait, ttl_s=ttl_s)
 
     # -- consolidation (memvec.agent.consolidate asks the model; these write and revert) ----
     def apply_consolidation(self, agent: str, proposal: ConsolidationProposal, *, model: str,

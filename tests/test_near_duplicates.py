@@ -71,14 +71,16 @@ def test_a_repeat_merges_into_the_passage_and_a_change_does_not(real_memory: Mem
 
 
 def test_repeats_within_one_batch_and_exact_ones(real_memory: Memory) -> None:
-    texts = ["Bo's birthday is in May.", "bo's birthday is in may", "Bo's birthday is in June."]
+    texts = ["Bo's birthday is in May.", "bo's birthday is in may", "Bo's birhtday is in May.",
+             "Bo's birthday is in June."]
     results = real_memory.insert([NewRecord(agent="bo", tier=Tier.ARCHIVAL, text=t, tags=[f"t{n}"])
                                   for n, t in enumerate(texts)])
-    assert [(r.created, r.duplicate_of) for r in results] == [(True, None), (False, results[0].record.id),
+    first = results[0].record.id
+    assert [(r.created, r.duplicate_of) for r in results] == [(True, None), (False, first), (False, first),
                                                               (True, None)]
-    assert results[1].record.tags == ["t0", "t1"]
+    assert results[1].record.tags == ["t0", "t1", "t2"]
     exact = real_memory.archival("bo").insert("Bo's birthday is in May.", tags=["t9"])
-    assert exact.duplicate_of == results[0].record.id and exact.record.tags == ["t0", "t1", "t9"]
+    assert exact.duplicate_of == first and exact.record.tags == ["t0", "t1", "t2", "t9"]
     assert real_memory.verify().model_dump() == {"problems": [], "behind": []}
 
 

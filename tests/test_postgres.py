@@ -219,3 +219,13 @@ def test_a_consolidation_run_and_its_undo_on_postgres(tmp_path: Path, pg_url: st
             assert snapshot(other) == before
     finally:
         SCRIPTED.reset()
+
+
+def test_an_agent_lease_on_postgres_is_one_holder_across_servers(tmp_path: Path, pg_url: str) -> None:
+    from memvec.errors import AgentBusyError
+
+    with open_pg(tmp_path / "a", pg_url) as one, open_pg(tmp_path / "b", pg_url) as two:
+        with one.agent_lease("ana"), pytest.raises(AgentBusyError), two.agent_lease("ana", wait_s=0.2):
+            pass
+        with two.agent_lease("ana", wait_s=0.2):
+            pass

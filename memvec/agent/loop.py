@@ -94,6 +94,13 @@ class Agent:
 
     # -- one reply ------------------------------------------------------------------------
     def reply(self, text: str, *, role: str = "user") -> Reply:
+        """One reply, holding the agent's lease: another server's (or thread's) reply for the same
+        agent waits for it, and this one starts from the conversation state that one left."""
+        with self.memory.agent_lease(self.settings.name):
+            _, self.state = self.memory.get_agent(self.settings.name)
+            return self._reply(text, role)
+
+    def _reply(self, text: str, role: str) -> Reply:
         self.state.turn += 1
         self._recorded = []
         trace = Trace()

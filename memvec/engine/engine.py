@@ -15,10 +15,10 @@ from pydantic import BaseModel, Field
 
 from memvec.config import DedupSettings, IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, checked_vectors, embed_records
+from memvec.engine.repeats import Target, find_repeats, near_key
 from memvec.engine.tier import LoadReport, TierIndex
 from memvec.errors import NotFoundError
 from memvec.guard import checked_on_read, looks_untrusted
-from memvec.index.duplicates import near_identical
 from memvec.index.heap import release_freed_memory
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.rerank import Matrix, Ranker
@@ -139,7 +139,7 @@ class Engine:
         now = datetime.now(UTC)
         return [PreparedRecord(record=record, dedup_key=record.dedup_key(), created_at=record.created_at or now,
                                embedding=vector, model_id=self.embedder.model_id, context=context,
-                               untrusted=looks_untrusted(record.text))
+                               untrusted=looks_untrusted(record.text), near_key=near_key(tier, record.text))
                 for record, vector, context in zip(records, vectors, contexts, strict=True)]
 
     def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]],
@@ -183,55 +183,20 @@ class Engine:
                                              duplicate_of=None if created else record_id)
         return results
 
-    def _near_duplicates(self, agent: str, tier: Tier, rows: list[PreparedRecord]
-                         ) -> dict[int, tuple[str, int]]:
-        """Archival rows that repeat a current passage ("record", its id) or an earlier row of the
-        batch ("row", its index): a cosine of at least `dedup.near_cosine` and near-identical words."""
-        threshold = self.dedup.near_cosine
-        if tier is not Tier.ARCHIVAL or threshold is None or not rows:
+    def _near_duplicates(self, agent: str, tier: Tier, rows: list[PreparedRecord]) -> dict[int, Target]:
+        """Rows that repeat a current passage or an earlier row (memvec.engine.repeats)."""
+        if tier is not Tier.ARCHIVAL or self.dedup.near_cosine is None or not rows:
             return {}
         # a tier that never held a record has nothing to repeat: its index is not opened for it
         index = self.tier_index(agent, tier) if self.store.last_change(agent, tier) else None
-        closed = self.store.closed_ids(agent, tier, datetime.now(UTC))
-        repeats: dict[int, tuple[str, int]] = {}
-        batch = np.array([row.embedding for row in rows], dtype=np.float32)
-        for row, prepared in enumerate(rows):
-            if prepared.record.supersedes is not None:
-                continue
-            stored = self._repeated_record(index, prepared, threshold, closed) if index is not None else None
-            target = stored or self._repeated_row(rows, row, batch[:row] @ batch[row], repeats, threshold)
-            if target is not None:
-                repeats[row] = target
-        return repeats
+        return find_repeats(self.store, index, agent, tier, rows, self.dedup)
 
-    def _still_there(self, agent: str, repeats: dict[int, tuple[str, int]]) -> dict[int, tuple[str, int]]:
+    def _still_there(self, agent: str, repeats: dict[int, Target]) -> dict[int, Target]:
         """The repeats whose passage still exists (read in the write transaction: a delete that came
         first makes the row an insert after all)."""
         targets = [target for kind, target in repeats.values() if kind == "record"]
         alive = {r.id for r in self.store.get(agent, targets)} if targets else set()
         return {row: t for row, t in repeats.items() if t[0] == "row" or t[1] in alive}
-
-    def _repeated_record(self, index: TierIndex, row: PreparedRecord, threshold: float,
-                         closed: npt.NDArray[np.int64]) -> tuple[str, int] | None:
-        with index.lock:
-            ids, scores = index.vector.search(row.embedding, 3, excluded=closed if len(closed) else None)
-        close = [int(i) for i, score in zip(ids.tolist(), scores.tolist(), strict=True) if score >= threshold]
-        texts = self.store.speakers_and_texts(index.agent, close) if close else {}
-        for record_id in close:  # one deleted since the index saw it has no text: skipped
-            if record_id in texts and near_identical(row.record.text, texts[record_id][1],
-                                                     new_words=self.dedup.new_words):
-                return ("record", record_id)
-        return None
-
-    def _repeated_row(self, rows: list[PreparedRecord], row: int, cosines: npt.NDArray[np.float32],
-                      repeats: dict[int, tuple[str, int]], threshold: float) -> tuple[str, int] | None:
-        """An earlier row of the batch (not itself a repeat) that `row` repeats; `cosines` to each."""
-        for earlier in np.flatnonzero(cosines >= threshold).tolist():
-            if earlier in repeats or rows[earlier].record.supersedes is not None:
-                continue
-            if near_identical(rows[row].record.text, rows[earlier].record.text, new_words=self.dedup.new_words):
-                return ("row", earlier)
-        return None
 
     def _contexts(self, agent: str, tier: Tier, records: list[NewRecord]) -> list[str | None]:
         """Each record's context: its own, else, for a recall message, the previous message of its

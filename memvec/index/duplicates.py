@@ -11,6 +11,7 @@ near-identical.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from difflib import SequenceMatcher
@@ -28,6 +29,12 @@ def content_words(text: str) -> list[str]:
     one word, a negation), function words and fillers left out."""
     found = _WORD.findall(unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'"))
     return [w for w in (w.strip("'") for w in found) if w and w not in IGNORED]
+
+
+def content_key(text: str) -> str:
+    """A digest of the content words in order: texts that differ only in case, punctuation, function
+    words and fillers share it, so the store can find such a repeat by an indexed lookup."""
+    return hashlib.sha1(" ".join(content_words(text)).encode()).hexdigest()
 
 
 def _meaningful(word: str) -> bool:

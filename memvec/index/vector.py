@@ -185,6 +185,13 @@ class VectorIndex:
             if excluded is not None:
                 allowed = np.setdiff1d(allowed, excluded)
             return self._exact_subset(query, k, np.asarray(allowed, dtype=np.int64))
+        ids, scores = self.search_many(query.reshape(1, -1), k, excluded)
+        found = ids[0] >= 0
+        return ids[0][found].astype(np.int64), scores[0][found]
+
+    def search_many(self, queries: Vectors, k: int, excluded: Ids | None = None) -> tuple[Ids, Vectors]:
+        """Top-k of each query row in one call (a matrix product on a flat index): (ids, scores), each
+        (rows, k), -1 ids where fewer than k records qualify."""
         _one_omp_thread_here()
         params = None
         skipped = np.fromiter(self._tombstones, dtype=np.int64, count=len(self._tombstones))
@@ -194,10 +201,9 @@ class VectorIndex:
             dead = faiss.IDSelectorBatch(skipped)
             params = self._params(faiss.IDSelectorNot(dead))
             params._keep = dead  # noqa: SLF001 - the SWIG wrapper does not own `dead`; keep it alive
-        scores, ids = self._index.search(query.reshape(1, -1).astype(np.float32), min(k, len(self)),
+        scores, ids = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), max(1, min(k, len(self))),
                                          params=params)
-        found = ids[0] >= 0
-        return ids[0][found].astype(np.int64), scores[0][found]
+        return ids.astype(np.int64), scores
 
     def _params(self, selector: Any) -> Any:
         if self.is_hnsw:

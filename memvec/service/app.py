@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
 from memvec.errors import (
+    AgentBusyError,
     AgentExistsError,
     CoreMemoryError,
     InvalidInputError,
@@ -57,6 +58,7 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
     AgentExistsError: (409, "already_exists"),
     CoreMemoryError: (409, "core_memory_refused"),
     VersionConflictError: (409, "version_conflict"),
+    AgentBusyError: (409, "agent_busy"),
     InvalidInputError: (400, "bad_request"),
     ModelCallError: (502, "model_error"),
     MemvecError: (500, "internal_error"),
@@ -66,7 +68,8 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
 _ERROR_MEANINGS = {
     400: "bad input", 401: "missing or invalid API key", 403: "the key may not create or import this agent",
     404: "no such agent, record or block (or one the key may not see)",
-    409: "already exists, a refused core-memory edit, or a passage version that is not current",
+    409: "already exists, a refused core-memory edit, a passage version that is not current, or the agent is "
+         "replying on another server (retry)",
     413: "body over 16 MiB", 422: "invalid request",
     502: "the agent's LLM provider failed", 503: "the store is unavailable; retry after Retry-After seconds",
 }
@@ -78,8 +81,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
     async def handle(_: Request, exc: Exception) -> JSONResponse:
         response = _error(status, kind, str(exc))
-        if status == 503:  # the database is down or restarting: a load balancer or client tries again soon
-            response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        if status == 503 or kind == "agent_busy":  # the database is down, or another server is replying
+            response.headers["Retry-After"] = str(RETRY_AFTER_S)  # for this agent: try again soon
+            response.headers["x-should-retry"] = "true"
         return response
 
     return handle

@@ -38,6 +38,7 @@ class PreparedRecord:
     model_id: str
     context: str | None = None
     untrusted: bool = False  # what the guard (run by the engine) said of the text
+    near_key: str | None = None  # archival: memvec.index.duplicates.content_key of the text
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,10 @@ class Store(Protocol):
         """Every stored id of the tier (every version): what its indexes must hold."""
         ...
 
+    def near_key_ids(self, agent: str, tier: Tier, keys: Sequence[str], now: datetime) -> dict[str, int]:
+        """The oldest current record with each near key (content key), by key."""
+        ...
+
     def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
         """Versions that are not current at `now` (superseded, or ended by their valid_to)."""
         ...
@@ -165,6 +170,12 @@ class Store(Protocol):
     def mark_run_undone(self, run_id: int) -> None: ...
 
     def forget_in_runs(self, agent: str, record_ids: Sequence[int]) -> None: ...
+
+    def acquire_lease(self, agent: str, holder: str, now: datetime, ttl_s: float) -> bool: ...
+
+    def renew_lease(self, agent: str, holder: str, now: datetime, ttl_s: float) -> bool: ...
+
+    def release_lease(self, agent: str, holder: str) -> None: ...
 
     def reopen_version(self, agent: str, record_id: int, superseded_by: int, valid_to: datetime | None) -> None: ...
 

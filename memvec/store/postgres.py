@@ -61,7 +61,10 @@ CREATE INDEX IF NOT EXISTS records_by_validity ON records (agent, tier, valid_to
 CREATE TABLE IF NOT EXISTS consolidation_runs (
     id BIGSERIAL PRIMARY KEY, agent TEXT NOT NULL, model TEXT NOT NULL, started_at TEXT NOT NULL,
     through_message BIGINT, diff TEXT NOT NULL DEFAULT '{}', undone_at TEXT);
-CREATE INDEX IF NOT EXISTS consolidation_runs_by_agent ON consolidation_runs (agent, id)
+CREATE INDEX IF NOT EXISTS consolidation_runs_by_agent ON consolidation_runs (agent, id);
+CREATE TABLE IF NOT EXISTS agent_leases (agent TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TEXT NOT NULL);
+ALTER TABLE records ADD COLUMN IF NOT EXISTS near_key TEXT;
+CREATE INDEX IF NOT EXISTS records_by_near_key ON records (agent, tier, near_key)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -1,12 +1,13 @@
 """Consolidation runs in the SQL stores: one row per run with what it changed (JSON), and the two
-record edits an undo needs (a superseded version reopened, the run's row marked undone)."""
+record edits an undo needs (a superseded version reopened, the run's row marked undone). Also the
+agent leases that keep an agent's reply loop on one server at a time (memvec.engine.lease)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from memvec.consolidation_format import ConsolidationRun
@@ -92,3 +93,28 @@ class RunStore:
                 raise VersionConflictError(f"record {taken['id']} is current with the text of {record_id} now")
             self._run(db, "UPDATE records SET superseded_by = NULL, valid_to = ?, dedup_key = ? WHERE id = ?",
                       (format_time(valid_to) if valid_to else None, key, record_id))
+
+    # -- agent leases ---------------------------------------------------------------------
+    def acquire_lease(self: _SQL, agent: str, holder: str, now: datetime, ttl_s: float) -> bool:
+        """Take the agent's lease for `holder` when it is free, expired or already `holder`'s."""
+        until = format_time(now + timedelta(seconds=ttl_s))
+        with self._write() as db:
+            row = self._run(db, "SELECT holder, expires_at FROM agent_leases WHERE agent = ?", (agent,)).fetchone()
+            if row is None:
+                self._run(db, "INSERT INTO agent_leases VALUES (?, ?, ?)", (agent, holder, until))
+                return True
+            if row["holder"] != holder and row["expires_at"] > format_time(now):
+                return False
+            self._run(db, "UPDATE agent_leases SET holder = ?, expires_at = ? WHERE agent = ?", (holder, until, agent))
+            return True
+
+    def renew_lease(self: _SQL, agent: str, holder: str, now: datetime, ttl_s: float) -> bool:
+        """Extend `holder`'s lease; False when it is not theirs any more (it expired and was taken)."""
+        with self._write() as db:
+            cursor = self._run(db, "UPDATE agent_leases SET expires_at = ? WHERE agent = ? AND holder = ?",
+                               (format_time(now + timedelta(seconds=ttl_s)), agent, holder))
+            return bool(cursor.rowcount)
+
+    def release_lease(self: _SQL, agent: str, holder: str) -> None:
+        with self._write() as db:
+            self._run(db, "DELETE FROM agent_leases WHERE agent = ? AND holder = ?", (agent, holder))

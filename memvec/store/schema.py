@@ -118,6 +118,15 @@ MIGRATIONS: list[tuple[int, str]] = [
     );
     CREATE INDEX consolidation_runs_by_agent ON consolidation_runs (agent, id);
     """),
+    (9, """
+    -- one writer per agent across servers: the reply loop holds its agent's lease (memvec.engine.lease)
+    CREATE TABLE agent_leases (agent TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TEXT NOT NULL);
+    """),
+    (10, """
+    -- archival near-repeats found by an indexed lookup (memvec.index.duplicates.content_key)
+    ALTER TABLE records ADD COLUMN near_key TEXT;
+    CREATE INDEX records_by_near_key ON records (agent, tier, near_key);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

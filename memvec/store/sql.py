@@ -36,8 +36,8 @@ from memvec.types import AgentSettings, AgentState, Citation, NewRecord, Record,
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 RECORD_INSERT = (
     "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, tags, created_at, "
-    "embedding, embedding_model, untrusted, context, expires_at, valid_from, valid_to, supersedes) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "embedding, embedding_model, untrusted, context, expires_at, valid_from, valid_to, supersedes, near_key) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id")
 LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
 
@@ -126,7 +126,7 @@ class SQLStore(BlockStore, RunStore):
             rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags), format_time(row.created_at),
             np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, row.untrusted,
             row.context, _time(rec.expires_at), format_time(valid_from), _time(rec.valid_to),
-            rec.supersedes)).fetchall()
+            rec.supersedes, row.near_key)).fetchall()
         if not returned:
             existing = self._run(db, "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
                                  (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
@@ -270,6 +270,17 @@ class SQLStore(BlockStore, RunStore):
     def ids(self, agent: str, tier: Tier) -> Ids:
         return self.filter_ids(agent, tier, SearchFilters(), all_versions=True)
 
+    def near_key_ids(self, agent: str, tier: Tier, keys: Sequence[str], now: datetime) -> dict[str, int]:
+        found: dict[str, int] = {}
+        unique = sorted(set(keys))
+        for start in range(0, len(unique), CHUNK):
+            chunk = unique[start:start + CHUNK]
+            rows = self._query(f"SELECT near_key, MIN(id) AS id FROM records WHERE agent = ? AND tier = ? "
+                               f"AND near_key IN ({marks(len(chunk))}) AND {CURRENT} GROUP BY near_key",
+                               [agent, tier.value, *chunk, format_time(now)])
+            found.update({r["near_key"]: int(r["id"]) for r in rows})
+        return found
+
     def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
         """Versions that are not current at `now` (superseded or ended): what a plain search leaves out."""
         rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ? AND valid_to IS NOT NULL "
@@ -383,5 +394,6 @@ class SQLStore(BlockStore, RunStore):
             self._run(db, "DELETE FROM core_blocks WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM block_history WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM consolidation_runs WHERE agent = ?", (name,))
+            self._run(db, "DELETE FROM agent_leases WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
         return [(int(r["id"]), str(r["tier"])) for r in rows]

@@ -1,0 +1,118 @@
+"""One agent, one writer (#25 item 4): the reply loop holds its agent's lease in the store, so two
+servers (two apps, each with its own Memory, on one home) sent the same agent's messages at once never
+interleave its replies; a reply that cannot get the lease in time is refused (409, retry), not mixed in."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memvec import Memory
+from memvec.embed import HashingEmbedder
+from memvec.errors import AgentBusyError
+from memvec.service.app import create_app
+from memvec.service.auth import KeyRing
+from memvec.types import AgentSettings
+from tests.scripted_llm import SCRIPTED, ScriptedLLM, Turn, say
+
+KEY = "lease-key-0123456789"
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    SCRIPTED.reset()
+    yield SCRIPTED
+    SCRIPTED.reset()
+
+
+def test_a_lease_is_held_by_one_holder_until_released_or_expired(memory: Memory) -> None:
+    store = memory._store
+    now = datetime.now(UTC)
+    assert store.acquire_lease("ana", "server-a", now, 30)
+    assert not store.acquire_lease("ana", "server-b", now, 30)
+    assert store.acquire_lease("ana", "server-a", now, 30)  # its own again: renewed
+    assert not store.renew_lease("ana", "server-b", now, 30)
+    store.release_lease("ana", "server-b")  # not b's: nothing happens
+    assert not store.acquire_lease("ana", "server-b", now, 30)
+    store.release_lease("ana", "server-a")
+    assert store.acquire_lease("ana", "server-b", now, 0.05)
+    later = datetime.now(UTC).replace(year=now.year + 1)
+    assert store.acquire_lease("ana", "server-a", later, 30)  # b's expired (b was killed): a takes it over
+    assert not store.renew_lease("ana", "server-b", later, 30)
+
+
+def test_a_held_lease_makes_a_second_holder_wait_then_give_up(memory: Memory) -> None:
+    with memory.agent_lease("ana", ttl_s=0.3) as holder:
+        time.sleep(0.5)  # past the ttl: the renewer keeps it
+        with pytest.raises(AgentBusyError, match="replying elsewhere"), memory.agent_lease("ana", wait_s=0.2):
+            pass
+        assert holder
+    with memory.agent_lease("ana", wait_s=0.2):  # released on exit
+        pass
+
+
+def echo_slowly(messages: list[dict[str, Any]]) -> Turn:
+    """Answer the last user message, slowly enough that a concurrent reply would overlap it."""
+    time.sleep(0.15)
+    last = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    return say(f"echo: {last}")
+
+
+def two_servers(home: Path, **settings: Any) -> tuple[TestClient, TestClient, list[Memory]]:
+    memories = [Memory.open(home, embedder=HashingEmbedder(64), **settings) for _ in range(2)]
+    keys = KeyRing.parse([("t", KEY)])
+    return TestClient(create_app(memories[0], keys)), TestClient(create_app(memories[1], keys)), memories
+
+
+def send(client: TestClient, text: str) -> int:
+    return client.post("/v1/agents/bot/messages", headers={"Authorization": f"Bearer {KEY}"},
+                       json={"messages": [{"role": "user", "content": text}]}).status_code
+
+
+def test_one_agents_messages_sent_to_two_servers_at_once_never_interleave(home: Path, llm: ScriptedLLM) -> None:
+    first, second, memories = two_servers(home)
+    try:
+        memories[0].create_agent(AgentSettings(name="bot", model="scripted/agent"))
+        llm.script = [echo_slowly] * 12
+        statuses: list[int] = []
+        senders = [threading.Thread(target=lambda c=client, n=n: statuses.extend(
+                       send(c, f"message {n}.{i}") for i in range(3)))
+                   for n, client in enumerate([first, second, first, second])]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        assert statuses == [200] * 12
+        log = [(m.role, m.text) for m in memories[1].recall("bot").list(limit=100)]
+        assert len(log) == 24
+        for (role, text), (reply_role, reply) in zip(log[::2], log[1::2], strict=True):
+            assert role == "user" and reply_role == "assistant" and reply == f"echo: {text}", log
+        _, state = memories[0].get_agent("bot")
+        assert state.turn == 12  # every reply started from the state the previous one left
+    finally:
+        for mem in memories:
+            mem.close()
+
+
+def test_a_reply_that_cannot_get_the_lease_is_refused_with_a_retry(home: Path, llm: ScriptedLLM) -> None:
+    first, _, memories = two_servers(home, lease_wait_s=0.2)
+    try:
+        memories[0].create_agent(AgentSettings(name="bot", model="scripted/agent"))
+        with memories[1].agent_lease("bot"):  # the other server is replying
+            response = first.post("/v1/agents/bot/messages", headers={"Authorization": f"Bearer {KEY}"},
+                                  json={"messages": [{"role": "user", "content": "hello?"}]})
+        assert response.status_code == 409 and response.json()["error"] == "agent_busy"
+        assert response.headers["retry-after"] == "1" and response.headers["x-should-retry"] == "true"
+        assert memories[0].recall("bot").count() == 0  # nothing of the refused reply was written
+        llm.script = [say("hi")]
+        assert send(first, "hello again") == 200
+    finally:
+        for mem in memories:
+            mem.close()
