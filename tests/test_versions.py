@@ -230,3 +230,18 @@ def test_an_export_carries_the_current_versions_with_their_event_time(memory: Me
     assert [(r.text, r.valid_from) for r in copied][1] == ("Ana lives in Oslo.", day(2023))
     assert [h.text for h in memory.archival("ana-copy").search("where Ana lives", as_of=day(2024))][:1] == [
         "Ana lives in Oslo."]
+
+
+def test_a_version_leaves_search_when_its_valid_to_passes(memory: Memory) -> None:
+    import time
+    from datetime import timedelta
+
+    archival = memory.archival("ana")
+    soon = datetime.now(UTC) + timedelta(seconds=1)
+    archival.insert("The offer holds until tonight.", valid_to=soon)
+    archival.insert("The shop opens at nine.")
+    assert [h.text for h in archival.search("offer tonight", mode="bm25")] == ["The offer holds until tonight."]
+    time.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds()) + 0.05)
+    assert archival.search("offer tonight", mode="bm25") == []  # nothing was written meanwhile
+    assert [h.text for h in archival.search("offer tonight", mode="bm25", as_of=soon - timedelta(seconds=0.5))] == [
+        "The offer holds until tonight."]

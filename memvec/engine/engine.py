@@ -23,7 +23,17 @@ from memvec.index.heap import release_freed_memory
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.rerank import Matrix, Ranker
 from memvec.store.base import PreparedRecord, Store
-from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchMode, SearchRequest, Tier
+from memvec.types import (
+    LATEST,
+    Hit,
+    InsertResult,
+    NewRecord,
+    Record,
+    SearchFilters,
+    SearchMode,
+    SearchRequest,
+    Tier,
+)
 
 log = logging.getLogger("memvec.engine")
 
@@ -55,6 +65,8 @@ class Engine:
         self._indexes: OrderedDict[tuple[str, Tier], TierIndex] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
         self._loads = self._evictions = 0
+        # per tier: (the index's applied change, its closed version ids, when the next valid_to passes)
+        self._closed_cache: dict[tuple[str, Tier], tuple[int, npt.NDArray[np.int64], datetime]] = {}
 
     def index_dir(self, agent: str, tier: Tier) -> Path:
         return self.index_root / agent / tier.value
@@ -293,7 +305,7 @@ class Engine:
     def search(self, request: SearchRequest) -> list[Hit]:
         self.sweep(request.agent, request.tier)
         index = self.tier_index(request.agent, request.tier)
-        scope = self._scope(request) if request.mode is not SearchMode.TOKEN else Scope()
+        scope = self._scope(request, index) if request.mode is not SearchMode.TOKEN else Scope()
         # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
         query_vector = index.embedder.embed_query(request.query) if needs_query_vector(request) else None
         with index.lock:
@@ -310,18 +322,29 @@ class Engine:
         """The best `depth` fused candidates of a hybrid search and their ranker features, computed
         exactly as a search computes them (`make train-ranker` fits the ranker on these)."""
         index = self.tier_index(request.agent, request.tier)
-        scope = self._scope(request)
+        scope = self._scope(request, index)
         query_vector = index.embedder.embed_query(request.query)
         with index.lock:
             return candidate_table(index, request, self.search_settings, scope, query_vector, depth)
 
-    def _scope(self, request: SearchRequest) -> Scope:
+    def _scope(self, request: SearchRequest, index: TierIndex) -> Scope:
         """The ids the request's filters allow, the versions valid now (or `as_of`) among them; with no
-        filter, every id but the versions no longer current (one indexed query, usually empty)."""
+        filter, every id but the versions no longer current."""
         if request.filters.is_empty():
-            closed = self.store.closed_ids(request.agent, request.tier, datetime.now(UTC))
+            closed = self._closed(index)
             return Scope(excluded=closed if len(closed) else None)
         return Scope(allowed=self.store.filter_ids(request.agent, request.tier, request.filters))
+
+    def _closed(self, index: TierIndex) -> npt.NDArray[np.int64]:
+        """The tier's versions that are not current, read again only once the tier changed (its index
+        applied another change) or a version's `valid_to` has passed since they were read."""
+        now, key = datetime.now(UTC), (index.agent, index.tier)
+        cached = self._closed_cache.get(key)
+        if cached is not None and cached[0] == index.applied and now < cached[2]:
+            return cached[1]
+        closed = self.store.closed_ids(index.agent, index.tier, now)
+        self._closed_cache[key] = (index.applied, closed, self.store.next_end(index.agent, index.tier, now) or LATEST)
+        return closed
 
     # -- lifecycle ------------------------------------------------------------------------
     def loaded_indexes(self) -> list[TierIndex]:

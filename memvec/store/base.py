@@ -113,6 +113,10 @@ class Store(Protocol):
         """The oldest current record with each near key (content key), by key."""
         ...
 
+    def next_end(self, agent: str, tier: Tier, now: datetime) -> datetime | None:
+        """The earliest `valid_to` still ahead of `now`."""
+        ...
+
     def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
         """Versions that are not current at `now` (superseded, or ended by their valid_to)."""
         ...

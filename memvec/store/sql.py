@@ -31,6 +31,7 @@ from memvec.store.rows import (
     settings_from_json,
 )
 from memvec.store.runs import RunStore
+from memvec.store.versions import VersionStore
 from memvec.types import AgentSettings, AgentState, Citation, NewRecord, Record, SearchFilters, Tier
 
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
@@ -50,7 +51,7 @@ def marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SQLStore(BlockStore, RunStore):
+class SQLStore(BlockStore, RunStore, VersionStore):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
@@ -173,15 +174,6 @@ class SQLStore(BlockStore, RunStore):
             self._run(db, f"UPDATE records SET tags = ?{columns} WHERE id = ?",
                       (json.dumps(known + added), *fill.values(), record_id))
 
-    def versions(self, agent: str, record_id: int) -> list[Record]:
-        """Every version of the passage `record_id` belongs to, oldest first (empty: no such record)."""
-        chain = self.get(agent, [record_id])
-        while chain and chain[0].supersedes is not None and (before := self.get(agent, [chain[0].supersedes])):
-            chain.insert(0, before[0])
-        while chain and chain[-1].superseded_by is not None and (after := self.get(agent, [chain[-1].superseded_by])):
-            chain.append(after[0])
-        return chain
-
     def delete(self, agent: str, record_id: int) -> Record | None:
         with self._write() as db:
             row = self._run(db, f"SELECT {RECORD_COLUMNS} FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?",
@@ -280,12 +272,6 @@ class SQLStore(BlockStore, RunStore):
                                [agent, tier.value, *chunk, format_time(now)])
             found.update({r["near_key"]: int(r["id"]) for r in rows})
         return found
-
-    def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
-        """Versions that are not current at `now` (superseded or ended): what a plain search leaves out."""
-        rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ? AND valid_to IS NOT NULL "
-                           f"AND NOT {CURRENT}", (agent, tier.value, format_time(now)))
-        return np.fromiter((r["id"] for r in rows), dtype=np.int64, count=len(rows))
 
     def count(self, agent: str, tier: Tier) -> int:
         rows = self._query("SELECT COUNT(*) AS n FROM records WHERE agent = ? AND tier = ?", (agent, tier.value))
