@@ -175,10 +175,10 @@ def _block_view(block: CoreBlock) -> dict[str, Any]:
             "read_only": block.read_only, "description": block.description}
 
 
-def _saved(record: Record, created: bool) -> str:
+def _saved(record: Record, created: bool, **more: Any) -> str:
     return json.dumps({"ok": True, "id": record.id, "duplicate": not created,
                        **({} if created else {"duplicate_of": record.id}), "untrusted": record.untrusted,
-                       "citation": record.citation.model_dump(exclude_none=True)})
+                       "citation": record.citation.model_dump(exclude_none=True), **more})
 
 
 def core_memory_read(ctx: ToolContext, _: CoreReadArgs) -> str:
@@ -228,7 +228,7 @@ def archival_memory_update(ctx: ToolContext, args: ArchivalUpdateArgs) -> str:
     result = ctx.memory.archival(ctx.agent).update(
         args.id, args.content, valid_from=day_bound(args.valid_from, end=False),
         session_id=ctx.session_id, turn_id=ctx.turn if ctx.session_id else None)
-    return json.dumps({**json.loads(_saved(result.record, result.created)), "supersedes": args.id})
+    return _saved(result.record, result.created, supersedes=args.id)
 
 
 def archival_memory_search(ctx: ToolContext, args: ArchivalSearchArgs) -> str:

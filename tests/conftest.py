@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +22,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 from memvec import Memory
 from memvec.embed import Embedder, HashingEmbedder, load_embedder
+
+if TYPE_CHECKING:
+    from tests.scripted_llm import ScriptedLLM
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOCOMO = SHARED_DATA / "locomo" / "locomo-dev.json"
@@ -41,6 +45,17 @@ def postgres_turn(request: pytest.FixtureRequest) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    """litellm's scripted provider (tests/scripted_llm.py), reset before and after the test; imported
+    here only when a test asks for it, so tests without a model do not load litellm."""
+    from tests.scripted_llm import SCRIPTED
+
+    SCRIPTED.reset()
+    yield SCRIPTED
+    SCRIPTED.reset()
 
 
 @pytest.fixture

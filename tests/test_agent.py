@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +17,10 @@ from memvec.agent import Agent
 from memvec.embed import HashingEmbedder
 from memvec.guard import poisoning_signals
 from memvec.types import AgentSettings
-from tests.scripted_llm import SCRIPTED, ScriptedLLM, Turn, call, last_tool_result, say
+from tests.scripted_llm import ScriptedLLM, Turn, call, last_tool_result, say
 
 FILLER = ("Let me tell you about my week in some detail: the weather was grey, the trains were late, and the "
           "office coffee machine broke down twice, so we walked to the bakery on the corner instead. ")
-
-
-@pytest.fixture
-def llm() -> Iterator[ScriptedLLM]:
-    SCRIPTED.reset()
-    yield SCRIPTED
-    SCRIPTED.reset()
 
 
 def open_memory(home: Path) -> Memory:

@@ -5,7 +5,7 @@ restores the exact previous state; a model that answers garbage or fails writes 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +16,9 @@ from memvec.agent.consolidate import consolidate
 from memvec.embed import HashingEmbedder
 from memvec.errors import CoreMemoryError, ModelCallError, VersionConflictError
 from memvec.types import AgentSettings
-from tests.scripted_llm import SCRIPTED, ScriptedLLM
+from tests.scripted_llm import ScriptedLLM
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-@pytest.fixture
-def llm() -> Iterator[ScriptedLLM]:
-    SCRIPTED.reset()
-    yield SCRIPTED
-    SCRIPTED.reset()
 
 
 def answer_with(llm: ScriptedLLM, answer: Answer | str) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,16 +19,9 @@ from memvec.errors import AgentBusyError
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.types import AgentSettings
-from tests.scripted_llm import SCRIPTED, ScriptedLLM, Turn, say
+from tests.scripted_llm import ScriptedLLM, Turn, say
 
 KEY = "lease-key-0123456789"
-
-
-@pytest.fixture
-def llm() -> Iterator[ScriptedLLM]:
-    SCRIPTED.reset()
-    yield SCRIPTED
-    SCRIPTED.reset()
 
 
 def test_a_lease_is_held_by_one_holder_until_released_or_expired(memory: Memory) -> None:

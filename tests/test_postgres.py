@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -17,6 +18,9 @@ from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
 from tests.conftest import require_postgres, run_cli
 from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
+
+if TYPE_CHECKING:
+    from tests.scripted_llm import ScriptedLLM
 
 # shares the PostgreSQL server with the other tests so marked (conftest.postgres_turn)
 pytestmark = pytest.mark.postgres
@@ -200,25 +204,20 @@ def test_versions_on_postgres(tmp_path: Path, pg_url: str) -> None:
         assert [r.id for r in other.archival("ana").list()] == [back]
 
 
-def test_a_consolidation_run_and_its_undo_on_postgres(tmp_path: Path, pg_url: str) -> None:
+def test_a_consolidation_run_and_its_undo_on_postgres(tmp_path: Path, pg_url: str, llm: ScriptedLLM) -> None:
     from memvec.agent.consolidate import consolidate
-    from tests.scripted_llm import SCRIPTED
     from tests.test_consolidation import ana, answer_with, moved_to_berlin, snapshot
 
-    SCRIPTED.reset()
-    try:
-        with open_pg(tmp_path / "a", pg_url) as mem:
-            lisbon = ana(mem)
-            before = snapshot(mem)
-            answer_with(SCRIPTED, moved_to_berlin)
-            run = consolidate(mem, "ana")
-            assert run is not None and run.facts[0].supersedes == lisbon
-        with open_pg(tmp_path / "b", pg_url) as other:  # another server sees the run and can undo it
-            assert [r.id for r in other.consolidation_runs("ana")] == [run.id]
-            other.undo_consolidation("ana", run.id)
-            assert snapshot(other) == before
-    finally:
-        SCRIPTED.reset()
+    with open_pg(tmp_path / "a", pg_url) as mem:
+        lisbon = ana(mem)
+        before = snapshot(mem)
+        answer_with(llm, moved_to_berlin)
+        run = consolidate(mem, "ana")
+        assert run is not None and run.facts[0].supersedes == lisbon
+    with open_pg(tmp_path / "b", pg_url) as other:  # another server sees the run and can undo it
+        assert [r.id for r in other.consolidation_runs("ana")] == [run.id]
+        other.undo_consolidation("ana", run.id)
+        assert snapshot(other) == before
 
 
 def test_an_agent_lease_on_postgres_is_one_holder_across_servers(tmp_path: Path, pg_url: str) -> None:

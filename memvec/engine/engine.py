@@ -201,7 +201,8 @@ class Engine:
             return {}
         # a tier that never held a record has nothing to repeat: its index is not opened for it
         index = self.tier_index(agent, tier) if self.store.last_change(agent, tier) else None
-        return find_repeats(self.store, index, agent, tier, rows, self.dedup)
+        closed = self._closed(index) if index is not None else np.zeros(0, dtype=np.int64)
+        return find_repeats(self.store, index, closed, agent, tier, rows, self.dedup)
 
     def _still_there(self, agent: str, repeats: dict[int, Target]) -> dict[int, Target]:
         """The repeats whose passage still exists (read in the write transaction: a delete that came

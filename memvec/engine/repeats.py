@@ -36,18 +36,17 @@ def near_key(tier: Tier, text: str) -> str | None:
     return content_key(text) if tier is Tier.ARCHIVAL else None
 
 
-def find_repeats(store: Store, index: TierIndex | None, agent: str, tier: Tier, rows: list[PreparedRecord],
-                 dedup: DedupSettings) -> dict[int, Target]:
+def find_repeats(store: Store, index: TierIndex | None, closed: npt.NDArray[np.int64], agent: str, tier: Tier,
+                 rows: list[PreparedRecord], dedup: DedupSettings) -> dict[int, Target]:
     """Rows (by position) that repeat something, and what. `index`: the tier's, None when it never
-    held a record."""
+    held a record; `closed`: its versions that are not current (never a target)."""
     threshold = dedup.near_cosine
     if threshold is None or not rows:
         return {}
     now = datetime.now(UTC)
     by_key = store.near_key_ids(agent, tier, [r.near_key for r in rows if r.near_key], now) if index else {}
-    closed = store.closed_ids(agent, tier, now) if index else np.zeros(0, dtype=np.int64)
     batch = np.array([row.embedding for row in rows], dtype=np.float32)
-    nearest = _nearest_all(index, batch, closed) if index is not None and (
+    nearest = _nearest_all(store, agent, index, batch, closed, threshold) if index is not None and (
         index.vector.is_hnsw or len(index) <= SCAN_LIMIT) else None
     first_with_key: dict[str, int] = {}
     repeats: dict[int, Target] = {}
@@ -55,8 +54,7 @@ def find_repeats(store: Store, index: TierIndex | None, agent: str, tier: Tier, 
         if row.record.supersedes is not None:
             continue
         target = _keyed(index, row, by_key, threshold) or (
-            _nearest(store, agent, row, nearest[0][position], nearest[1][position], threshold, dedup)
-            if nearest is not None else None)
+            _nearest(row, nearest[0][position], nearest[1], dedup) if nearest is not None else None)
         earlier = first_with_key.get(row.near_key or "")
         if target is None and earlier is not None and float(batch[earlier] @ batch[position]) >= threshold:
             target = ("row", earlier)
@@ -77,19 +75,22 @@ def _keyed(index: TierIndex | None, row: PreparedRecord, by_key: dict[str, int],
     return ("record", record_id) if cosine >= threshold else None
 
 
-def _nearest_all(index: TierIndex, batch: npt.NDArray[np.float32], closed: npt.NDArray[np.int64]
-                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """The 3 nearest current passages of every row, in one search."""
+def _nearest_all(store: Store, agent: str, index: TierIndex, batch: npt.NDArray[np.float32],
+                 closed: npt.NDArray[np.int64], threshold: float) -> tuple[list[list[int]], dict[int, str]]:
+    """For every row, its nearest current passages (up to 3) at the threshold or above, found in one
+    search, and the texts of all of them, read in one go."""
     with index.lock:
-        return index.vector.search_many(batch, 3, excluded=closed if len(closed) else None)
+        ids, scores = index.vector.search_many(batch, 3, excluded=closed if len(closed) else None)
+    close = [[int(i) for i, score in zip(row_ids, row_scores, strict=True) if i >= 0 and score >= threshold]
+             for row_ids, row_scores in zip(ids.tolist(), scores.tolist(), strict=True)]
+    wanted = sorted({i for row in close for i in row})
+    texts = {i: text for i, (_, text) in store.speakers_and_texts(agent, wanted).items()} if wanted else {}
+    return close, texts
 
 
-def _nearest(store: Store, agent: str, row: PreparedRecord, ids: npt.NDArray[np.int64],
-             scores: npt.NDArray[np.float32], threshold: float, dedup: DedupSettings) -> Target | None:
-    close = [int(i) for i, score in zip(ids.tolist(), scores.tolist(), strict=True) if i >= 0 and score >= threshold]
-    texts = store.speakers_and_texts(agent, close) if close else {}
+def _nearest(row: PreparedRecord, close: list[int], texts: dict[int, str], dedup: DedupSettings) -> Target | None:
     for record_id in close:  # one deleted since the index saw it has no text: skipped
-        if record_id in texts and near_identical(row.record.text, texts[record_id][1], new_words=dedup.new_words):
+        if record_id in texts and near_identical(row.record.text, texts[record_id], new_words=dedup.new_words):
             return ("record", record_id)
     return None
 

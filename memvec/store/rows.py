@@ -63,12 +63,12 @@ def row_to_record(row: Any) -> Record:
     )
 
 
-def validity_sql(filters: SearchFilters | None, now: datetime) -> tuple[str, list[Any]]:
-    """The versions a read sees: those that held at `filters.as_of`, else the current ones at `now`."""
+def _validity(filters: SearchFilters | None, now: datetime | None) -> tuple[str, list[Any]] | None:
+    """The versions a read sees: those that held at `filters.as_of`, else (with `now`) the current ones."""
     if filters is not None and filters.as_of is not None:
         at = format_time(filters.as_of)
-        return f" AND {VALID_FROM} <= ? AND (valid_to IS NULL OR valid_to > ?)", [at, at]
-    return f" AND {CURRENT}", [format_time(now)]
+        return f"{VALID_FROM} <= ? AND (valid_to IS NULL OR valid_to > ?)", [at, at]
+    return (CURRENT, [format_time(now)]) if now is not None else None
 
 
 def filter_sql(filters: SearchFilters | None, *, now: datetime | None = None) -> tuple[str, list[Any]]:
@@ -78,9 +78,9 @@ def filter_sql(filters: SearchFilters | None, *, now: datetime | None = None) ->
     mark = "?"
     clauses: list[str] = []
     params: list[Any] = []
-    if now is not None or (filters is not None and filters.as_of is not None):
-        validity, params = validity_sql(filters, now or datetime.now(UTC))
-        clauses.append(validity.removeprefix(" AND "))
+    if (validity := _validity(filters, now)) is not None:
+        clauses.append(validity[0])
+        params += validity[1]
     if filters is None:
         return (" AND " + clauses[0], params) if clauses else ("", [])
     if filters.start:

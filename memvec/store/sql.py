@@ -174,16 +174,6 @@ class SQLStore(BlockStore, RunStore, VersionStore):
             self._run(db, f"UPDATE records SET tags = ?{columns} WHERE id = ?",
                       (json.dumps(known + added), *fill.values(), record_id))
 
-    def delete(self, agent: str, record_id: int) -> Record | None:
-        with self._write() as db:
-            row = self._run(db, f"SELECT {RECORD_COLUMNS} FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?",
-                            (record_id, agent)).fetchone()
-            if row is None:
-                return None
-            self._run(db, "DELETE FROM records WHERE id = ?", (record_id,))
-            self._run(db, LOG_CHANGE, (agent, row["tier"], record_id, "delete"))
-        return row_to_record(row)
-
     def delete_many(self, agent: str, ids: Sequence[int]) -> int:
         """Delete the agent's records among `ids` in one transaction (each logged); returns how many."""
         deleted = 0
