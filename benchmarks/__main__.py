@@ -28,6 +28,7 @@ from benchmarks import (
     staleness,
     stores,
     train_ranker,
+    ui_pages,
 )
 from benchmarks.harness import MeasuredEmbedder
 from memvec.embed import DEFAULT_MODEL_NAME, load_embedder, qualified_model_id
@@ -110,7 +111,10 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
     bar.set_description("HTTP load: 1, 8, 32 clients")
     http = load.run(args.model, preload=200 if args.quick else 2000, seconds=1.0 if args.quick else 6.0)
     bar.update(1)
-    return {"ingest": ingest, "growth": growth, "stores": backends, "http": http}
+    bar.set_description("memory browser pages: server time at 10k records per tier")
+    ui = ui_pages.run(embedder.inner, n=500 if args.quick else 10_000, repeats=5 if args.quick else 30)
+    bar.update(1)
+    return {"ingest": ingest, "growth": growth, "stores": backends, "http": http, "ui": ui}
 
 
 def run_backends(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    stages = 4 + 1 + 1 + (1 if args.quick else 3 + int(args.full)) + 2 + 2
+    stages = 4 + 1 + 1 + (1 if args.quick else 3 + int(args.full)) + 3 + 2
     with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
         results = {"quality": run_quality(args, embedder, bar), "lifecycle": run_lifecycle(args, embedder, bar),
                    "speed": run_speed(args, embedder, bar),

@@ -263,6 +263,16 @@ def _http_section(http: dict[str, Any]) -> list[str]:
             _table(["operation", "clients", "requests", "errors", "requests/s", "p50 ms", "p99 ms"], rows), ""]
 
 
+def _ui_section(ui: dict[str, Any]) -> list[str]:
+    rows = [[page, round(t["p50"], 1), round(t["p95"], 1), round(t["kb"], 1)] for page, t in ui["pages"].items()]
+    worst = max(t["p95"] for t in ui["pages"].values())
+    return ["## Memory browser pages", "",
+            f"Server time of each `/ui` page for an agent with {ui['records_per_tier']:,} records per tier (and 20 "
+            f"other agents), through the real app in-process with a signed-in key: {ui['repeats']} requests after "
+            f"a warm-up; search embeds its query with the model. Slowest p95: {worst:.1f} ms.", "",
+            _table(["page", "p50 ms", "p95 ms", "KiB"], rows), ""]
+
+
 def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
@@ -280,6 +290,8 @@ def markdown(results: dict[str, Any]) -> str:
         out += _stores_section(results["speed"]["stores"])
     if "http" in results["speed"]:
         out += _http_section(results["speed"]["http"])
+    if "ui" in results["speed"]:
+        out += _ui_section(results["speed"]["ui"])
     if "backends" in results:
         out += _backends_section(results["backends"])
     return "\n".join(out) + "\n"

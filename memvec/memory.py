@@ -348,22 +348,26 @@ class Memory:
         return self._engine.embedder.dim
 
     def stats(self) -> Stats:
+        return Stats(home=str(self.home), model_id=self.model_id, store_bytes=self._store.storage_bytes(),
+                     indexes=self._engine.index_usage(), partitions=self.partition_stats())
+
+    def partition_stats(self, agent: str | None = None) -> list[PartitionStats]:
+        """Each tier's records and saved index (kind, size, the change it was saved at) vs the store's last change."""
         parts = []
-        for agent, tier in self._partitions(None):
-            directory = self._engine.index_dir(agent, tier)
+        for owner, tier in self._partitions(agent):
+            directory = self._engine.index_dir(owner, tier)
             try:
                 manifest: Manifest | None = read_manifest(directory)
             except IndexFileError:
                 manifest = None
             parts.append(PartitionStats(
-                agent=agent, tier=tier, records=self._store.count(agent, tier),
+                agent=owner, tier=tier, records=self._store.count(owner, tier),
                 model_id=manifest.model_id if manifest else None, dim=manifest.dim if manifest else None,
                 index_kind=manifest.index_kind if manifest else None,
                 index_bytes=sum(p.stat().st_size for p in directory.glob("*.npz")) if directory.exists() else 0,
-                last_change=self._store.last_change(agent, tier),
+                last_change=self._store.last_change(owner, tier),
                 indexed_change=manifest.last_change if manifest else None))
-        return Stats(home=str(self.home), model_id=self.model_id, store_bytes=self._store.storage_bytes(),
-                     indexes=self._engine.index_usage(), partitions=parts)
+        return parts
 
     # -- lifecycle ------------------------------------------------------------------------
     def save(self) -> None:

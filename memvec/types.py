@@ -265,6 +265,10 @@ class MethodScores(BaseModel):
     token: float | None = None
     fused: float | None = Field(default=None, description="hybrid: the fused score (set when the ranker re-ordered)")
     ranker: float | None = Field(default=None, description="hybrid: the learned ranker's score (the hit's score)")
+    session_vector: float | None = Field(
+        default=None, description="hybrid: the mean cosine of the record's session (added to its vector side)")
+    session_bm25: float | None = Field(
+        default=None, description="hybrid: the mean BM25 of the record's session (added to its BM25 side)")
 
 
 class Hit(Record):

@@ -199,6 +199,26 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("a tier view serves another tier's record", "memvec/engine/engine.py",
      "[r for r in self.store.get(agent, record_ids) if r.tier is tier]", "self.store.get(agent, record_ids)",
      "tests/test_memory.py"),
+    # the memory browser (tests/test_ui.py in-process; tests/test_browser.py in Debian's chromium)
+    ("the browser's pages do not escape memory text", "memvec/service/ui/render.py",
+     'autoescape=select_autoescape(["html"], default=True)', "autoescape=False", "tests/test_ui.py"),
+    ("a browser form is accepted without its CSRF token", "memvec/service/ui/session.py",
+     "    if not presented or not hmac.compare_digest(viewer.csrf_token, presented):\n        raise CsrfRefused()",
+     "    return", "tests/test_ui.py"),
+    ("the browser lists agents a scoped key may not see", "memvec/service/ui/pages_agents.py",
+     "names = [n for n in service.memory.agents() if viewer.principal.may_see(n)]",
+     "names = list(service.memory.agents())", "tests/test_ui.py"),
+    ("a session cookie's signature is not checked", "memvec/service/ui/session.py",
+     "if not hmac.compare_digest(_sign(secret, f\"{version}.{nonce}.{expires}.{owner}\"), signature):",
+     "if False:", "tests/test_ui.py"),
+    ("a session cookie never expires", "memvec/service/ui/session.py",
+     "int(expires) < (now or time.time())", "int(expires) < 0", "tests/test_ui.py"),
+    ("the session cookie is readable by scripts and sent cross-site", "memvec/service/ui/session.py",
+     'httponly=True, samesite="strict",\n', 'httponly=False, samesite="lax",\n', "tests/test_ui.py"),
+    ("sign-in redirects to another site", "memvec/service/ui/pages_session.py",
+     'return "/ui/agents"\n    return target', "return target\n    return target", "tests/test_ui.py"),
+    ("the search page hides the ranker's part", "memvec/service/ui/pages_search.py",
+     '("ranker", "ranker", True),', "", "tests/test_ui.py"),
 ]
 
 

@@ -26,7 +26,7 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     report = (tmp_path / "latest.md").read_text()
     for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Facts that change",
                     "## Near-duplicates", "## Speed", "## Growth with N", "## Store backends", "## Embedding backends",
-                    "### Through the CLI on real conversation turns"):
+                    "### Through the CLI on real conversation turns", "## Memory browser pages"):
         assert heading in report
     results = json.loads((tmp_path / "latest.json").read_text())
     kv = results["quality"]["synthetic key-value"]["scores"]
@@ -52,6 +52,9 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     for run in results["backends"]["cli"]:
         assert run["ingest_records_per_s"] > 0 and all(level["errors"] == 0 for level in run["serve"])
     assert all(level["errors"] == 0 for op in ("search", "insert") for level in results["speed"]["http"][op])
+    pages = results["speed"]["ui"]["pages"]
+    assert {"agents", "search archival (hybrid + ranker)", "recall, last page", "health"} <= set(pages)
+    assert all(page["p50"] > 0 and page["kb"] > 0 for page in pages.values())
     assert (tmp_path / "recall_at_k.png").stat().st_size > 10_000
     assert (tmp_path / "latency_vs_n.png").stat().st_size > 10_000
 

@@ -35,9 +35,12 @@ class Ranked:
     token: npt.NDArray[np.float32] | None = None
     fused: npt.NDArray[np.float32] | None = None
     ranker: npt.NDArray[np.float32] | None = None
+    session_vector: npt.NDArray[np.float32] | None = None
+    session_bm25: npt.NDArray[np.float32] | None = None
 
     def method_scores(self, row: int) -> MethodScores:
-        pick = {name: float(arr[row]) for name in ("vector", "bm25", "token", "fused", "ranker")
+        pick = {name: float(arr[row]) for name in ("vector", "bm25", "token", "fused", "ranker", "session_vector",
+                                                   "session_bm25")
                 if (arr := getattr(self, name)) is not None}
         return MethodScores(**pick)
 
@@ -109,7 +112,8 @@ def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSetti
     if ranker is not None and len(order) and found.bm25.max() > 0:
         return _rerank(index, request, found, order[:max(ranker.depth, request.k)], ranker, query_vector)
     order = order[:request.k]
-    return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order])
+    return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order],
+                  session_vector=found.session_vector[order], session_bm25=found.session_bm25[order])
 
 
 def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
@@ -167,7 +171,8 @@ def _rerank(index: SearchableTier, request: SearchRequest, found: _Fused, top: I
     learned = ranker.score(features, request.tier.value)
     order = np.lexsort((ids, -learned))[:request.k]
     return Ranked(ids[order], learned[order], vector=found.vector[top][order],
-                  bm25=found.bm25[top][order], fused=found.fused[top][order], ranker=learned[order])
+                  bm25=found.bm25[top][order], fused=found.fused[top][order], ranker=learned[order],
+                  session_vector=found.session_vector[top][order], session_bm25=found.session_bm25[top][order])
 
 
 def _featured(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, query_vector: Scores

@@ -29,7 +29,7 @@ from memvec.errors import (
     VersionConflictError,
 )
 from memvec.memory import Memory
-from memvec.service import routes_agents, routes_memory, routes_messages
+from memvec.service import routes_agents, routes_memory, routes_messages, ui
 from memvec.service.auth import KeyRing
 from memvec.service.deps import Service, ServiceState
 from memvec.service.front import NO_RETRY, FrontDoor, Gate, Refusal, header
@@ -46,7 +46,9 @@ tools, sources/folders, identities, groups, templates, `/v1/blocks`."""
 RETRY_AFTER_S = 1
 
 
-def _error(status: int, kind: str, detail: Any) -> JSONResponse:
+def _error(status: int, kind: str, detail: Any, request: Request | None = None) -> Response:
+    if request is not None and ui.is_ui(request):  # the browser's pages get their errors as a page
+        return ui.error_page(request, status, kind, detail)
     headers = {"x-should-retry": "false"} if status in NO_RETRY else None
     return JSONResponse({"error": kind, "detail": detail}, status_code=status, headers=headers)
 
@@ -78,9 +80,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorOut, "description": meaning} for status, meaning in _ERROR_MEANINGS.items()}
 
 
-def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
-    async def handle(_: Request, exc: Exception) -> JSONResponse:
-        response = _error(status, kind, str(exc))
+def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def handle(request: Request, exc: Exception) -> Response:
+        response = _error(status, kind, str(exc), request)
         if status == 503 or kind == "agent_busy":  # the database is down, or another server is replying
             response.headers["Retry-After"] = str(RETRY_AFTER_S)  # for this agent: try again soon
             response.headers["x-should-retry"] = "true"
@@ -91,32 +93,35 @@ def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exceptio
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
         errors = [{"loc": list(e.get("loc", [])), "msg": e.get("msg", "")} for e in exc.errors()]
-        return _error(422, "invalid_request", errors)
+        return _error(422, "invalid_request", errors, request)
 
     @app.exception_handler(ValidationError)
-    async def invalid_value(_: Request, exc: ValidationError) -> JSONResponse:
-        return _error(422, "invalid_request", describe_validation_error(exc))
+    async def invalid_value(request: Request, exc: ValidationError) -> Response:
+        return _error(422, "invalid_request", describe_validation_error(exc), request)
 
     for error_type, (status, kind) in ERROR_STATUS.items():
         app.add_exception_handler(error_type, _memvec_error_handler(status, kind))
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        response = _error(exc.status_code, "unauthorized" if exc.status_code == 401 else "http_error", exc.detail)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        kind = "unauthorized" if exc.status_code == 401 else "http_error"
+        response = _error(exc.status_code, kind, exc.detail, request)
         response.headers.update(exc.headers or {})
         return response
 
 
-# readable without a key: readiness for load balancers, and the API's own description
-OPEN_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+# readable without a key: readiness for load balancers, and the API's own description; the memory
+# browser's pages (/ui) check their session cookie themselves and send the browser to sign in
+OPEN_PATHS = frozenset({"/", "/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 
 
 def key_gate(keys: KeyRing) -> Gate:
     """401 before the body is read, for every path but the open ones (agent scopes are checked per route)."""
     def gate(scope: Scope) -> Refusal | None:
-        if keys.open or scope["path"] in OPEN_PATHS:
+        path = scope["path"]
+        if keys.open or path in OPEN_PATHS or path == "/ui" or path.startswith("/ui/"):
             return None
         if keys.principal_of_header(header(scope, b"authorization")) is None:
             return Refusal(401, "unauthorized", "missing or invalid API key")
@@ -136,6 +141,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
     routes_agents.add_routes(app)
     routes_memory.add_routes(app)
     routes_messages.add_routes(app)
+    ui.add_routes(app)
     return app
 
 

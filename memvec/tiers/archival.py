@@ -53,8 +53,9 @@ class ArchivalMemory(TierView):
                             rerank=rerank)
 
     def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False,
-             after: int | None = None, before: int | None = None, as_of: datetime | None = None) -> list[Record]:
+             after: int | None = None, before: int | None = None, as_of: datetime | None = None,
+             tags: Sequence[str] = ()) -> list[Record]:
         """Current passages (or those that held `as_of`) in time order (oldest first unless
-        `newest_first`); `after`/`before` are record-id cursors."""
+        `newest_first`), with any of `tags` when given; `after`/`before` are record-id cursors."""
         return self._list(limit=limit, offset=offset, newest_first=newest_first, after=after, before=before,
-                          filters={"as_of": as_of})
+                          filters={"as_of": as_of, "tags": list(tags)})

@@ -1,0 +1,60 @@
+"""One agent: its core blocks (editable, with their limit meters), block history and consolidation
+runs as diffs."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated
+
+from fastapi import FastAPI, Form, Path, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from memvec.service.deps import AgentId, Service
+from memvec.service.ui.deps import PageViewer, checked_form, seen_agent
+from memvec.service.ui.pages_agents import CsrfField, agent_row
+from memvec.service.ui.render import page
+from memvec.types import MAX_TEXT_CHARS
+
+Label = Annotated[str, Path(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+HISTORY_SHOWN = 100
+
+
+def diff_lines(old: str, new: str) -> list[tuple[str, str]]:
+    """(kind, line) of a line diff: kind is '+', '-' or ' ' (context)."""
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2)
+    return [(line[0], line[1:]) for line in list(lines)[2:] if line[:1] in "+- "]
+
+
+def add_routes(app: FastAPI) -> None:
+    @app.get("/ui/agents/{agent_id}", include_in_schema=False)
+    def agent_page(request: Request, agent_id: AgentId, viewer: PageViewer, service: Service) -> HTMLResponse:
+        settings, state = seen_agent(agent_id, viewer, service)
+        memory = service.memory
+        return page(request, viewer, "agent.html", agent=settings, state=state, row=agent_row(memory, settings),
+                    blocks=memory.core(agent_id).blocks(), runs=len(memory.consolidation_runs(agent_id)))
+
+    @app.post("/ui/agents/{agent_id}/blocks/{label}", include_in_schema=False)
+    def edit_block(agent_id: AgentId, label: Label, viewer: PageViewer, service: Service,
+                   csrf_token: CsrfField = None,
+                   value: Annotated[str, Form(max_length=MAX_TEXT_CHARS)] = "") -> Response:
+        checked_form(viewer, csrf_token)
+        seen_agent(agent_id, viewer, service)
+        # browsers send CRLF line breaks from a textarea; the block keeps what the user typed
+        service.memory.core(agent_id, actor=viewer.principal.actor).rewrite(label, value.replace("\r\n", "\n"))
+        return RedirectResponse(f"/ui/agents/{agent_id}#block-{label}", status_code=303)
+
+    @app.get("/ui/agents/{agent_id}/blocks/{label}/history", include_in_schema=False)
+    def block_history(request: Request, agent_id: AgentId, label: Label, viewer: PageViewer,
+                      service: Service) -> HTMLResponse:
+        seen_agent(agent_id, viewer, service)
+        changes = service.memory.core(agent_id).history(label)[-HISTORY_SHOWN:][::-1]
+        diffs = [diff_lines(c.old.value if c.old else "", c.new.value if c.new else "") for c in changes]
+        return page(request, viewer, "block_history.html", agent_id=agent_id, label=label,
+                    changes=list(zip(changes, diffs, strict=True)))
+
+    @app.get("/ui/agents/{agent_id}/consolidations", include_in_schema=False)
+    def consolidations(request: Request, agent_id: AgentId, viewer: PageViewer, service: Service) -> HTMLResponse:
+        seen_agent(agent_id, viewer, service)
+        runs = service.memory.consolidation_runs(agent_id)[::-1]
+        block_diffs = {(run.id, b.seq): diff_lines(b.old, b.new) for run in runs for b in run.blocks}
+        return page(request, viewer, "consolidations.html", agent_id=agent_id, runs=runs, block_diffs=block_diffs)

@@ -1,0 +1,60 @@
+"""Health: the store, the model, loaded indexes against the budget, each tier's saved index against
+the store's change log, and a verify button (the agents the viewer's key may see, a page at a time)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse
+
+from memvec.errors import StoreUnavailableError
+from memvec.memory import Memory
+from memvec.reports import PartitionStats, VerifyReport
+from memvec.service.deps import Service
+from memvec.service.ui.deps import PageNumber, PageViewer, Paging, checked_form
+from memvec.service.ui.pages_agents import CsrfField
+from memvec.service.ui.render import page
+from memvec.service.ui.session import Viewer
+
+
+def _visible_agents(memory: Memory, viewer: Viewer) -> list[str]:
+    return [name for name in memory.agents() if viewer.principal.may_see(name)]
+
+
+def _tiers(memory: Memory, agents: list[str]) -> list[PartitionStats]:
+    return [part for name in agents for part in memory.partition_stats(name)]
+
+
+def _health_page(request: Request, viewer: Viewer, memory: Memory, paging: Paging,
+                 report: VerifyReport | None = None) -> HTMLResponse:
+    try:
+        agents = _visible_agents(memory, viewer)
+    except StoreUnavailableError as exc:
+        return page(request, viewer, "health.html", status=503, store_ok=False, store_error=str(exc), memory=memory,
+                    usage=memory.index_usage(), tiers=[], paging=paging, report=None, agents=0)
+    shown, paging = paging.trimmed(agents[paging.offset:paging.offset + paging.fetch])
+    return page(request, viewer, "health.html", store_ok=True, store_error="", memory=memory,
+                usage=memory.index_usage(), tiers=_tiers(memory, shown), paging=paging, report=report,
+                agents=len(agents))
+
+
+def add_routes(app: FastAPI) -> None:
+    @app.get("/ui/health", include_in_schema=False)
+    def health_page(request: Request, viewer: PageViewer, service: Service, page_number: PageNumber = 1
+                    ) -> HTMLResponse:
+        return _health_page(request, viewer, service.memory, Paging(page_number))
+
+    @app.post("/ui/health/verify", include_in_schema=False)
+    def verify(request: Request, viewer: PageViewer, service: Service, csrf_token: CsrfField = None
+               ) -> HTMLResponse:
+        """Check the saved indexes of every agent the key may see against the store."""
+        checked_form(viewer, csrf_token)
+        memory = service.memory
+        if viewer.principal.agents is None:
+            report = memory.verify()
+        else:
+            report = VerifyReport(problems=[], behind=[])
+            for name in _visible_agents(memory, viewer):
+                found = memory.verify(agent=name)
+                report.problems += found.problems
+                report.behind += found.behind
+        return _health_page(request, viewer, memory, Paging(1), report)

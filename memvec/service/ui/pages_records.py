@@ -1,0 +1,73 @@
+"""An agent's records: the recall tier as a timeline grouped by session, archival passages with tags,
+filters and paging, a passage's versions, and deleting a passage (after a confirmation page)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Annotated
+
+from fastapi import FastAPI, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from memvec.service.deps import AgentId, Service
+from memvec.service.ui.deps import PageNumber, PageViewer, Paging, checked_form, seen_agent
+from memvec.service.ui.pages_agents import CsrfField
+from memvec.service.ui.render import page
+from memvec.types import Record, Tag
+
+PassageId = Annotated[int, Path(ge=1, le=2**62)]
+TagFilter = Annotated[Tag | None, Query()]
+
+
+def by_session(records: list[Record]) -> list[tuple[str | None, list[Record]]]:
+    """Consecutive records of one session together (a timeline keeps time order across sessions)."""
+    return [(session, list(group)) for session, group in itertools.groupby(records, lambda r: r.citation.session_id)]
+
+
+def add_routes(app: FastAPI) -> None:
+    @app.get("/ui/agents/{agent_id}/recall", include_in_schema=False)
+    def recall_page(request: Request, agent_id: AgentId, viewer: PageViewer, service: Service,
+                    page_number: PageNumber = 1) -> HTMLResponse:
+        seen_agent(agent_id, viewer, service)
+        paging = Paging(page_number)
+        recall = service.memory.recall(agent_id)
+        found, paging = paging.trimmed(recall.list(limit=paging.fetch, offset=paging.offset))
+        return page(request, viewer, "recall.html", agent_id=agent_id, groups=by_session(found), paging=paging,
+                    total=recall.count())
+
+    @app.get("/ui/agents/{agent_id}/archival", include_in_schema=False)
+    def archival_page(request: Request, agent_id: AgentId, viewer: PageViewer, service: Service,
+                      page_number: PageNumber = 1, tag: TagFilter = None,
+                      order: Annotated[str, Query(pattern="^(newest|oldest)$")] = "newest") -> HTMLResponse:
+        seen_agent(agent_id, viewer, service)
+        paging = Paging(page_number)
+        archival = service.memory.archival(agent_id)
+        found, paging = paging.trimmed(archival.list(limit=paging.fetch, offset=paging.offset,
+                                                     newest_first=order == "newest", tags=[tag] if tag else []))
+        return page(request, viewer, "archival.html", agent_id=agent_id, passages=found, paging=paging, tag=tag,
+                    order=order, total=archival.count())
+
+    @app.get("/ui/agents/{agent_id}/archival/{passage_id}", include_in_schema=False)
+    def passage_page(request: Request, agent_id: AgentId, passage_id: PassageId, viewer: PageViewer,
+                     service: Service) -> HTMLResponse:
+        seen_agent(agent_id, viewer, service)
+        archival = service.memory.archival(agent_id)
+        passage = archival.get(passage_id)
+        return page(request, viewer, "passage.html", agent_id=agent_id, passage=passage,
+                    versions=archival.history(passage_id)[::-1])
+
+    @app.get("/ui/agents/{agent_id}/archival/{passage_id}/delete", include_in_schema=False)
+    def confirm_delete(request: Request, agent_id: AgentId, passage_id: PassageId, viewer: PageViewer,
+                       service: Service) -> HTMLResponse:
+        seen_agent(agent_id, viewer, service)
+        archival = service.memory.archival(agent_id)
+        return page(request, viewer, "delete.html", agent_id=agent_id, passage=archival.get(passage_id),
+                    versions=len(archival.history(passage_id)))
+
+    @app.post("/ui/agents/{agent_id}/archival/{passage_id}/delete", include_in_schema=False)
+    def delete_passage(agent_id: AgentId, passage_id: PassageId, viewer: PageViewer, service: Service,
+                       csrf_token: CsrfField = None) -> Response:
+        checked_form(viewer, csrf_token)
+        seen_agent(agent_id, viewer, service)
+        service.memory.archival(agent_id).delete(passage_id)
+        return RedirectResponse(f"/ui/agents/{agent_id}/archival", status_code=303)
