@@ -161,7 +161,9 @@ def test_a_scoped_key_sees_only_its_agents(browser: Any, served: Server) -> None
         assert response.status == 404, path
         assert "Lisbon" not in page.content()
     page.goto("/ui/health")
-    assert "alice" not in page.locator("#tiers").inner_text()
+    assert "alice" not in page.locator("#tiers").inner_text() and "bob" in page.locator("#tiers").inner_text()
+    health = page.locator("#health").inner_text()
+    assert "reachable" in health and "all-MiniLM-L6-v2" in health and "onnx" in health
 
 
 def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(browser: Any, served: Server) -> None:

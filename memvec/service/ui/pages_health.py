@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 
+from memvec.embed import backend_of, split_model_id
 from memvec.errors import StoreUnavailableError
 from memvec.memory import Memory
 from memvec.reports import PartitionStats, VerifyReport
@@ -24,15 +25,21 @@ def _tiers(memory: Memory, agents: list[str]) -> list[PartitionStats]:
     return [part for name in agents for part in memory.partition_stats(name)]
 
 
+def _model(memory: Memory) -> dict[str, str]:
+    """The embedding model's name and the backend that computes it (none for a registered fake)."""
+    return {"name": split_model_id(memory.model_id)[1], "backend": backend_of(memory.model_id) or "built in"}
+
+
 def _health_page(request: Request, viewer: Viewer, memory: Memory, paging: Paging,
                  report: VerifyReport | None = None) -> HTMLResponse:
+    model = _model(memory)
     try:
         agents = _visible_agents(memory, viewer)
     except StoreUnavailableError as exc:
         return page(request, viewer, "health.html", status=503, store_ok=False, store_error=str(exc), memory=memory,
-                    usage=memory.index_usage(), tiers=[], paging=paging, report=None, agents=0)
+                    model=model, usage=memory.index_usage(), tiers=[], paging=paging, report=None, agents=0)
     shown, paging = paging.trimmed(agents[paging.offset:paging.offset + paging.fetch])
-    return page(request, viewer, "health.html", store_ok=True, store_error="", memory=memory,
+    return page(request, viewer, "health.html", store_ok=True, store_error="", memory=memory, model=model,
                 usage=memory.index_usage(), tiers=_tiers(memory, shown), paging=paging, report=report,
                 agents=len(agents))
 
