@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact train-ranker screenshots
+.PHONY: install test lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster train-ranker screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,6 +22,11 @@ test: install
 # Plant known bugs one at a time in a scratch copy and show the suite catches each (not part of CI).
 mutants: install
 	HF_HUB_OFFLINE=1 $(PY) tests/mutants.py
+
+# Three servers on one PostgreSQL behind nginx (`memvec router-config`): SIGKILL one under mixed load, then a
+# rolling restart (~1 min): benchmarks/results/cluster.md.
+bench-cluster: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.cluster $(BENCH_ARGS)
 
 # The README's screenshots of the memory browser, taken by its tests in Debian's chromium.
 screenshots: install

@@ -23,6 +23,8 @@ from benchmarks.metrics import percentile
 from benchmarks.speed import synthetic_texts
 
 LEVELS = (1, 8, 32)
+WORKERS = (1, 2)
+WORKER_START_S = 8.0  # the other workers load the model meanwhile
 
 
 def _free_port() -> int:
@@ -110,4 +112,18 @@ def run(model: str, preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]
                        "insert": [run_level(url, c, seconds, insert, 201) for c in LEVELS]}
         finally:
             stop_server(process)
+        results["workers"] = _workers(Path(tmp) / "home", model, seconds, search)
     return {"preload": preload, "seconds_per_level": seconds, **results}
+
+
+def _workers(home: Path, model: str, seconds: float, search: Any) -> list[dict[str, Any]]:
+    """Searches/s at 8 and 32 clients with 1 and 2 `serve --workers` on the same home, side by side."""
+    rows = []
+    for workers in WORKERS:
+        process, url = start_server(home, ["--model", model], ["--workers", str(workers)])
+        try:
+            time.sleep(WORKER_START_S if workers > 1 else 0)  # health answered once one worker was up
+            rows += [{"workers": workers, **run_level(url, c, seconds, search, 200)} for c in (8, 32)]
+        finally:
+            stop_server(process)
+    return rows

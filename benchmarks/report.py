@@ -260,7 +260,17 @@ def _http_section(http: dict[str, Any]) -> list[str]:
             f"each level runs {http['seconds_per_level']:.0f}s of back-to-back requests per client. Clients and "
             "server share the same cores, so these are lower bounds. Search embeds every query; insert embeds "
             "and commits (fsync) each passage.", "",
-            _table(["operation", "clients", "requests", "errors", "requests/s", "p50 ms", "p99 ms"], rows), ""]
+            _table(["operation", "clients", "requests", "errors", "requests/s", "p50 ms", "p99 ms"], rows), ""] + (
+        _workers_section(http["workers"]) if "workers" in http else [])
+
+
+def _workers_section(rows: list[dict[str, Any]]) -> list[str]:
+    table = [[r["workers"], r["clients"], r["requests"], r["errors"], round(r["rps"], 1), r["p50_ms"], r["p99_ms"]]
+             for r in rows]
+    return ["### Searches with `memvec serve --workers N`", "",
+            "The same home and load, served by 1 and then 2 worker processes on one port (SO_REUSEPORT; each "
+            "loads the model and its own indexes), in this run one after the other.", "",
+            _table(["workers", "clients", "requests", "errors", "searches/s", "p50 ms", "p99 ms"], table), ""]
 
 
 def _ui_section(ui: dict[str, Any]) -> list[str]:

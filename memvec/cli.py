@@ -17,10 +17,11 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from memvec.cli_agents import agent, blocks, chat, import_command, serve
+from memvec.cli_agents import agent, blocks, chat, import_command
 from memvec.cli_common import TIER, Context, dump, input_lines, print_json
 from memvec.cli_lifecycle import consolidate, forget, history, sweep, update
 from memvec.cli_mcp import mcp
+from memvec.cli_serve import router_config, serve
 from memvec.embed import BACKENDS
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError, StoreUnavailableError
 from memvec.limits import JSONLimitError, load_json
@@ -349,7 +350,8 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-for command in (agent, blocks, chat, serve, mcp, import_command, forget, sweep, update, history, consolidate):
+for command in (agent, blocks, chat, serve, router_config, mcp, import_command, forget, sweep, update, history,
+                consolidate):
     cli.add_command(command)
 
 

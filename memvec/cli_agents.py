@@ -1,4 +1,4 @@
-"""`memvec agent`, `memvec chat` and `memvec serve`: the commands above the memory engine."""
+"""`memvec agent`, `memvec chat`, `memvec blocks` and `memvec import`: the commands about agents."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from memvec.agent.sleep import SleepSchedule
-from memvec.cli_common import Context, dump, open_when_store_is_up, print_json, read_input_file, serve_http
+from memvec.cli_common import Context, dump, print_json, read_input_file
 from memvec.types import AgentSettings
 
 
@@ -109,41 +108,6 @@ def chat(obj: Context, name: str, llm: str | None, session: str | None, messages
                 print_json(dump(reply))
             else:
                 click.echo(reply.message if reply.message is not None else f"(no reply: {reply.trace.stopped_by})")
-
-
-@click.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8283, show_default=True)
-@click.option("--keys-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="API keys, one per line (KEY or KEY=agent1|agent2); also MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
-@click.option("--wait-for-store/--no-wait-for-store", default=True, show_default=True,
-              help="When the store (PostgreSQL) is down at start: retry with backoff until it is back, or exit 4.")
-@click.option("--max-loaded-indexes", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Keep at most N (agent, tier) indexes in memory; the least recently used are saved and "
-                   "unloaded, and reload on next use [env MEMVEC_MAX_LOADED_INDEXES; default no limit].")
-@click.option("--consolidate-every", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MINUTES",
-              help="Opt-in sleep-time consolidation: every MINUTES, each agent with a model and new messages "
-                   "gets a `memvec consolidate` run [default: never].")
-@click.pass_obj
-def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, wait_for_store: bool,
-          max_loaded_indexes: int | None, consolidate_every: float | None) -> None:
-    """Serve the memory home over HTTP (REST API under /v1, OpenAPI docs at /docs). While the store
-    is unreachable requests answer 503 with Retry-After and /v1/health reports it (503)."""
-    from memvec.service.app import create_app
-    from memvec.service.auth import KeyRing
-
-    keys = KeyRing.from_environment(keys_file)
-    budget = {"max_loaded_indexes": max_loaded_indexes} if max_loaded_indexes else {}
-    with open_when_store_is_up(obj, wait_for_store, query_batching=True, **budget) as mem:
-        click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.embedding_dim})", err=True)  # loads it now
-        schedule = SleepSchedule(mem, consolidate_every * 60).start() if consolidate_every else None
-        try:
-            serve_http(create_app(mem, keys), mem, keys, host=host, port=port, log_level=log_level)
-        finally:
-            if schedule is not None:
-                schedule.stop()
 
 
 def _stdin_lines() -> Iterator[str]:

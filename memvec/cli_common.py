@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,9 +78,14 @@ def input_lines(path: Path) -> Iterator[bytes]:
         raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int, log_level: str) -> None:
+def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int, log_level: str,
+               drain_s: float = 0.0, draining: threading.Event | None = None, reuse_port: bool = False) -> None:
     """Run an HTTP server (the REST service or MCP over HTTP) until SIGTERM or SIGINT, then save
-    the indexes before the process exits, whichever signal stopped it."""
+    the indexes before the process exits, whichever signal stopped it. With `drain_s`, the first
+    signal sets `draining` (health answers 503, so a balancer stops sending) and the server goes on
+    serving for `drain_s` seconds before it stops accepting; a second signal stops it at once.
+    Stopping finishes the requests in flight. With `reuse_port`, several processes listen on the
+    same port (SO_REUSEPORT) and the kernel spreads the connections among them."""
     import uvicorn
 
     class SavingServer(uvicorn.Server):
@@ -88,6 +95,34 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
             await super().shutdown(sockets)
             await asyncio.to_thread(memory.save)
 
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if drain_s <= 0 or draining is None or draining.is_set():
+                super().handle_exit(sig, frame)
+                return
+            draining.set()
+            click.echo(f"memvec: stopping: health answers 503 for {drain_s:g} s, then the server closes", err=True)
+            timer = threading.Timer(drain_s, super().handle_exit, args=(sig, frame))
+            timer.daemon = True
+            timer.start()
+
+    _warn_if_open(keys, host)
+    server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level))
+    server.run(sockets=[_shared_socket(host, port)] if reuse_port else None)
+
+
+def _shared_socket(host: str, port: int) -> socket.socket:
+    """A listening socket that other processes may bind too (SO_REUSEPORT)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _warn_if_open(keys: KeyRing, host: str) -> None:
     if keys.open:
         click.echo("memvec: no API keys configured: anyone who can reach the server can read and write "
                    "every agent", err=True)
@@ -96,7 +131,6 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
                        "MEMVEC_API_KEYS or --keys-file", err=True)
     else:
         click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
-    SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run()
 
 
 def _is_loopback(host: str) -> bool:

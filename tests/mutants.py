@@ -219,6 +219,12 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      'return "/ui/agents"\n    return target', "return target\n    return target", "tests/test_ui.py"),
     ("the search page hides the ranker's part", "memvec/service/ui/pages_search.py",
      '("ranker", "ranker", True),', "", "tests/test_ui.py"),
+    # scale-out (tests/test_cluster.py: real servers, PostgreSQL and nginx)
+    ("health stays ok while a server drains", "memvec/service/app.py",
+     'if service.draining.is_set():\n            out.status = "draining"',
+     'if False:\n            out.status = "draining"', "tests/test_cluster.py"),
+    ("SIGTERM stops at once despite --drain-seconds", "memvec/cli_common.py",
+     "if drain_s <= 0 or draining is None or draining.is_set():", "if True:", "tests/test_cluster.py"),
 ]
 
 

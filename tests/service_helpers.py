@@ -40,8 +40,9 @@ class InProcess:
 
 class Server:
     def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64", store: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, serve_args: list[str] | None = None) -> None:
         self.home, self.keys, self.model, self.store = home, keys, model, store
+        self.serve_args = serve_args or []
         self.env = env or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -55,7 +56,7 @@ class Server:
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "memvec", "--home", str(self.home), "--model", self.model, *store, "serve",
-                 "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL, stderr=log)
+                 "--port", str(self.port), *self.serve_args], env=env, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

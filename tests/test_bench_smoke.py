@@ -17,6 +17,7 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.mark.slow
+@pytest.mark.postgres  # its store and staleness sections use PostgreSQL: never while a test stops it
 def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     if not LOCOMO.exists():
         pytest.skip(f"{LOCOMO} is absent")
@@ -52,6 +53,9 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     for run in results["backends"]["cli"]:
         assert run["ingest_records_per_s"] > 0 and all(level["errors"] == 0 for level in run["serve"])
     assert all(level["errors"] == 0 for op in ("search", "insert") for level in results["speed"]["http"][op])
+    workers = results["speed"]["http"]["workers"]
+    assert [(r["workers"], r["clients"]) for r in workers] == [(1, 8), (1, 32), (2, 8), (2, 32)]
+    assert all(r["errors"] == 0 and r["requests"] > 0 for r in workers)
     pages = results["speed"]["ui"]["pages"]
     assert {"agents", "search archival (hybrid + ranker)", "recall, last page", "health"} <= set(pages)
     assert all(page["p50"] > 0 and page["kb"] > 0 for page in pages.values())

@@ -147,9 +147,11 @@ def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
 
 def add_health_route(app: FastAPI) -> None:
     @app.get("/v1/health", response_model=Health, tags=["service"],
-             responses={503: {"model": Health, "description": "the store is down: not ready for traffic"}})
+             responses={503: {"model": Health, "description": "the store is down, or the server is stopping: "
+                                                              "not ready for new traffic"}})
     def health(service: Service, response: Response) -> Health:
-        """Readiness: 200 while the store answers, 503 (status `unavailable`) while it does not."""
+        """Readiness: 200 while the store answers; 503 with status `unavailable` while it does not, or
+        `draining` once the server was asked to stop (it still serves requests until it closes)."""
         memory = service.memory
         usage = memory.index_usage()
         out = Health(status="ok", store=memory.store_location, store_ok=True, model=memory.model_id,
@@ -158,6 +160,9 @@ def add_health_route(app: FastAPI) -> None:
             out.records, out.agents = memory.totals()
         except StoreUnavailableError:
             out.status, out.store_ok = "unavailable", False
+        if service.draining.is_set():
+            out.status = "draining"
+        if out.status != "ok":
             response.status_code = 503
             response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return out

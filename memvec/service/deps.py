@@ -24,6 +24,9 @@ class ServiceState:
 
     def __init__(self, memory: Memory, keys: KeyRing) -> None:
         self.memory, self.keys = memory, keys
+        # set when the server was asked to stop: /v1/health answers 503 so a balancer drains it, while
+        # requests are still served until the listener closes
+        self.draining = threading.Event()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 

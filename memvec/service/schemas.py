@@ -305,7 +305,8 @@ class ErrorOut(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "unavailable"] = Field(description="unavailable: the store cannot be reached (HTTP 503)")
+    status: Literal["ok", "unavailable", "draining"] = Field(
+        description="unavailable: the store cannot be reached; draining: the server is shutting down (both HTTP 503)")
     store: str = Field(description="the store's file or URL (no password)")
     store_ok: bool
     model: str

@@ -1,0 +1,357 @@
+"""Several `memvec serve` on one PostgreSQL behind a real nginx, under mixed load: a server killed
+with SIGKILL, and a rolling restart (`make bench-cluster` writes benchmarks/results/cluster.md; the
+tests in tests/test_cluster.py run the same scenarios smaller).
+
+The nginx configuration is `memvec router-config`'s, the one docs/deployment.md shows. Load: client
+threads through the router, each on its own agent, inserting passages (unique texts), searching and
+sending the agent messages (its model is litellm's scripted provider, `tests/scripted_serve.py`).
+Every request is logged with its agent, start, end and status; afterwards every acknowledged insert
+is looked up through the router and every passage is counted, so a lost write or a write applied
+twice shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.load import _free_port
+from benchmarks.metrics import percentile
+from benchmarks.stores import DEFAULT_PG, pg_schema
+from memvec.router import nginx_config
+
+ROOT = Path(__file__).resolve().parents[1]
+NGINX_MAIN = """daemon off;
+{user}pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy; fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
+    include {dir}/memvec.conf;
+}}
+"""
+RETRYABLE = {502, 503, 504, 0}  # 0: the connection failed; what a client may retry
+
+
+@dataclass
+class Member:
+    home: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Cluster:
+    root: Path
+    store: str
+    size: int = 3
+    drain_s: float = 1.0
+    members: list[Member] = field(default_factory=list)
+    nginx: subprocess.Popen[bytes] | None = None
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Cluster:
+        self.members = [Member(self.root / f"server-{n}", _free_port()) for n in range(self.size)]
+        for member in self.members:
+            self.start_member(member)
+        self.port = _free_port()
+        config = self.root / "nginx"
+        config.mkdir(parents=True, exist_ok=True)
+        (config / "memvec.conf").write_text(nginx_config([f"127.0.0.1:{m.port}" for m in self.members],
+                                                         listen=f"127.0.0.1:{self.port}"))
+        # as root, nginx's workers would run as nobody, who cannot enter this private temporary folder
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        (config / "nginx.conf").write_text(NGINX_MAIN.format(dir=config, user=user))
+        with open(config / "stderr.log", "wb") as log:  # the child keeps its own copy of the descriptor
+            self.nginx = subprocess.Popen(["nginx", "-p", str(config), "-c", str(config / "nginx.conf")],
+                                          stdout=subprocess.DEVNULL, stderr=log)
+        _wait_healthy(self.url, self.nginx, config / "stderr.log")
+        return self
+
+    def start_member(self, member: Member) -> None:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": ""}
+        member.home.mkdir(parents=True, exist_ok=True)
+        with open(member.home.parent / f"{member.home.name}.log", "ab") as log:
+            member.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.scripted_serve", "--home", str(member.home), "--model", "hash:64",
+                 "--store", self.store, "serve", "--port", str(member.port), "--drain-seconds", str(self.drain_s)],
+                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        _wait_healthy(member.url, member.process, member.home.parent / f"{member.home.name}.log")
+
+    def stop(self) -> None:
+        for member in self.members:
+            if member.process is not None and member.process.poll() is None:
+                member.process.send_signal(signal.SIGINT)  # twice: no drain when tearing down
+                member.process.send_signal(signal.SIGINT)
+                member.process.wait(timeout=60)
+        if self.nginx is not None:
+            self.nginx.send_signal(signal.SIGQUIT)
+            self.nginx.wait(timeout=30)
+
+    def owner(self, agent: str) -> Member:
+        """The member that serves `agent` through the router: the one whose loaded indexes grow
+        when the agent is searched through the router (asked one agent at a time)."""
+        before = [_loaded(m) for m in self.members]
+        httpx.get(f"{self.url}/v1/agents/{agent}/recall-memory/search", params={"query": "which server"},
+                  timeout=30).raise_for_status()
+        grown = [m for m, b in zip(self.members, before, strict=True) if _loaded(m) > b]
+        assert len(grown) == 1, f"{agent} loaded on {len(grown)} servers"
+        return grown[0]
+
+
+def _loaded(member: Member) -> int:
+    loaded: int = httpx.get(f"{member.url}/v1/health", timeout=10).json()["indexes_loaded"]
+    return loaded
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url} exited: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{url} did not become healthy")
+
+
+@contextmanager
+def running_cluster(pg_url: str, size: int = 3, drain_s: float = 1.0) -> Iterator[Cluster]:
+    with pg_schema(pg_url) as store, tempfile.TemporaryDirectory() as tmp:
+        cluster = Cluster(Path(tmp), store, size=size, drain_s=drain_s)
+        try:
+            yield cluster.start()
+        finally:
+            cluster.stop()
+
+
+@dataclass(frozen=True)
+class Call:
+    agent: str
+    kind: str
+    started: float
+    ended: float
+    status: int
+    text: str = ""
+    detail: str = ""
+
+
+class Load:
+    """Client threads through the router, one agent each, mixing inserts, searches and messages."""
+
+    def __init__(self, url: str, agents: list[str]) -> None:
+        self.url, self.agents = url, agents
+        self.calls: list[Call] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._client, args=(a,), daemon=True) for a in agents]
+
+    def __enter__(self) -> Load:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=120)
+
+    def _client(self, agent: str) -> None:
+        with httpx.Client(base_url=self.url, timeout=60) as api:
+            n = 0
+            while not self._stop.is_set():
+                kind = ("insert", "search", "insert", "message")[n % 4]
+                self._one(api, agent, kind, f"{agent} fact {n}: the code word is w{n}x{agent}")
+                n += 1
+
+    def _one(self, api: httpx.Client, agent: str, kind: str, text: str) -> None:
+        started = time.monotonic()
+        try:
+            if kind == "insert":
+                response = api.post(f"/v1/agents/{agent}/archival-memory", json={"text": text})
+            elif kind == "search":
+                response = api.get(f"/v1/agents/{agent}/archival-memory/search", params={"query": text})
+            else:
+                response = api.post(f"/v1/agents/{agent}/messages", json={
+                    "messages": [{"role": "user", "content": text}]})
+            status, detail = response.status_code, response.text[:200] if response.status_code >= 300 else ""
+        except httpx.TransportError as exc:
+            status, detail = 0, repr(exc)
+        with self._lock:
+            self.calls.append(Call(agent, kind, started, time.monotonic(), status, text, detail))
+
+
+def setup_agents(url: str, count: int) -> list[str]:
+    agents = [f"agent-{n:02d}" for n in range(count)]
+    with httpx.Client(base_url=url, timeout=60) as api:
+        for agent in agents:
+            api.post("/v1/agents", json={"name": agent, "model": "scripted/echo"}).raise_for_status()
+    return agents
+
+
+def audit(url: str, calls: list[Call]) -> dict[str, Any]:
+    """Acknowledged inserts missing from the store, and texts stored more than once."""
+    acknowledged = {(c.agent, c.text) for c in calls if c.kind == "insert" and c.status in (200, 201)}
+    stored: dict[tuple[str, str], int] = {}
+    with httpx.Client(base_url=url, timeout=60) as api:
+        for agent in sorted({c.agent for c in calls}):
+            after = None
+            while True:
+                page = api.get(f"/v1/agents/{agent}/archival-memory",
+                               params={"limit": 1000, **({"after": after} if after else {})}).json()
+                for passage in page:
+                    stored[(agent, passage["text"])] = stored.get((agent, passage["text"]), 0) + 1
+                if len(page) < 1000:
+                    break
+                after = page[-1]["id"]
+    return {"acknowledged_inserts": len(acknowledged), "lost": len(acknowledged - set(stored)),
+            "stored_twice": sum(1 for n in stored.values() if n > 1)}
+
+
+def summary(calls: list[Call]) -> dict[str, Any]:
+    failed = [c for c in calls if c.status not in (200, 201)]
+    return {"requests": len(calls), "failed": len(failed),
+            "failed_by_status": {str(status): sum(1 for c in failed if c.status == status)
+                                 for status in sorted({c.status for c in failed})},
+            "failed_not_retryable": sum(1 for c in failed if c.status not in RETRYABLE),
+            "failed_by_kind": {k: sum(1 for c in failed if c.kind == k) for k in ("insert", "search", "message")},
+            "failed_calls": [f"{c.kind} {c.agent} -> {c.status}: {c.detail}" for c in failed[:20]],
+            "by_kind": {k: sum(1 for c in calls if c.kind == k) for k in ("insert", "search", "message")}}
+
+
+def server_loss(pg_url: str = DEFAULT_PG, agents: int = 9, seconds: float = 6.0) -> dict[str, Any]:
+    """SIGKILL the server that serves the most agents a third of the way into the load."""
+    with running_cluster(pg_url) as cluster:
+        names = setup_agents(cluster.url, agents)
+        owners = {a: cluster.owner(a) for a in names}
+        victim = max(cluster.members, key=lambda m: sum(1 for o in owners.values() if o is m))
+        moved = [a for a, o in owners.items() if o is victim]
+        with Load(cluster.url, names) as load:
+            time.sleep(seconds / 3)
+            assert victim.process is not None
+            killed_at = time.monotonic()
+            victim.process.send_signal(signal.SIGKILL)
+            victim.process.wait(timeout=30)
+            time.sleep(seconds * 2 / 3)
+        calls = sorted(load.calls, key=lambda c: c.started)
+        return {"servers": cluster.size, "agents": agents, "moved_agents": len(moved), "seconds": seconds,
+                **summary(calls), **audit(cluster.url, calls), **_recovery(calls, moved, killed_at)}
+
+
+def _recovery(calls: list[Call], moved: list[str], killed_at: float) -> dict[str, Any]:
+    """How long the moved agents took to answer again, and their first search's latency after the
+    kill against their searches before it."""
+    answered, first_search, before = [], [], []
+    for agent in moved:
+        mine = [c for c in calls if c.agent == agent]
+        after = [c for c in mine if c.started >= killed_at and c.status in (200, 201)]
+        if after:
+            answered.append(after[0].ended - killed_at)
+        searches = [c for c in after if c.kind == "search"]
+        if searches:
+            first_search.append(1000 * (searches[0].ended - searches[0].started))
+        before += [1000 * (c.ended - c.started) for c in mine if c.kind == "search" and c.ended < killed_at]
+    return {"moved_answered": len(answered), "recovery_s_max": max(answered, default=float("nan")),
+            "recovery_s_median": percentile(answered, 50) if answered else float("nan"),
+            "first_search_after_move_ms_median": percentile(first_search, 50) if first_search else float("nan"),
+            "search_before_ms_median": percentile(before, 50) if before else float("nan")}
+
+
+def rolling_restart(pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 1.0) -> dict[str, Any]:
+    """SIGTERM each server in turn under load, wait for it to exit, start it again, then the next."""
+    drained = []
+    with running_cluster(pg_url, drain_s=drain_s) as cluster:
+        names = setup_agents(cluster.url, agents)
+        started = time.monotonic()
+        with Load(cluster.url, names) as load:
+            time.sleep(1.0)
+            for member in cluster.members:
+                drained.append(_restart(cluster, member))
+                time.sleep(1.0)
+        calls = [c for c in load.calls if c.started >= started]
+        return {"servers": cluster.size, "agents": agents, "drain_s": drain_s, "health_503_while_draining":
+                all(d["health_503"] for d in drained), "exit_s_median": percentile([d["exit_s"] for d in drained], 50),
+                **summary(calls), **audit(cluster.url, calls)}
+
+
+def _restart(cluster: Cluster, member: Member) -> dict[str, Any]:
+    assert member.process is not None
+    stopping = time.monotonic()
+    member.process.send_signal(signal.SIGTERM)
+    health = httpx.get(f"{member.url}/v1/health", timeout=10)
+    member.process.wait(timeout=60)
+    exited = time.monotonic() - stopping
+    cluster.start_member(member)
+    return {"health_503": health.status_code == 503 and health.json()["status"] == "draining", "exit_s": exited}
+
+
+def markdown(results: dict[str, Any]) -> str:
+    loss, rolling = results["server loss"], results["rolling restart"]
+    rows = [("requests through the router", loss["requests"], rolling["requests"]),
+            ("failed requests", f"{loss['failed']} {loss['failed_by_status']}", rolling["failed"]),
+            ("failed with a status a client cannot retry", loss["failed_not_retryable"],
+             rolling["failed_not_retryable"]),
+            ("acknowledged inserts / lost", f"{loss['acknowledged_inserts']} / {loss['lost']}",
+             f"{rolling['acknowledged_inserts']} / {rolling['lost']}"),
+            ("passages stored twice", loss["stored_twice"], rolling["stored_twice"])]
+    lines = ["# memvec cluster: a server's loss and a rolling restart", "",
+             f"{results['date']} · {results['servers']} `memvec serve` (hash:64 model) on one PostgreSQL behind nginx "
+             "(`memvec router-config`), client threads through the router, one agent each, mixing inserts, "
+             "searches and agent messages (litellm scripted provider).", "",
+             "| measure | SIGKILL one server | rolling restart (SIGTERM each in turn) |", "| --- | --- | --- |"]
+    lines += [f"| {name} | {a} | {b} |" for name, a, b in rows]
+    lines += ["", f"Server loss: {loss['moved_agents']} of {loss['agents']} agents were on the killed server; all "
+              f"answered again, the last {loss['recovery_s_max']:.2f} s after the kill (median "
+              f"{loss['recovery_s_median']:.2f} s). Their first search on the new server took "
+              f"{loss['first_search_after_move_ms_median']:.1f} ms (median; it loads the agent's index from the store) "
+              f"against {loss['search_before_ms_median']:.1f} ms before the kill.",
+              "", f"Rolling restart: each server drained {rolling['drain_s']:g} s (health 503 while draining: "
+              f"{rolling['health_503_while_draining']}), exited a median {rolling['exit_s_median']:.2f} s after "
+              "SIGTERM, and was started again before the next one.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pg", default=DEFAULT_PG)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "servers": 3,
+                               "server loss": server_loss(args.pg, agents=12, seconds=12.0),
+                               "rolling restart": rolling_restart(args.pg, agents=12)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "cluster.json").write_text(json.dumps(results, indent=1))
+    (args.out / "cluster.md").write_text(markdown(results))
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

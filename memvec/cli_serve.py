@@ -1,0 +1,156 @@
+"""`memvec serve` (one process or several workers on one port) and `memvec router-config`."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memvec.agent.sleep import SleepSchedule
+from memvec.cli_common import Context, open_when_store_is_up, serve_http
+
+QUICK_EXIT_S = 30.0  # a worker that exits by itself this soon after its start would only fail again
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What each worker needs to serve (picklable: workers are spawned processes)."""
+
+    host: str
+    port: int
+    keys_file: Path | None
+    log_level: str
+    wait_for_store: bool
+    max_loaded_indexes: int | None
+    consolidate_every: float | None
+    drain_seconds: float
+    reuse_port: bool = False
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8283, show_default=True)
+@click.option("--keys-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="API keys, one per line (KEY or KEY=agent1|agent2); also MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option("--wait-for-store/--no-wait-for-store", default=True, show_default=True,
+              help="When the store (PostgreSQL) is down at start: retry with backoff until it is back, or exit 4.")
+@click.option("--max-loaded-indexes", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Keep at most N (agent, tier) indexes in memory; the least recently used are saved and "
+                   "unloaded, and reload on next use [env MEMVEC_MAX_LOADED_INDEXES; default no limit].")
+@click.option("--consolidate-every", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MINUTES",
+              help="Opt-in sleep-time consolidation: every MINUTES, each agent with a model and new messages "
+                   "gets a `memvec consolidate` run [default: never].")
+@click.option("--drain-seconds", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="S",
+              help="On SIGTERM/SIGINT, answer /v1/health with 503 (draining) and keep serving for S seconds "
+                   "before closing, so a health-checking balancer moves traffic away first (a second signal "
+                   "stops at once). Requests in flight always finish; indexes are saved.")
+@click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
+              help="Processes serving the same port (the kernel spreads connections; each loads the model "
+                   "and its own indexes, all on the one store). A worker that dies is started again.")
+@click.pass_obj
+def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, wait_for_store: bool,
+          max_loaded_indexes: int | None, consolidate_every: float | None, drain_seconds: float,
+          workers: int) -> None:
+    """Serve the memory home over HTTP (REST API under /v1, memory browser under /ui, OpenAPI docs at
+    /docs). While the store is unreachable requests answer 503 with Retry-After and /v1/health
+    reports it (503)."""
+    options = ServeOptions(host, port, keys_file, log_level, wait_for_store, max_loaded_indexes,
+                           consolidate_every, drain_seconds, reuse_port=workers > 1)
+    if workers == 1:
+        serve_one(obj, options)
+    else:
+        supervise(obj, options, workers)
+
+
+def serve_one(obj: Context, options: ServeOptions) -> None:
+    """One server process until SIGTERM/SIGINT (see serve_http)."""
+    from memvec.service.app import create_app
+    from memvec.service.auth import KeyRing
+
+    keys = KeyRing.from_environment(options.keys_file)
+    budget = {"max_loaded_indexes": options.max_loaded_indexes} if options.max_loaded_indexes else {}
+    with open_when_store_is_up(obj, options.wait_for_store, query_batching=True, **budget) as mem:
+        click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.embedding_dim})", err=True)  # loads it now
+        every = options.consolidate_every
+        schedule = SleepSchedule(mem, every * 60).start() if every else None
+        try:
+            app = create_app(mem, keys)
+            serve_http(app, mem, keys, host=options.host, port=options.port, log_level=options.log_level,
+                       drain_s=options.drain_seconds, draining=app.state.service.draining,
+                       reuse_port=options.reuse_port)
+        finally:
+            if schedule is not None:
+                schedule.stop()
+
+
+def _worker(obj: Context, options: ServeOptions) -> None:
+    os.setpgrp()  # a terminal's Ctrl-C reaches the supervisor, which passes it on once
+    serve_one(obj, options)
+
+
+def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
+    """Start `workers` server processes on one port and keep them running until SIGTERM/SIGINT,
+    which each worker gets once (and drains, saves and exits as a single server would)."""
+    from memvec.service.auth import KeyRing
+
+    KeyRing.from_environment(options.keys_file)  # a bad key entry stops here, once, not in every worker
+    spawn = multiprocessing.get_context("spawn")  # no fork of a process holding threads and a model
+    # the first worker alone runs the consolidation schedule: one run per interval, not one per worker
+    plans = [options if n == 0 else _without_schedule(options) for n in range(workers)]
+    running: list[Any] = [spawn.Process(target=_worker, args=(obj, plan), daemon=False) for plan in plans]
+    stopping: list[int] = []
+
+    def stop(sig: int, _: Any) -> None:
+        stopping.append(sig)
+        for process in running:
+            if process.pid is not None and process.is_alive():
+                os.kill(process.pid, sig)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for process in running:
+            process.start()
+        click.echo(f"memvec: {workers} workers on {options.host}:{options.port}", err=True)
+        started = [time.monotonic()] * workers
+        while not stopping:
+            for n, process in enumerate(running):
+                if process.is_alive() or stopping:
+                    continue
+                exited_by_itself = (process.exitcode or 0) >= 0  # not killed by a signal
+                if exited_by_itself and time.monotonic() - started[n] < QUICK_EXIT_S:  # cannot start: port, home
+                    stop(signal.SIGTERM, None)
+                    raise click.ClickException(f"worker {n} exited at start ({process.exitcode}); see above")
+                click.echo(f"memvec: worker {n} exited ({process.exitcode}); starting it again", err=True)
+                running[n] = spawn.Process(target=_worker, args=(obj, plans[n]), daemon=False)
+                running[n].start()
+                started[n] = time.monotonic()
+            time.sleep(0.5)
+        for process in running:
+            process.join()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _without_schedule(options: ServeOptions) -> ServeOptions:
+    return ServeOptions(**{**options.__dict__, "consolidate_every": None})
+@click.command(name="router-config")
+@click.option("--upstream", "upstreams", multiple=True, required=True, metavar="HOST:PORT",
+              help="A `memvec serve` behind the router (repeat for each server).")
+@click.option("--listen", default="80", show_default=True, help="Where nginx listens: a port or address:port.")
+def router_config(upstreams: tuple[str, ...], listen: str) -> None:
+    """Print the nginx configuration that routes each agent to one of several `memvec serve` on one
+    store (consistent hash on the agent id; a server that is down is skipped; nothing runs twice).
+    See docs/deployment.md."""
+    from memvec.router import nginx_config
+
+    click.echo(nginx_config(list(upstreams), listen=listen), nl=False)
+

@@ -1,0 +1,156 @@
+"""Three `memvec serve` on one PostgreSQL behind a real nginx configured by `memvec router-config`
+(benchmarks/cluster.py): each agent on one server, a server killed with SIGKILL under mixed load, a
+rolling restart. Without nginx these tests skip with how to install it; under CI=true they fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from benchmarks import cluster
+from memvec.errors import InvalidInputError
+from memvec.router import nginx_config
+from tests.conftest import require_postgres, run_cli
+from tests.service_helpers import Server
+
+PG = os.environ.get("MEMVEC_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+DEPLOYMENT = Path(__file__).resolve().parents[1] / "docs" / "deployment.md"
+DOCUMENTED = (["10.0.0.11:8283", "10.0.0.12:8283", "10.0.0.13:8283"], "80")
+
+
+def require_nginx() -> None:
+    require_postgres(PG)
+    if shutil.which("nginx"):
+        return
+    message = "Debian's nginx is not installed: `apt-get install -y nginx` (the routed-deployment tests run it)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def test_the_documented_nginx_file_is_the_generated_one(tmp_path: Path) -> None:
+    blocks = re.findall(r"```nginx\n(.*?)```", DEPLOYMENT.read_text(), flags=re.S)
+    upstreams, listen = DOCUMENTED
+    assert blocks == [nginx_config(upstreams, listen=listen)]
+    args = [a for u in upstreams for a in ("--upstream", u)]
+    assert run_cli("router-config", *args, "--listen", listen, home=tmp_path).stdout == blocks[0]
+
+
+@pytest.mark.parametrize("upstreams, listen", [([], "80"), (["10.0.0.1"], "80"), (["10.0.0.1:0"], "80"),
+                                               (["a b:80"], "80"), (["10.0.0.1:80"], "99999"),
+                                               (["10.0.0.1:80;}"], "80"), (["10.0.0.1:80"], "80; include x")])
+def test_router_config_refuses_what_is_not_host_and_port(upstreams: list[str], listen: str) -> None:
+    with pytest.raises(InvalidInputError):
+        nginx_config(upstreams, listen=listen)
+
+
+@pytest.mark.postgres  # shares the server with its like; never while a test stops it
+def test_each_agent_is_served_by_one_server_through_the_router() -> None:
+    require_nginx()
+    with cluster.running_cluster(PG) as running:
+        agents = cluster.setup_agents(running.url, 9)
+        owners = {agent: running.owner(agent) for agent in agents}
+        assert len({id(o) for o in owners.values()}) >= 2  # the ring spreads 9 agents over the servers
+        for agent in agents:  # again: the same server, nothing loaded anywhere else
+            before = [cluster._loaded(m) for m in running.members]
+            httpx.get(f"{running.url}/v1/agents/{agent}/recall-memory/search", params={"query": "again"},
+                      timeout=30).raise_for_status()
+            assert [cluster._loaded(m) for m in running.members] == before
+
+
+@pytest.mark.postgres  # shares the server with its like; never while a test stops it
+def test_a_killed_server_loses_no_acknowledged_write_and_applies_nothing_twice() -> None:
+    require_nginx()
+    found = cluster.server_loss(PG, agents=6, seconds=6.0)
+    assert found["moved_agents"] >= 1 and found["moved_answered"] == found["moved_agents"], found
+    assert found["acknowledged_inserts"] > 20 and found["lost"] == 0 and found["stored_twice"] == 0, found
+    assert found["failed_not_retryable"] == 0, found  # in flight on the dead server: 502, which a client retries
+    assert found["failed_by_kind"]["search"] == 0, found  # a search is retried by the router itself
+
+
+@pytest.mark.postgres  # shares the server with its like; never while a test stops it
+def test_a_rolling_restart_fails_no_request() -> None:
+    require_nginx()
+    found = cluster.rolling_restart(PG, agents=6, drain_s=1.0)
+    assert found["health_503_while_draining"], found
+    assert found["requests"] > 50 and found["failed"] == 0, json.dumps(found, indent=1)
+    assert found["lost"] == 0 and found["stored_twice"] == 0, found
+
+
+def test_sigterm_with_drain_reports_draining_keeps_serving_then_saves_and_exits(tmp_path: Path) -> None:
+    server = Server(tmp_path / "home", serve_args=["--drain-seconds", "2"]).start()
+    with httpx.Client(base_url=server.url, timeout=30) as api:
+        assert api.post("/v1/agents", json={"name": "ana"}).status_code == 201
+        assert api.post("/v1/agents/ana/archival-memory", json={"text": "kept across the restart"}).status_code == 201
+        assert server.process is not None
+        stopping = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        health = api.get("/v1/health")
+        assert health.status_code == 503 and health.json()["status"] == "draining", health.text
+        assert health.headers["retry-after"] == "1"
+        search = api.get("/v1/agents/ana/archival-memory/search", params={"query": "kept"})
+        assert search.status_code == 200 and search.json()["count"] == 1  # still serving while draining
+        server.process.wait(timeout=30)
+        assert time.monotonic() - stopping >= 1.5
+    checked = json.loads(run_cli("verify", "--json", home=tmp_path / "home").stdout)
+    assert checked["problems"] == [] and checked["behind"] == []  # the indexes were saved before it exited
+
+
+def worker_pids(parent: int) -> set[int]:
+    """The supervisor's worker processes (not multiprocessing's resource tracker)."""
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    return {int(pid) for pid in children if b"spawn_main" in _cmdline(int(pid))}
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone meanwhile
+        return b""
+
+
+def test_workers_share_one_port_and_one_home_and_stop_together(tmp_path: Path) -> None:
+    server = Server(tmp_path / "home", serve_args=["--workers", "2"]).start()
+    try:
+        _check_workers(server, tmp_path)
+    finally:
+        server.stop()
+
+
+def _check_workers(server: Server, tmp_path: Path) -> None:
+    assert server.process is not None
+    deadline = time.monotonic() + 60
+    while len(workers := worker_pids(server.process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(workers) == 2, workers
+    with httpx.Client(base_url=server.url, timeout=30) as api:
+        assert api.post("/v1/agents", json={"name": "ana"}).status_code == 201
+    for n in range(30):  # a new connection each time: the kernel spreads them over both workers
+        with httpx.Client(base_url=server.url, timeout=30) as api:
+            text = f"note {n} written through one worker"
+            assert api.post("/v1/agents/ana/archival-memory", json={"text": text}).status_code == 201
+        with httpx.Client(base_url=server.url, timeout=30) as api:  # read back, maybe through the other worker
+            hits = api.get("/v1/agents/ana/archival-memory/search", params={"query": text, "top_k": 1}).json()
+            assert hits["results"][0]["content"] == text
+    os.kill(next(iter(workers)), signal.SIGKILL)  # a worker that dies is started again
+    deadline = time.monotonic() + 60
+    while (len(worker_pids(server.process.pid)) < 2 or worker_pids(server.process.pid) == workers) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    final = worker_pids(server.process.pid)
+    assert len(final) == 2 and final != workers
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=60) in (0, -signal.SIGTERM)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in final)  # every worker stopped with it
+    checked = json.loads(run_cli("verify", "--json", home=tmp_path / "home").stdout)
+    assert checked["problems"] == []
+
