@@ -222,9 +222,14 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     # scale-out (tests/test_cluster.py: real servers, PostgreSQL and nginx)
     ("health stays ok while a server drains", "memvec/service/app.py",
      'if service.draining.is_set():\n            out.status = "draining"',
-     'if False:\n            out.status = "draining"', "tests/test_cluster.py"),
+     'if False:\n            out.status = "draining"',
+     "tests/test_cluster.py::test_sigterm_with_drain_reports_draining_keeps_serving_then_saves_and_exits"),
     ("SIGTERM stops at once despite --drain-seconds", "memvec/cli_common.py",
-     "if drain_s <= 0 or draining is None or draining.is_set():", "if True:", "tests/test_cluster.py"),
+     "if drain_s <= 0 or draining is None or draining.is_set():", "if True:",
+     "tests/test_cluster.py::test_sigterm_with_drain_reports_draining_keeps_serving_then_saves_and_exits"),
+    ("a worker that dies is not started again", "memvec/cli_serve.py",
+     "                running[n].start()\n                started[n]", "                started[n]",
+     "tests/test_cluster.py::test_workers_share_one_port_and_one_home_and_stop_together"),
 ]
 
 
