@@ -244,3 +244,14 @@ def test_score_bars_show_each_part_on_its_scale() -> None:
                            hit(2, -1.0, None, vector=0.4, bm25=1.0, fused=0.9, ranker=-1.0)])
     assert [round(bar.length, 3) for bar in reranked[1] if bar.name == "ranker"] == [0.0]
     assert [bar.value for bar in reranked[0] if bar.name == "fused"] == [0.7]
+
+
+def test_the_health_page_lists_a_page_of_agents_at_a_time(memory: Memory) -> None:
+    for n in range(22):
+        memory.create_agent(AgentSettings(name=f"agent-{n:02d}"))
+        memory.archival(f"agent-{n:02d}").insert(f"fact {n}")
+    client = browser(memory)
+    first, second = client.get("/ui/health").text, client.get("/ui/health?page_number=2").text
+    rows = [re.findall(r'<td><a href="/ui/agents/([^"]+)">', page) for page in (first, second)]
+    assert len(set(rows[0])) == 20 and 'rel="next"' in first  # alice, bob and 18 of the 22
+    assert set(rows[0]).isdisjoint(rows[1]) and len(set(rows[0]) | set(rows[1])) == 24

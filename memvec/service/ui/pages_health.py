@@ -16,6 +16,9 @@ from memvec.service.ui.pages_agents import CsrfField
 from memvec.service.ui.render import page
 from memvec.service.ui.session import Viewer
 
+# each agent's tier rows read its saved manifests from disk (~1 ms an agent): 20 keep a page fast
+AGENTS_PER_PAGE = 20
+
 
 def _visible_agents(memory: Memory, viewer: Viewer) -> list[str]:
     return [name for name in memory.agents() if viewer.principal.may_see(name)]
@@ -48,7 +51,7 @@ def add_routes(app: FastAPI) -> None:
     @app.get("/ui/health", include_in_schema=False)
     def health_page(request: Request, viewer: PageViewer, service: Service, page_number: PageNumber = 1
                     ) -> HTMLResponse:
-        return _health_page(request, viewer, service.memory, Paging(page_number))
+        return _health_page(request, viewer, service.memory, Paging(page_number, AGENTS_PER_PAGE))
 
     @app.post("/ui/health/verify", include_in_schema=False)
     def verify(request: Request, viewer: PageViewer, service: Service, csrf_token: CsrfField = None
@@ -64,4 +67,4 @@ def add_routes(app: FastAPI) -> None:
                 found = memory.verify(agent=name)
                 report.problems += found.problems
                 report.behind += found.behind
-        return _health_page(request, viewer, memory, Paging(1), report)
+        return _health_page(request, viewer, memory, Paging(1, AGENTS_PER_PAGE), report)
