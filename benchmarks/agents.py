@@ -10,7 +10,6 @@ sampled throughout; it must level off once the budget is full.
 
 from __future__ import annotations
 
-import json
 import random
 import tempfile
 import threading
@@ -23,6 +22,7 @@ import httpx
 
 from benchmarks.load import start_server, stop_server
 from benchmarks.metrics import percentile
+from benchmarks.report import write_report
 from benchmarks.scale import queries, zipf_texts
 from benchmarks.speed import rss_bytes
 from memvec import Memory, NewRecord
@@ -143,10 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
     result = run(args.agents, args.per_agent, args.requests)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "agents.json").write_text(json.dumps(result, indent=1))
-    (args.out / "agents.md").write_text(markdown(result))
-    print(markdown(result))
+    write_report(args.out, "agents", result, markdown(result))
     return 0
 
 

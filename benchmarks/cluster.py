@@ -13,7 +13,6 @@ twice shows.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -31,6 +30,7 @@ import httpx
 
 from benchmarks.load import _free_port
 from benchmarks.metrics import percentile
+from benchmarks.report import write_report
 from benchmarks.stores import DEFAULT_PG, pg_schema
 from memvec.router import nginx_config
 
@@ -346,10 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "servers": 3,
                                "server loss": server_loss(args.pg, agents=12, seconds=12.0),
                                "rolling restart": rolling_restart(args.pg, agents=12)}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "cluster.json").write_text(json.dumps(results, indent=1))
-    (args.out / "cluster.md").write_text(markdown(results))
-    print(markdown(results))
+    write_report(args.out, "cluster", results, markdown(results))
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 from datetime import UTC, datetime
@@ -281,6 +282,14 @@ def _ui_section(ui: dict[str, Any]) -> list[str]:
             f"other agents), through the real app in-process with a signed-in key: {ui['repeats']} requests after "
             f"a warm-up; search embeds its query with the model. Slowest p95: {worst:.1f} ms.", "",
             _table(["page", "p50 ms", "p95 ms", "KiB"], rows), ""]
+
+
+def write_report(out: Path, stem: str, data: dict[str, Any], text: str) -> None:
+    """`stem`.json and `stem`.md under `out` (created), and the markdown on stdout."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(data, indent=1))
+    (out / f"{stem}.md").write_text(text)
+    print(text)
 
 
 def markdown(results: dict[str, Any]) -> str:
