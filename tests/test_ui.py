@@ -21,6 +21,7 @@ from memvec.service.auth import KeyRing
 from memvec.service.ui import session
 from memvec.service.ui.pages_search import score_bars
 from memvec.types import AgentSettings, Citation, Hit, MethodScores, Tier
+from tests.conftest import SHARED_DATA
 
 ADMIN, SCOPED = "ui-admin-key-000001", "ui-bob-key-00000001"
 KEYS = KeyRing.parse([("admin", ADMIN), ("scoped", f"{SCOPED}=bob")])
@@ -255,3 +256,17 @@ def test_the_health_page_lists_a_page_of_agents_at_a_time(memory: Memory) -> Non
     rows = [re.findall(r'<td><a href="/ui/agents/([^"]+)">', page) for page in (first, second)]
     assert len(set(rows[0])) == 20 and 'rel="next"' in first  # alice, bob and 18 of the 22
     assert set(rows[0]).isdisjoint(rows[1]) and len(set(rows[0]) | set(rows[1])) == 24
+
+
+def test_a_letta_agent_file_uploads_through_the_import_form(memory: Memory) -> None:
+    path = SHARED_DATA / "letta-agent-files" / "memgpt_agent_with_convo.af"
+    if not path.exists():
+        pytest.skip(f"{path} is missing (see ../shared/data/README)")
+    client = browser(memory)
+    token = csrf_of(client.get("/ui/agents").text)
+    imported = client.post("/ui/agents/import", data={"name": "from-letta", "csrf_token": token},
+                           files={"file": (path.name, path.read_bytes())})
+    assert imported.status_code == 303 and imported.headers["location"] == "/ui/agents/from-letta"
+    page = client.get("/ui/agents/from-letta").text
+    assert 'id="block-persona"' in page and 'id="block-human"' in page
+    assert {b.label for b in memory.core("from-letta").blocks()} >= {"persona", "human"}
