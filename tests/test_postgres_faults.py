@@ -58,6 +58,10 @@ def assert_down_answers(srv: Server) -> None:
     health = httpx.get(f"{srv.url}/v1/health", timeout=30)
     assert health.status_code == 503 and health.json()["status"] == "unavailable"
     assert health.json()["store_ok"] is False
+    page = httpx.get(f"{srv.url}/ui/health", timeout=30)  # the memory browser says so too, as a page
+    assert page.status_code == 503 and "unreachable" in page.text and "<html" in page.text
+    agents = httpx.get(f"{srv.url}/ui/agents", timeout=30)
+    assert agents.status_code == 503 and "store unavailable" in agents.text and "<html" in agents.text
 
 
 def test_a_restart_under_write_load_through_two_servers(tmp_path: Path, pg_url: str, outage: None) -> None:  # noqa: F811
