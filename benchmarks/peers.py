@@ -20,6 +20,8 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+# txtai imports litellm before memvec can say so: keep litellm from fetching its cost map over the network
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks import datasets
 from benchmarks.harness import records_for
