@@ -121,7 +121,7 @@ def key_gate(keys: KeyRing) -> Gate:
     """401 before the body is read, for every path but the open ones (agent scopes are checked per route)."""
     def gate(scope: Scope) -> Refusal | None:
         path = scope["path"]
-        if keys.open or path in OPEN_PATHS or path == "/ui" or path.startswith("/ui/"):
+        if keys.open or path in OPEN_PATHS or ui.is_ui_path(path):
             return None
         if keys.principal_of_header(header(scope, b"authorization")) is None:
             return Refusal(401, "unauthorized", "missing or invalid API key")

@@ -22,18 +22,23 @@ from memvec.service.ui import (
     pages_session,
 )
 from memvec.service.ui.render import PACKAGE, PAGE_HEADERS, page
-from memvec.service.ui.session import CsrfRefused, SignInRequired, read
+from memvec.service.ui.session import SESSION_COOKIE, CsrfRefused, SignInRequired, read
 
 STYLESHEET = (PACKAGE / "static" / "ui.css").read_bytes()
 
 
+def is_ui_path(path: str) -> bool:
+    """A page of the browser: it checks its own session cookie (the API's key gate lets it through)."""
+    return path == "/ui" or path.startswith("/ui/")
+
+
 def is_ui(request: Request) -> bool:
-    return request.url.path == "/ui" or request.url.path.startswith("/ui/")
+    return is_ui_path(request.url.path)
 
 
 def error_page(request: Request, status: int, kind: str, detail: Any) -> HTMLResponse:
     """An error as a page of the browser (the API answers the same errors as JSON)."""
-    viewer = read(request.app.state.service.keys, request.cookies.get("memvec_session"))
+    viewer = read(request.app.state.service.keys, request.cookies.get(SESSION_COOKIE))
     message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if isinstance(e, dict) and "loc" in e
                         else str(e) for e in detail) if isinstance(detail, list) else str(detail)
     return page(request, viewer, "error.html", status=status, status_code=status, kind=kind, message=message)

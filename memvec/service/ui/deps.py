@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, TypeVar
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Form, Query, Request
 
 from memvec.service.deps import Service, ServiceState, visible_agent
-from memvec.service.ui.session import Viewer, check_csrf, viewer_of
+from memvec.service.ui.session import Viewer, viewer_of
 from memvec.types import AgentSettings, AgentState
 
 PAGE_SIZE = 50
@@ -21,16 +21,13 @@ def page_viewer(request: Request, service: Service) -> Viewer:
 
 PageViewer = Annotated[Viewer, Depends(page_viewer)]
 PageNumber = Annotated[int, Query(ge=1, le=1_000_000, description="1-based page number")]
+# every form that changes something posts it; checked first by session.check_csrf (403 without it)
+CsrfField = Annotated[str | None, Form(max_length=128)]
 
 
 def seen_agent(agent_id: str, viewer: Viewer, service: ServiceState) -> tuple[AgentSettings, AgentState]:
     """The agent, or 404 when it does not exist or the viewer's key may not see it (as the API)."""
     return visible_agent(agent_id, viewer.principal, service)
-
-
-def checked_form(viewer: Viewer, csrf_token: str | None) -> None:
-    """Refuse (403) a form without the session's CSRF token before anything is read or written."""
-    check_csrf(viewer, csrf_token)
 
 
 @dataclass(frozen=True)

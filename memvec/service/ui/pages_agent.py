@@ -10,9 +10,10 @@ from fastapi import FastAPI, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from memvec.service.deps import AgentId, Service
-from memvec.service.ui.deps import PageViewer, checked_form, seen_agent
-from memvec.service.ui.pages_agents import CsrfField, agent_row
+from memvec.service.ui.deps import CsrfField, PageViewer, seen_agent
+from memvec.service.ui.pages_agents import agent_row
 from memvec.service.ui.render import page
+from memvec.service.ui.session import check_csrf
 from memvec.types import MAX_TEXT_CHARS
 
 Label = Annotated[str, Path(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
@@ -37,7 +38,7 @@ def add_routes(app: FastAPI) -> None:
     def edit_block(agent_id: AgentId, label: Label, viewer: PageViewer, service: Service,
                    csrf_token: CsrfField = None,
                    value: Annotated[str, Form(max_length=MAX_TEXT_CHARS)] = "") -> Response:
-        checked_form(viewer, csrf_token)
+        check_csrf(viewer, csrf_token)
         seen_agent(agent_id, viewer, service)
         # browsers send CRLF line breaks from a textarea; the block keeps what the user typed
         service.memory.core(agent_id, actor=viewer.principal.actor).rewrite(label, value.replace("\r\n", "\n"))

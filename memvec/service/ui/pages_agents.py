@@ -15,11 +15,10 @@ from starlette.concurrency import run_in_threadpool
 from memvec.agentfile import import_document, parse_document, read_document
 from memvec.memory import Memory
 from memvec.service.deps import AgentId, Service
-from memvec.service.ui.deps import PageNumber, PageViewer, Paging, checked_form, seen_agent
+from memvec.service.ui.deps import CsrfField, PageNumber, PageViewer, Paging, seen_agent
 from memvec.service.ui.render import page
+from memvec.service.ui.session import check_csrf
 from memvec.types import AGENT_PATTERN, AgentSettings
-
-CsrfField = Annotated[str | None, Form(max_length=128)]
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def add_routes(app: FastAPI) -> None:
     def create_agent(viewer: PageViewer, service: Service, csrf_token: CsrfField = None,
                      name: Annotated[str, Form(max_length=64)] = "",
                      model: Annotated[str, Form(max_length=256)] = "") -> Response:
-        checked_form(viewer, csrf_token)
+        check_csrf(viewer, csrf_token)
         settings = AgentSettings.model_validate({"name": name.strip(), "model": model.strip() or None})
         if not viewer.principal.may_see(settings.name):
             raise HTTPException(403, f"this key may not create agent {settings.name!r}")
@@ -66,7 +65,7 @@ def add_routes(app: FastAPI) -> None:
     @app.post("/ui/agents/import", include_in_schema=False)
     async def import_agent(viewer: PageViewer, service: Service, file: Annotated[UploadFile, File()],
                            csrf_token: CsrfField = None, name: Annotated[str, Form(max_length=64)] = "") -> Response:
-        checked_form(viewer, csrf_token)
+        check_csrf(viewer, csrf_token)
         plan = read_document(parse_document(await file.read(), what="the uploaded file"), name=name.strip() or None)
         for target in plan.targets:
             if not viewer.principal.may_see(target):

@@ -11,10 +11,9 @@ from memvec.errors import StoreUnavailableError
 from memvec.memory import Memory
 from memvec.reports import PartitionStats, VerifyReport
 from memvec.service.deps import Service
-from memvec.service.ui.deps import PageNumber, PageViewer, Paging, checked_form
-from memvec.service.ui.pages_agents import CsrfField
+from memvec.service.ui.deps import CsrfField, PageNumber, PageViewer, Paging
 from memvec.service.ui.render import page
-from memvec.service.ui.session import Viewer
+from memvec.service.ui.session import Viewer, check_csrf
 
 # each agent's tier rows read its saved manifests from disk (~1 ms an agent): 20 keep a page fast
 AGENTS_PER_PAGE = 20
@@ -57,7 +56,7 @@ def add_routes(app: FastAPI) -> None:
     def verify(request: Request, viewer: PageViewer, service: Service, csrf_token: CsrfField = None
                ) -> HTMLResponse:
         """Check the saved indexes of every agent the key may see against the store."""
-        checked_form(viewer, csrf_token)
+        check_csrf(viewer, csrf_token)
         memory = service.memory
         if viewer.principal.agents is None:
             report = memory.verify()

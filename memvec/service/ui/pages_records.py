@@ -10,9 +10,9 @@ from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from memvec.service.deps import AgentId, Service
-from memvec.service.ui.deps import PageNumber, PageViewer, Paging, checked_form, seen_agent
-from memvec.service.ui.pages_agents import CsrfField
+from memvec.service.ui.deps import CsrfField, PageNumber, PageViewer, Paging, seen_agent
 from memvec.service.ui.render import page
+from memvec.service.ui.session import check_csrf
 from memvec.types import Record, Tag
 
 PassageId = Annotated[int, Path(ge=1, le=2**62)]
@@ -67,7 +67,7 @@ def add_routes(app: FastAPI) -> None:
     @app.post("/ui/agents/{agent_id}/archival/{passage_id}/delete", include_in_schema=False)
     def delete_passage(agent_id: AgentId, passage_id: PassageId, viewer: PageViewer, service: Service,
                        csrf_token: CsrfField = None) -> Response:
-        checked_form(viewer, csrf_token)
+        check_csrf(viewer, csrf_token)
         seen_agent(agent_id, viewer, service)
         service.memory.archival(agent_id).delete(passage_id)
         return RedirectResponse(f"/ui/agents/{agent_id}/archival", status_code=303)

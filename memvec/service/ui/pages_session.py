@@ -11,12 +11,13 @@ from fastapi import FastAPI, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from memvec.service.deps import Service
-from memvec.service.ui.deps import PageViewer, checked_form
+from memvec.service.ui.deps import CsrfField, PageViewer
 from memvec.service.ui.render import page
 from memvec.service.ui.session import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
     SESSION_SECONDS,
+    check_csrf,
     clear_cookie,
     issue,
     set_cookie,
@@ -73,8 +74,8 @@ def add_routes(app: FastAPI) -> None:
 
     @app.post("/ui/logout", include_in_schema=False)
     def sign_out(request: Request, viewer: PageViewer,
-                 csrf_token: Annotated[str | None, Form(max_length=128)] = None) -> Response:
-        checked_form(viewer, csrf_token)
+                 csrf_token: CsrfField = None) -> Response:
+        check_csrf(viewer, csrf_token)
         response = RedirectResponse("/ui/login", status_code=303)
         clear_cookie(response, request, SESSION_COOKIE)
         return response
