@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -351,10 +351,13 @@ class Memory:
         return Stats(home=str(self.home), model_id=self.model_id, store_bytes=self._store.storage_bytes(),
                      indexes=self._engine.index_usage(), partitions=self.partition_stats())
 
-    def partition_stats(self, agent: str | None = None) -> list[PartitionStats]:
-        """Each tier's records and saved index (kind, size, the change it was saved at) vs the store's last change."""
+    def partition_stats(self, agents: Collection[str] | None = None) -> list[PartitionStats]:
+        """Each tier's records and saved index (kind, size, the change it was saved at) vs the store's
+        last change, for `agents` (None: every agent), listing the home's partitions once."""
         parts = []
-        for owner, tier in self._partitions(agent):
+        for owner, tier in self._store.partitions():
+            if agents is not None and owner not in agents:
+                continue
             directory = self._engine.index_dir(owner, tier)
             try:
                 manifest: Manifest | None = read_manifest(directory)

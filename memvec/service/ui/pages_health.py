@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 from memvec.embed import backend_of, split_model_id
 from memvec.errors import StoreUnavailableError
 from memvec.memory import Memory
-from memvec.reports import PartitionStats, VerifyReport
+from memvec.reports import VerifyReport
 from memvec.service.deps import Service
 from memvec.service.ui.deps import CsrfField, PageNumber, PageViewer, Paging
 from memvec.service.ui.render import page
@@ -21,10 +21,6 @@ AGENTS_PER_PAGE = 20
 
 def _visible_agents(memory: Memory, viewer: Viewer) -> list[str]:
     return [name for name in memory.agents() if viewer.principal.may_see(name)]
-
-
-def _tiers(memory: Memory, agents: list[str]) -> list[PartitionStats]:
-    return [part for name in agents for part in memory.partition_stats(name)]
 
 
 def _model(memory: Memory) -> dict[str, str]:
@@ -42,7 +38,7 @@ def _health_page(request: Request, viewer: Viewer, memory: Memory, paging: Pagin
                     model=model, usage=memory.index_usage(), tiers=[], paging=paging, report=None, agents=0)
     shown, paging = paging.trimmed(agents[paging.offset:paging.offset + paging.fetch])
     return page(request, viewer, "health.html", store_ok=True, store_error="", memory=memory, model=model,
-                usage=memory.index_usage(), tiers=_tiers(memory, shown), paging=paging, report=report,
+                usage=memory.index_usage(), tiers=memory.partition_stats(set(shown)), paging=paging, report=report,
                 agents=len(agents))
 
 
