@@ -6,7 +6,7 @@ import multiprocessing
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
     KeyRing.from_environment(options.keys_file)  # a bad key entry stops here, once, not in every worker
     spawn = multiprocessing.get_context("spawn")  # no fork of a process holding threads and a model
     # the first worker alone runs the consolidation schedule: one run per interval, not one per worker
-    plans = [options if n == 0 else _without_schedule(options) for n in range(workers)]
+    plans = [options if n == 0 else replace(options, consolidate_every=None) for n in range(workers)]
     running: list[Any] = [spawn.Process(target=_worker, args=(obj, plan), daemon=False) for plan in plans]
     stopping: list[int] = []
 
@@ -140,8 +140,6 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
             signal.signal(sig, handler)
 
 
-def _without_schedule(options: ServeOptions) -> ServeOptions:
-    return ServeOptions(**{**options.__dict__, "consolidate_every": None})
 @click.command(name="router-config")
 @click.option("--upstream", "upstreams", multiple=True, required=True, metavar="HOST:PORT",
               help="A `memvec serve` behind the router (repeat for each server).")
