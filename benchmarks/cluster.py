@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.load import _free_port
+from benchmarks.load import free_port, wait_healthy
 from benchmarks.metrics import percentile
 from benchmarks.report import write_report
 from benchmarks.stores import DEFAULT_PG, pg_schema
@@ -75,10 +75,10 @@ class Cluster:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Cluster:
-        self.members = [Member(self.root / f"server-{n}", _free_port()) for n in range(self.size)]
+        self.members = [Member(self.root / f"server-{n}", free_port()) for n in range(self.size)]
         for member in self.members:
             self.start_member(member)
-        self.port = _free_port()
+        self.port = free_port()
         config = self.root / "nginx"
         config.mkdir(parents=True, exist_ok=True)
         (config / "memvec.conf").write_text(nginx_config([f"127.0.0.1:{m.port}" for m in self.members],
@@ -89,7 +89,7 @@ class Cluster:
         with open(config / "stderr.log", "wb") as log:  # the child keeps its own copy of the descriptor
             self.nginx = subprocess.Popen(["nginx", "-p", str(config), "-c", str(config / "nginx.conf")],
                                           stdout=subprocess.DEVNULL, stderr=log)
-        _wait_healthy(self.url, self.nginx, config / "stderr.log")
+        wait_healthy(self.url, self.nginx, config / "stderr.log")
         return self
 
     def start_member(self, member: Member) -> None:
@@ -100,7 +100,7 @@ class Cluster:
                 [sys.executable, "-m", "tests.scripted_serve", "--home", str(member.home), "--model", "hash:64",
                  "--store", self.store, "serve", "--port", str(member.port), "--drain-seconds", str(self.drain_s)],
                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
-        _wait_healthy(member.url, member.process, member.home.parent / f"{member.home.name}.log")
+        wait_healthy(member.url, member.process, member.home.parent / f"{member.home.name}.log")
 
     def stop(self) -> None:
         for member in self.members:
@@ -126,20 +126,6 @@ class Cluster:
 def _loaded(member: Member) -> int:
     loaded: int = httpx.get(f"{member.url}/v1/health", timeout=10).json()["indexes_loaded"]
     return loaded
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{url} exited: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"{url} did not become healthy")
 
 
 @contextmanager

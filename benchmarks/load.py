@@ -27,7 +27,7 @@ WORKERS = (1, 2)
 WORKER_START_S = 8.0  # the other workers load the model meanwhile
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -37,20 +37,34 @@ def _free_port() -> int:
 def start_server(home: Path, options: Sequence[str], serve_options: Sequence[str] = ()
                  ) -> tuple[subprocess.Popen[bytes], str]:
     """`memvec serve` on a free port with the given global and serve options; returns it once it answers."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": ""}
     process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), *options, "serve",
                                 "--port", str(port), *serve_options],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
+    try:
+        wait_healthy(url, process, timeout=60)
+    except TimeoutError:
+        process.kill()
+        raise
+    return process, url
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path | None = None, timeout: float = 120) -> None:
+    """Until `url`/v1/health answers 200; an error naming the end of `log` if the process exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            said = log.read_text(errors="replace")[-2000:] if log is not None else ""
+            raise RuntimeError(f"{url} exited: {said}")
         try:
             if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                return process, url
+                return
         except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise TimeoutError("memvec serve did not start")
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{url} did not become healthy")
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:
