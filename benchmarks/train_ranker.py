@@ -142,7 +142,7 @@ def leave_one_out(questions: list[Question], models: tuple[str, ...]) -> dict[st
 FEATURE_GROUPS = {
     "the text features (time words, a time question, a question asked)":
         ("time_words", "asks_time", "ends_question", "has_question"),
-    "the neighbouring turns": ("prev_vector", "next_vector", "neighbour_bm25_share"),
+    "the neighbouring turns": ("prev_vector", "next_vector", "neighbour_bm25_share", "prev_has_question"),
     "the session features": ("session_vector", "session_bm25_share", "session_best_vector",
                              "session_best_bm25_share", "session_candidates_log"),
     "the speaker features": ("speaker_named", "other_speaker_named"),

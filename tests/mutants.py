@@ -98,6 +98,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("the query's time question is not read", "memvec/search/rerank.py",
      '"asks_time": np.full(len(texts), float(bool(_ASKS_TIME.search(query))))',
      '"asks_time": np.zeros(len(texts))', "tests/test_ranker.py"),
+    ("the previous turn is read from another session", "memvec/search/hybrid.py",
+     "            previous[same] = near[same]", "            previous = near", "tests/test_ranker.py"),
     ("the ranker re-orders queries that share no word", "memvec/search/hybrid.py",
      "if ranker is not None and len(order) and found.bm25.max() > 0:", "if ranker is not None and len(order):",
      "tests/test_ranker.py"),

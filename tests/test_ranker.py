@@ -135,6 +135,17 @@ def test_text_features_read_the_candidates_and_the_query(conversation: Memory) -
     asks = column("What happened at the support group? Was it hard?", "ends_question")
     assert asks[TURNS[1][2]] == 1.0 and asks[TURNS[2][2]] == 0.0
     assert asks["Was it hard? It sounded powerful."] == 0.0, "a question inside a turn does not end it"
+    conversation.recall("conv").append("Caroline", "The support group meets again in May.", session_id="4", turn_id=10)
+    after = column("What happened at the support group?", "prev_has_question")
+    # turn 3 follows Melanie's question; turn 1 opens its session; turn 7 opens session 3
+    assert after[TURNS[2][2]] == 1.0 and after[TURNS[0][2]] == 0.0 and after[TURNS[6][2]] == 0.0
+    assert after[TURNS[1][2]] == 0.0, "turn 1 asks nothing"
+    assert after["The support group meets again in May."] == 0.0, "the question before it is another session's"
+
+
+def test_no_candidates_no_features(conversation: Memory) -> None:
+    empty = SearchRequest.model_validate({"agent": "nobody", "tier": "recall", "query": "anything"})
+    assert conversation._engine.candidate_features(empty, 50)[1].shape == (0, len(FEATURES))
 
 
 def test_features_and_scores_agree_across_python_cli_and_service(tmp_path: Path, minilm_int8: Embedder) -> None:

@@ -178,19 +178,25 @@ def _rerank(index: SearchableTier, request: SearchRequest, found: _Fused, top: I
 def _featured(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, query_vector: Scores
               ) -> tuple[Ids, Matrix]:
     """The chosen candidates' ids and ranker features (the same for a search and for fitting)."""
-    candidates = _candidates(index, found, top, query_vector)
-    return candidates.ids, feature_matrix(request.query, candidates, *_speakers_and_texts(index, candidates.ids))
+    candidates, previous = _candidates(index, found, top, query_vector)
+    speakers, texts = _speakers_and_texts(index, np.concatenate([candidates.ids, previous]))
+    count = len(candidates.ids)
+    return candidates.ids, feature_matrix(request.query, candidates, speakers[:count], texts[:count], texts[count:])
 
 
-def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Scores) -> Candidates:
+def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Scores) -> tuple[Candidates, Ids]:
     """The chosen candidates with their neighbours' scores: the records just before and after each
-    in the same session (ids in between belong to other sessions or tiers)."""
+    in the same session (ids in between belong to other sessions or tiers); and the id of the
+    record before each in its session (-1: none)."""
     ids = found.union[top]
     rows = index.sessions.rows_for(ids)
     neighbour_vector, neighbour_bm25 = [], np.zeros(len(ids), dtype=np.float32)
+    previous = np.full(len(ids), -1, dtype=np.int64)
     for step in (-1, 1):
         near = ids + step
         same = (rows >= 0) & (index.sessions.rows_for(near) == rows)
+        if step == -1:
+            previous[same] = near[same]
         near_vector = np.zeros(len(ids), dtype=np.float32)
         near_vector[same] = index.vector.vectors_for(near[same]) @ query_vector  # held ids only: one C++ batch
         neighbour_vector.append(near_vector)
@@ -198,11 +204,12 @@ def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Sc
     return Candidates(ids=ids, vector=found.vector[top], bm25=found.bm25[top], fused=found.fused[top],
                       session_vector=found.session_vector[top], session_bm25=found.session_bm25[top],
                       neighbour_vector=(neighbour_vector[0], neighbour_vector[1]),
-                      neighbour_bm25=neighbour_bm25.astype(np.float32), sessions=rows)
+                      neighbour_bm25=neighbour_bm25.astype(np.float32), sessions=rows), previous
 
 
 def _speakers_and_texts(index: SearchableTier, ids: Ids) -> tuple[list[str | None], list[str]]:
-    facts = index.speakers_and_texts(ids.tolist())
+    """Role and text of each id in one read (-1 or an id deleted meanwhile: None, "")."""
+    facts = index.speakers_and_texts(ids[ids >= 0].tolist())
     found = [facts.get(int(i), (None, "")) for i in ids.tolist()]
     return [role for role, _ in found], [text for _, text in found]
 

@@ -36,12 +36,12 @@ Matrix = npt.NDArray[np.float64]
 
 RANKER_FILE = "ranker.json"
 RANKER_FORMAT = "memvec-ranker"
-RANKER_VERSION = 2  # 1: a logistic regression (memvec 0.x before the trees)
+RANKER_VERSION = 3  # 1: a logistic regression; 2: trees without prev_has_question
 FEATURES = (
     "vector", "vector_gap", "bm25_share", "no_bm25", "fused", "fused_gap", "session_vector", "session_bm25_share",
     "prev_vector", "next_vector", "neighbour_bm25_share", "speaker_named", "other_speaker_named",
     "length_log", "session_best_vector", "session_best_bm25_share", "session_candidates_log",
-    "time_words", "asks_time", "ends_question", "has_question",
+    "time_words", "asks_time", "ends_question", "has_question", "prev_has_question",
 )
 # Words that place an event in time: a "when" question's answer usually holds one ("yesterday",
 # "last week", "in May"), and a turn that asks a question rarely holds the answer.
@@ -110,9 +110,13 @@ def _text_flags(texts: list[str]) -> dict[str, Matrix]:
             "has_question": np.array(["?" in t for t in texts], dtype=np.float64)}
 
 
-def feature_matrix(query: str, found: Candidates, speakers: list[str | None], texts: list[str]) -> Matrix:
+def feature_matrix(query: str, found: Candidates, speakers: list[str | None], texts: list[str],
+                   previous_texts: list[str]) -> Matrix:
     """One row per candidate, one column per name in FEATURES; `speakers` (roles) and `texts` of
-    the candidates come from the store (a record deleted meanwhile: None, "")."""
+    the candidates and the texts of the records before them in their session ("" for none) come
+    from the store (a record deleted meanwhile: None, "")."""
+    if len(found.ids) == 0:
+        return np.zeros((0, len(FEATURES)))
     best_bm25 = float(found.bm25.max(initial=0.0))
     named, other = _speakers(query, speakers)
     vector, fused = found.vector.astype(np.float64), found.fused.astype(np.float64)
@@ -128,11 +132,13 @@ def feature_matrix(query: str, found: Candidates, speakers: list[str | None], te
         "speaker_named": named, "other_speaker_named": other,
         "length_log": np.log1p(np.array([len(t) for t in texts], dtype=np.float64)),
         "asks_time": np.full(len(texts), float(bool(_ASKS_TIME.search(query)))), **_text_flags(texts),
+        # a turn that follows a question is often its answer (LoCoMo: R@1 +0.02 held out)
+        "prev_has_question": np.array(["?" in t for t in previous_texts], dtype=np.float64),
     }
     columns["session_best_vector"], count = _session_best(found.sessions, vector)
     columns["session_best_bm25_share"] = _session_best(found.sessions, columns["bm25_share"])[0]
     columns["session_candidates_log"] = np.log(count)
-    return np.column_stack([columns[name] for name in FEATURES]) if len(found.ids) else np.zeros((0, len(FEATURES)))
+    return np.column_stack([columns[name] for name in FEATURES])
 
 
 @dataclass(frozen=True)
