@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# the CPU wheel first: a bare `torch` requirement would pull a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,bench]'
+	$(PY) -m pip install -q -e '.[dev,bench,quality]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -71,10 +71,12 @@ bench-compact: install
 bench-ablation: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.ablation $(BENCH_ARGS)
 
-# Refit the learned ranker on the LoCoMo dev conversations (deterministic: the same file again) and report
-# it leave-one-conversation-out: memvec/search/ranker.json, benchmarks/results/ranker.{md,json} (~2 min).
+# Refit the learned rankers on the LoCoMo dev conversations (deterministic: the same files again) and report
+# them leave-one-conversation-out: memvec/search/ranker.json and benchmarks/results/ranker.{md,json} for the
+# default model, ranker-all-mpnet-base-v2.* for the quality profile's (~5 min).
 train-ranker: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.train_ranker $(BENCH_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.train_ranker --model onnx-int8:all-mpnet-base-v2 $(BENCH_ARGS)
 
 # Upper bounds on LoCoMo (ceiling, deeper k, oracle fusion weight) from the raw per-method scores (~3 min).
 bench-headroom: install

@@ -22,6 +22,7 @@ from benchmarks import (
     datasets,
     load,
     near_duplicates,
+    profiles,
     quality,
     report,
     speed,
@@ -132,6 +133,16 @@ def run_backends(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
     return {"compare": compared, "cli": cli}
 
 
+def run_profiles(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
+    """The default model against the quality profile's (all-mpnet-base-v2): quality and speed."""
+    bar.set_description("quality profile: LoCoMo and speed per model")
+    samples = datasets.load_locomo(args.locomo)[:1 if args.quick else None]
+    result = profiles.run(samples, n=500 if args.quick else 10_000, n_queries=30 if args.quick else 200,
+                          fitted=not args.quick)
+    bar.update(1)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.getLogger("memvec").setLevel(logging.ERROR)  # index-kind switches log rebuild warnings
@@ -142,11 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    stages = 4 + 1 + 1 + (1 if args.quick else 3 + int(args.full)) + 3 + 2
+    stages = 4 + 1 + 1 + (1 if args.quick else 3 + int(args.full)) + 3 + 2 + 1
     with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
         results = {"quality": run_quality(args, embedder, bar), "lifecycle": run_lifecycle(args, embedder, bar),
                    "speed": run_speed(args, embedder, bar),
-                   "backends": run_backends(args, bar)}
+                   "backends": run_backends(args, bar), "profiles": run_profiles(args, bar)}
     results["meta"] = report.environment(embedder.inner, args)
     results["meta"]["seconds"] = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)

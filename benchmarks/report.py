@@ -13,6 +13,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from benchmarks import profiles
 from benchmarks.metrics import hit_at_k
 from memvec.embed import Embedder
 
@@ -313,6 +314,8 @@ def markdown(results: dict[str, Any]) -> str:
         out += _ui_section(results["speed"]["ui"])
     if "backends" in results:
         out += _backends_section(results["backends"])
+    if "profiles" in results:
+        out += profiles.markdown(results["profiles"])
     return "\n".join(out) + "\n"
 
 

@@ -9,7 +9,7 @@ thread, fixed seed: the same data give the same file), written in memvec's own n
 so that search needs no training library. The shipped file is fitted on all dev
 conversations; the report compares the held-out rankings with plain fusion.
 
-    python -m benchmarks.train_ranker [--locomo PATH] [--out memvec/search/ranker.json]
+    python -m benchmarks.train_ranker [--locomo PATH] [--model ID] [--out memvec/search/ranker.json]
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from benchmarks.harness import load_task
 from benchmarks.metrics import summarize
 from memvec import SearchRequest
 from memvec.config import SearchSettings
-from memvec.embed import load_embedder
-from memvec.search.rerank import FEATURES, RANKER_VERSION, Ranker
+from memvec.embed import load_embedder, split_model_id
+from memvec.embed.locate import DEFAULT_MODEL_ALIASES
+from memvec.search.rerank import FEATURES, RANKER_FILE, RANKER_VERSION, Ranker
 from memvec.search.trees import TreeEnsemble, from_nested_trees
 
 DEPTH = 50
@@ -150,43 +151,46 @@ FEATURE_GROUPS = {
 }
 
 
-def ablation(questions: list[Question]) -> dict[str, dict[str, dict[str, float]]]:
+def ablation(questions: list[Question]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     """Leave-one-conversation-out rankings with each group of features left out, and with the
-    raw scores alone: what each group adds, judged on conversations not fitted on."""
+    raw scores alone: what each group adds, judged on conversations not fitted on.
+    {variant: {tier: {"all" or a held-out conversation: summary}}}."""
     variants = {"all features (shipped)": FEATURES}
     variants.update({f"without {group}": tuple(f for f in FEATURES if f not in names)
                      for group, names in FEATURE_GROUPS.items()})
     grouped = {name for names in FEATURE_GROUPS.values() for name in names}
     variants["the scores alone"] = tuple(f for f in FEATURES if f not in grouped)
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for variant, features in variants.items():
         columns = [FEATURES.index(name) for name in features]
         out[variant] = {}
         for tier in TIERS:
-            rows = []
+            per_conversation: dict[str, list[tuple[list[str], set[str]]]] = {}
             for name in sorted({q.conversation for q in questions}):
                 model = fit_tier([q for q in questions if q.tier == tier and q.conversation != name], features)
-                for q in questions:
-                    if q.tier == tier and q.conversation == name and q.evidence:
-                        scores = model.raw_scores(q.features[:, columns])
-                        rows.append(([q.keys[i] for i in np.argsort(-scores, kind="stable")], q.evidence))
-            out[variant][tier] = summarize(rows, ks=(1, 3, 5, 10))
+                per_conversation[name] = [
+                    ([q.keys[i] for i in np.argsort(-model.raw_scores(q.features[:, columns]), kind="stable")],
+                     q.evidence)
+                    for q in questions if q.tier == tier and q.conversation == name and q.evidence]
+            per_conversation["all"] = [row for rows in per_conversation.values() for row in rows]
+            out[variant][tier] = {name: summarize(rows, ks=(1, 3, 5, 10)) for name, rows in per_conversation.items()}
     return out
 
 
-def ablation_markdown(result: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+def ablation_markdown(result: dict[str, dict[str, dict[str, dict[str, float]]]]) -> list[str]:
     lines = ["", "Feature ablation (each group left out, refitted; leave-one-conversation-out, R@1 / R@10 / MRR@10):",
              "", "| features | recall tier | archival tier |", "| --- | --- | --- |"]
     for variant, tiers in result.items():
         cells = [f"{m['recall@1']:.3f} / {m['recall@10']:.3f} / {m['mrr@10']:.3f}"
-                 for m in (tiers["recall"], tiers["archival"])]
+                 for m in (tiers["recall"]["all"], tiers["archival"]["all"])]
         lines.append(f"| {variant} | {cells[0]} | {cells[1]} |")
     return lines
 
 
 def report_markdown(result: dict[str, Any], ranker: Ranker) -> str:
     lines = ["# Learned ranker (leave-one-conversation-out on the LoCoMo dev conversations)", "",
-             f"Boosted trees per tier ({ROUNDS} trees of up to {TREE_PARAMS['num_leaves']} leaves, monotone in "
+             f"For `{', '.join(ranker.models)}`: boosted trees per tier "
+             f"({ROUNDS} trees of up to {TREE_PARAMS['num_leaves']} leaves, monotone in "
              f"{', '.join(MONOTONE)}) over "
              f"{len(ranker.features)} features of the best {ranker.depth} fused "
              "candidates; each conversation ranked by a model fitted on "
@@ -232,13 +236,24 @@ def fold_rankers(samples: list[dict[str, Any]], embedder: Any) -> dict[str, Rank
             for name in sorted({q.conversation for q in questions})}
 
 
+def ranker_file(model_id: str) -> str:
+    """`ranker.json` for the default model, `ranker-<name>.json` for another (the package ships both)."""
+    name = split_model_id(model_id)[1]
+    if name in DEFAULT_MODEL_ALIASES:
+        return RANKER_FILE
+    return "ranker-" + re.sub(r"[^A-Za-z0-9_.-]", "-", Path(name).name) + ".json"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     parser.add_argument("--model", default=DEFAULT_MODEL)
-    parser.add_argument("--out", type=Path, default=ROOT / "memvec" / "search" / "ranker.json")
-    parser.add_argument("--report", type=Path, default=ROOT / "benchmarks" / "results" / "ranker")
+    parser.add_argument("--out", type=Path, help="default: memvec/search/ranker[-<model>].json")
+    parser.add_argument("--report", type=Path, help="default: benchmarks/results/ranker[-<model>].{md,json}")
     args = parser.parse_args(argv)
+    file_name = ranker_file(args.model)
+    args.out = args.out or ROOT / "memvec" / "search" / file_name
+    args.report = args.report or ROOT / "benchmarks" / "results" / Path(file_name).stem
     embedder = load_embedder(args.model)
     questions = dev_questions(load_locomo(args.locomo), embedder)
     models = (embedder.model_id,)

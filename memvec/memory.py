@@ -93,7 +93,7 @@ class Memory:
         self._engine = Engine(store=self._store, embedder=self._serving(embedder or self._lazy(self.model_id)),
                              index_root=self.home / "index", index_settings=self.index_settings,
                              search_settings=config.search, max_loaded_indexes=config.max_loaded_indexes,
-                             ranker=shipped_ranker() if config.search.rerank else None, dedup=config.dedup,
+                             ranker=shipped_ranker(self.model_id) if config.search.rerank else None, dedup=config.dedup,
                              retention={tier: timedelta(days=days) for tier, days in config.retention_days.items()})
 
     @classmethod

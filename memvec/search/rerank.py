@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -34,7 +35,8 @@ Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float64]
 
-RANKER_FILE = "ranker.json"
+RANKER_FILE = "ranker.json"  # the default model's; another model's is ranker-<its name>.json
+RANKER_FILES = "ranker*.json"
 RANKER_FORMAT = "memvec-ranker"
 RANKER_VERSION = 3  # 1: a logistic regression; 2: trees without prev_has_question
 FEATURES = (
@@ -190,10 +192,17 @@ class Ranker:
 
 
 @lru_cache(maxsize=1)
-def shipped_ranker() -> Ranker | None:
-    """The ranker in the package (None when the file is absent: search ranks by fusion alone)."""
+def shipped_rankers() -> tuple[Ranker, ...]:
+    """Every ranker in the package: `ranker.json` for the default model, `ranker-<model>.json` for
+    another (none when the files are absent: search ranks by fusion alone)."""
     try:
-        text = resources.files("memvec.search").joinpath(RANKER_FILE).read_text(encoding="utf-8")
+        entries = sorted(resources.files("memvec.search").iterdir(), key=lambda entry: entry.name)
     except (FileNotFoundError, OSError):
-        return None
-    return Ranker.from_json(json.loads(text))
+        return ()
+    return tuple(Ranker.from_json(json.loads(entry.read_text(encoding="utf-8")))
+                 for entry in entries if fnmatch(entry.name, RANKER_FILES))
+
+
+def shipped_ranker(model_id: str) -> Ranker | None:
+    """The shipped ranker fitted for `model_id`, if any."""
+    return next((ranker for ranker in shipped_rankers() if model_id in ranker.models), None)
