@@ -4,15 +4,16 @@ Hybrid fusion finds the evidence among its top 50 far more often than it ranks i
 R@50 0.95, R@1 0.41). The ranker re-orders those candidates from features that mean the same thing
 on any data: the raw scores and their gaps to the best candidate, the session's and the
 neighbouring turns' scores, whether the query names the record's speaker, its length, whether it
-holds time words (for a "when" question) or asks a question itself. The model is a small ensemble
-of boosted trees (memvec.search.trees) per tier, shipped in `memvec/search/ranker.json` with its
-feature list, a version and the embedding models it was fitted with (`make train-ranker` refits
-it). Trees rather than a linear model: held out, they rank LoCoMo better, and their output is
-bounded by the leaves they learned, so a tier far from the fitted data (two records, one
-speaker) cannot push a score past what was seen; a model with pairwise products of the features
-did, and put an unrelated turn first on a two-record tier. A home on any other model, a search
-with RRF fusion, a query sharing no word with any candidate, or a package without the file ranks
-by plain fusion.
+holds time words (for a "when" question), asks a question itself or follows one. The model is a
+small ensemble of boosted trees (memvec.search.trees) per tier, shipped in
+`memvec/search/ranker.json` with its feature list, a version and the embedding models it was
+fitted with (`make train-ranker` refits it); another model's ranker ships beside it as
+`ranker-<model>.json` (the quality profile's). Trees rather than a linear model: held out, they
+rank LoCoMo better, and their output is bounded by the leaves they learned, so a tier far from the
+fitted data (two records, one speaker) cannot push a score past what was seen; a model with
+pairwise products of the features did, and put an unrelated turn first on a two-record tier. A
+home on any other model, a search with RRF fusion, a query sharing no word with any candidate, or
+a package without the file ranks by plain fusion.
 """
 
 from __future__ import annotations
