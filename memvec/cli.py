@@ -209,7 +209,8 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 @click.option("--fusion", type=click.Choice([f.value for f in Fusion]), help="Hybrid fusion (default: convex).")
 @click.option("--vector-weight", type=float, help="Convex fusion weight of the vector side, 0..1 (default 0.5).")
 @click.option("--session-weight", type=float,
-              help="Weight of the session-level score in hybrid search, 0 turns it off (default 1.0).")
+              help="Weight of the session-level score in hybrid search, 0 turns it off (default: 2.0 with the "
+                   "learned ranker, else 1.0).")
 @click.option("--rerank/--no-rerank", default=None,
               help="Hybrid: re-order the best candidates with the learned ranker (default: when it was "
                    "fitted for the home's model and the fusion, convex) or rank by fusion alone.")

@@ -37,10 +37,11 @@ class SearchSettings(BaseModel):
     rerank: bool = Field(default=True, description="hybrid: re-order the best fused candidates with the learned "
                                                    "ranker shipped in the package, when it was fitted for the home's "
                                                    "model and the fusion (convex; else plain fusion)")
-    session_weight: float = Field(
-        default=1.0, ge=0.0, le=10.0,
+    session_weight: float | None = Field(
+        default=None, ge=0.0, le=10.0,
         description="hybrid: add this times the mean score of a record's session (or document) to its own "
-                    "vector and BM25 scores before fusion; 0 turns the session-level signal off")
+                    "vector and BM25 scores before fusion; 0 turns the session-level signal off. None: the "
+                    "weight the learned ranker was fitted with (2.0) when it re-orders, else 1.0")
 
 
 class IndexSettings(BaseModel):

@@ -66,6 +66,25 @@ ANSWERS = {"What did Caroline research?": 7, "When did Melanie paint a sunrise?"
            "What support group did Caroline attend?": 1}
 
 
+def test_the_ranker_fuses_its_candidates_with_the_session_weight_it_was_fitted_with(conversation: Memory) -> None:
+    """The ranker reads fused scores: a search it re-orders fuses with its own session weight (2.0),
+    fusion alone with 1.0, and a weight the caller gives wins over both."""
+    ranker = shipped_ranker(conversation.model_id)
+    assert ranker is not None and ranker.session_weight == 2.0
+
+    def fused(**fields: Any) -> dict[int, float]:
+        request = SearchRequest.model_validate({"agent": "conv", "tier": "recall", "query": "Caroline support group",
+                                                "k": 8, **fields})
+        return {h.id: round(h.scores.fused if h.scores.fused is not None else h.score, 5)
+                for h in conversation.search(request)}
+
+    reranked = fused()
+    assert reranked == {i: s for i, s in fused(rerank=False, session_weight=2.0).items() if i in reranked}
+    assert fused(rerank=False) == fused(rerank=False, session_weight=1.0) != fused(rerank=False, session_weight=2.0)
+    given = fused(session_weight=0.5)
+    assert given == {i: s for i, s in fused(rerank=False, session_weight=0.5).items() if i in given}
+
+
 def test_a_query_sharing_no_word_ranks_by_fusion(conversation: Memory) -> None:
     """Meaning alone decides (as in the benchmark's paraphrase task): the ranker, fitted on
     questions that share words with their candidates, stays out and the vector ranks."""

@@ -326,7 +326,8 @@ class Engine:
         scope = self._scope(request, index)
         query_vector = index.embedder.embed_query(request.query)
         with index.lock:
-            return candidate_table(index, request, self.search_settings, scope, query_vector, depth)
+            return candidate_table(index, request, self.search_settings, scope, query_vector, depth,
+                                   self._ranker_for(request))
 
     def _scope(self, request: SearchRequest, index: TierIndex) -> Scope:
         """The ids the request's filters allow, the versions valid now (or `as_of`) among them; with no

@@ -22,6 +22,8 @@ from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
 
 Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
+# fusion alone ranks LoCoMo best with the session means at this weight (benchmarks/results/ablation.md)
+FUSION_SESSION_WEIGHT = 1.0
 
 
 @dataclass(frozen=True)
@@ -105,19 +107,31 @@ class _Fused:
 
 def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
             query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> Ranked:
-    found = _fuse(index, request, settings, scope, query_vector)
-    order = np.lexsort((found.union, -found.fused))
+    found = _fuse(index, request, settings, scope, query_vector, ranker)
     # A query sharing no word with any candidate is outside what the ranker was fitted on (every
-    # LoCoMo question shares some): its text features would re-order what only the vector can judge.
-    if ranker is not None and len(order) and found.bm25.max() > 0:
+    # LoCoMo question shares some): its text features would re-order what only the vector can judge,
+    # so it ranks by fusion alone, fused as fusion alone fuses (a rare second pass).
+    if ranker is not None and not (len(found.union) and found.bm25.max() > 0):
+        found, ranker = _fuse(index, request, settings, scope, query_vector), None
+    order = np.lexsort((found.union, -found.fused))
+    if ranker is not None:
         return _rerank(index, request, found, order[:max(ranker.depth, request.k)], ranker, query_vector)
     order = order[:request.k]
     return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order],
                   session_vector=found.session_vector[order], session_bm25=found.session_bm25[order])
 
 
+def _session_weight(request: SearchRequest, settings: SearchSettings, ranker: Ranker | None) -> float:
+    """The request's, else the settings', else the one the ranker was fitted with (when it will
+    re-order: its features read the fused scores), else FUSION_SESSION_WEIGHT."""
+    for weight in (request.session_weight, settings.session_weight, ranker.session_weight if ranker else None):
+        if weight is not None:
+            return weight
+    return FUSION_SESSION_WEIGHT
+
+
 def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
-          query_vector: npt.NDArray[np.float32]) -> _Fused:
+          query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> _Fused:
     depth = max(request.k * settings.candidate_factor, settings.min_candidates)
     vector_ids, _ = index.vector.search(query_vector, depth, scope.allowed, scope.excluded)
     lexical = index.lexical.query_scores(request.query)
@@ -126,7 +140,7 @@ def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSetting
     vector = index.vector.vectors_for(union) @ query_vector
     bm25 = index.lexical.scores_for(lexical, union)
     session_vector, session_bm25 = _session_scores(index, union, vector, bm25, query_vector, lexical)
-    weight = settings.session_weight if request.session_weight is None else request.session_weight
+    weight = _session_weight(request, settings, ranker)
     with_vector, with_bm25 = (vector + weight * session_vector, bm25 + weight * session_bm25) if weight > 0 else (
         vector, bm25)
     if (request.fusion or settings.fusion) is Fusion.RRF:
@@ -159,9 +173,11 @@ def _session_scores(index: SearchableTier, union: Ids, vector: Scores, bm25: Sco
 
 
 def candidate_table(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
-                    query_vector: npt.NDArray[np.float32], depth: int) -> tuple[Ids, Matrix]:
-    """The best `depth` fused candidates and their ranker features (what the ranker is fitted on)."""
-    found = _fuse(index, request, settings, scope, query_vector)
+                    query_vector: npt.NDArray[np.float32], depth: int, ranker: Ranker | None = None
+                    ) -> tuple[Ids, Matrix]:
+    """The best `depth` fused candidates and their ranker features (what the ranker is fitted on),
+    fused as a search with `ranker` fuses them."""
+    found = _fuse(index, request, settings, scope, query_vector, ranker)
     return _featured(index, request, found, np.lexsort((found.union, -found.fused))[:depth], query_vector)
 
 

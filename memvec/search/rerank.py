@@ -155,6 +155,7 @@ class Ranker:
     tiers: dict[str, TreeEnsemble]
     depth: int
     fusion: str = "convex"  # the first stage it was fitted on: its fused scores are features
+    session_weight: float = 1.0  # and that stage's session weight (search uses it unless told otherwise)
 
 
     def applies_to(self, model_id: str, fusion: str) -> bool:
@@ -171,6 +172,7 @@ class Ranker:
     def to_json(self) -> dict[str, Any]:
         return {"format": RANKER_FORMAT, "version": self.version, "features": list(self.features),
                 "models": list(self.models), "depth": self.depth, "fusion": self.fusion,
+                "session_weight": self.session_weight,
                 "tiers": {tier: model.to_json() for tier, model in sorted(self.tiers.items())}}
 
     @classmethod
@@ -185,7 +187,8 @@ class Ranker:
         if any(model.features_used > len(features) for model in tiers.values()):
             raise ValueError("a ranker tree splits on a feature the file does not list")
         return cls(version=int(data["version"]), features=features, models=tuple(data["models"]), tiers=tiers,
-                   depth=int(data["depth"]), fusion=str(data["fusion"]))
+                   depth=int(data["depth"]), fusion=str(data["fusion"]),
+                   session_weight=float(data["session_weight"]))
 
     @classmethod
     def load(cls, path: Path) -> Ranker:

@@ -39,7 +39,8 @@ def ranking(fusion: Annotated[Fusion | None, Query(description="hybrid fusion: c
             vector_weight: Annotated[float | None, Query(
                 ge=0.0, le=1.0, description="convex fusion weight of the vector side (default 0.5)")] = None,
             session_weight: Annotated[float | None, Query(
-                ge=0.0, le=10.0, description="weight of the session-level score; 0 turns it off (default 1.0)")] = None,
+                ge=0.0, le=10.0, description="weight of the session-level score; 0 turns it off (default: 2.0 "
+                                             "with the learned ranker, else 1.0)")] = None,
             rerank: Annotated[bool | None, Query(
                 description="re-order the best candidates with the learned ranker (default: when it was fitted "
                             "for the home's model and the fusion, convex); false: fusion alone")] = None,
