@@ -103,19 +103,15 @@ class _Fused:
     session_vector: Scores
     session_bm25: Scores
     lexical: QueryScores
+    ranker: Ranker | None  # the ranker that will re-order them (None: fusion alone ranks)
 
 
 def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
             query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> Ranked:
     found = _fuse(index, request, settings, scope, query_vector, ranker)
-    # A query sharing no word with any candidate is outside what the ranker was fitted on (every
-    # LoCoMo question shares some): its text features would re-order what only the vector can judge,
-    # so it ranks by fusion alone, fused as fusion alone fuses (a rare second pass).
-    if ranker is not None and not (len(found.union) and found.bm25.max() > 0):
-        found, ranker = _fuse(index, request, settings, scope, query_vector), None
     order = np.lexsort((found.union, -found.fused))
-    if ranker is not None:
-        return _rerank(index, request, found, order[:max(ranker.depth, request.k)], ranker, query_vector)
+    if found.ranker is not None:
+        return _rerank(index, request, found, order[:max(found.ranker.depth, request.k)], found.ranker, query_vector)
     order = order[:request.k]
     return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order],
                   session_vector=found.session_vector[order], session_bm25=found.session_bm25[order])
@@ -140,6 +136,11 @@ def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSetting
     vector = index.vector.vectors_for(union) @ query_vector
     bm25 = index.lexical.scores_for(lexical, union)
     session_vector, session_bm25 = _session_scores(index, union, vector, bm25, query_vector, lexical)
+    # A query sharing no word with any candidate is outside what the ranker was fitted on (every
+    # LoCoMo question shares some): its text features would re-order what only the vector can judge,
+    # so it ranks by fusion alone, fused as fusion alone fuses.
+    if not (len(union) and bm25.max() > 0):
+        ranker = None
     weight = _session_weight(request, settings, ranker)
     with_vector, with_bm25 = (vector + weight * session_vector, bm25 + weight * session_bm25) if weight > 0 else (
         vector, bm25)
@@ -149,7 +150,7 @@ def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSetting
     else:
         vector_weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
         fused = convex(with_vector, with_bm25, vector_weight)
-    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical)
+    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, ranker)
 
 
 def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
