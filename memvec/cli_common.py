@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from memvec.config import MemoryConfig
 from memvec.errors import InvalidInputError, StoreUnavailableError
 from memvec.memory import Memory
+from memvec.service.listener import SETTLE_S, stop_admitting
 from memvec.types import Tier
 
 if TYPE_CHECKING:
@@ -83,7 +84,8 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
     """Run an HTTP server (the REST service or MCP over HTTP) until SIGTERM or SIGINT, then save
     the indexes before the process exits, whichever signal stopped it. With `drain_s`, the first
     signal sets `draining` (health answers 503, so a balancer stops sending) and the server goes on
-    serving for `drain_s` seconds before it stops accepting; a second signal stops it at once.
+    serving for `drain_s` seconds before it stops admitting connections, serves those it let in and
+    closes (memvec.service.listener); a second signal stops it at once.
     Stopping finishes the requests in flight. With `reuse_port`, several processes listen on the
     same port (SO_REUSEPORT) and the kernel spreads the connections among them."""
     import uvicorn
@@ -101,9 +103,16 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
                 return
             draining.set()
             click.echo(f"memvec: stopping: health answers 503 for {drain_s:g} s, then the server closes", err=True)
-            timer = threading.Timer(drain_s, super().handle_exit, args=(sig, frame))
+            timer = threading.Timer(drain_s, self.close_gently, args=(sig, frame))
             timer.daemon = True
             timer.start()
+
+        def close_gently(self, sig: int, frame: Any) -> None:
+            # without this, a connection let in just before the listener closes is reset after its
+            # request was sent (memvec.service.listener): nginx cannot resend such a POST
+            if stop_admitting(sock for server in self.servers for sock in server.sockets):
+                time.sleep(SETTLE_S)
+            super().handle_exit(sig, frame)
 
     _warn_if_open(keys, host)
     server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level))

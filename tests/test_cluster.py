@@ -9,6 +9,9 @@ import os
 import re
 import shutil
 import signal
+import socket
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import pytest
 from benchmarks import cluster
 from memvec.errors import InvalidInputError
 from memvec.router import nginx_config
+from memvec.service.listener import stop_admitting
 from tests.conftest import require_postgres, run_cli
 from tests.service_helpers import Server
 
@@ -154,3 +158,85 @@ def _check_workers(server: Server, tmp_path: Path) -> None:
     checked = json.loads(run_cli("verify", "--json", home=tmp_path / "home").stdout)
     assert checked["problems"] == []
 
+
+
+def test_a_draining_server_closes_without_cutting_a_request_it_let_in(tmp_path: Path) -> None:
+    """Clients opening a new connection for every insert while the server drains and closes: each
+    request is answered, or its connection is refused before anything was sent (safe to send
+    elsewhere, as nginx does); none is reset after it was sent, which a client cannot safely retry.
+    Before it closes, the server stops admitting: a connection attempt then goes unanswered (it
+    would have been let in and then reset, about one run in three here)."""
+    server = Server(tmp_path / "home", serve_args=["--drain-seconds", "0.5"]).start()
+    with httpx.Client(base_url=server.url, timeout=30) as api:
+        assert api.post("/v1/agents", json={"name": "ana"}).status_code == 201
+    outcomes: list[tuple[str, str]] = []
+    stop = threading.Event()
+    threads = [threading.Thread(target=_insert_on_new_connections, args=(server.url, n, stop, outcomes), daemon=True)
+               for n in range(16)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    assert server.process is not None
+    server.process.send_signal(signal.SIGTERM)
+    attempts = _connection_attempts_until_exit(server)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert "unanswered" in attempts and attempts[-1] == "refused", attempts
+    kinds = {kind for kind, _ in outcomes}
+    assert kinds <= {"status 201", "refused"}, sorted(kinds)
+    assert sum(kind == "status 201" for kind, _ in outcomes) > 20
+    acknowledged = {text for kind, text in outcomes if kind == "status 201"}
+    listed = run_cli("list", "--agent", "ana", "--tier", "archival", "--limit", "10000", home=tmp_path / "home")
+    assert acknowledged <= {json.loads(line)["text"] for line in listed.stdout.splitlines()}
+
+
+def _insert_on_new_connections(url: str, writer: int, stop: threading.Event, outcomes: list[tuple[str, str]]) -> None:
+    sent = 0
+    while not stop.is_set():
+        text = f"writer {writer} passage {sent}"
+        sent += 1
+        try:  # a new connection each time, as nginx opens one per request
+            response = httpx.post(f"{url}/v1/agents/ana/archival-memory", json={"text": text}, timeout=10)
+            outcomes.append((f"status {response.status_code}", text))
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            outcomes.append(("refused", text))
+        except httpx.TransportError as exc:
+            outcomes.append((f"cut: {exc!r}", text))
+
+
+def _connection_attempts_until_exit(server: Server) -> list[str]:
+    """What a new connection attempt met every few milliseconds from the stop signal until the
+    process exited, and once after (changes only)."""
+    assert server.process is not None
+    attempts: list[str] = []
+    while True:
+        exited = server.process.poll() is not None
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=0.05).close()
+            outcome = "admitted"
+        except TimeoutError:
+            outcome = "unanswered"
+        except ConnectionRefusedError:
+            outcome = "refused"
+        if not attempts or attempts[-1] != outcome:
+            attempts.append(outcome)
+        if exited:
+            return attempts
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="socket filters are Linux's")
+def test_a_listener_that_stops_admitting_still_hands_over_what_it_let_in() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as early:
+            early.sendall(b"sent before")
+            assert stop_admitting([listener])
+            with pytest.raises(TimeoutError):
+                socket.create_connection(("127.0.0.1", port), timeout=0.2)
+            accepted, _ = listener.accept()
+            with accepted:
+                assert accepted.recv(64) == b"sent before"
+    with pytest.raises(ConnectionRefusedError):  # closed: refused at once, nginx's cue for the next server
+        socket.create_connection(("127.0.0.1", port), timeout=2)
