@@ -32,7 +32,7 @@ from memvec import SearchRequest
 from memvec.config import SearchSettings
 from memvec.embed import load_embedder, split_model_id
 from memvec.embed.locate import DEFAULT_MODEL_ALIASES
-from memvec.search.rerank import FEATURES, RANKER_FILE, RANKER_VERSION, Ranker
+from memvec.search.rerank import FEATURES, RANKER_FILE, RANKER_VERSION, Ranker, probabilities
 from memvec.search.trees import TreeEnsemble, from_nested_trees
 
 DEPTH = 50
@@ -114,39 +114,32 @@ def fit(questions: list[Question], models: tuple[str, ...]) -> Ranker:
                   fusion=SearchSettings().fusion.value, session_weight=SESSION_WEIGHT)
 
 
-def ranked_keys(question: Question, ranker: Ranker | None) -> list[str]:
-    if ranker is None:
+def ranked_keys(question: Question, model: TreeEnsemble | None = None, columns: list[int] | None = None) -> list[str]:
+    """The candidates' keys as `model` (over the feature `columns`) orders them, scored as search
+    scores them; without a model, the first stage's fused order."""
+    if model is None:
         return question.keys
-    scores = ranker.score(question.features, question.tier)
-    return [question.keys[i] for i in np.argsort(-scores, kind="stable")]
+    rows = question.features if columns is None else question.features[:, columns]
+    return [question.keys[i] for i in np.argsort(-probabilities(model.raw_scores(rows)), kind="stable")]
 
 
-def evaluate(questions: list[Question], ranker: Ranker | None) -> dict[str, float]:
-    rows = [(ranked_keys(q, ranker), q.evidence) for q in questions if q.evidence]
-    return summarize(rows, ks=(1, 3, 5, 10))
+def evaluate(questions: list[Question], model: TreeEnsemble | None = None) -> dict[str, float]:
+    return summarize([(ranked_keys(q, model), q.evidence) for q in questions if q.evidence], ks=(1, 3, 5, 10))
 
 
-def leave_one_out(questions: list[Question], models: tuple[str, ...]) -> dict[str, Any]:
+def leave_one_out(questions: list[Question], ranked: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """The first stage's order and the held-out rankings (`held_out(questions)`) side by side,
+    overall and per conversation."""
+    def fusion(tier: str, conversation: str | None = None) -> dict[str, float]:
+        return evaluate([q for q in questions if q.tier == tier and conversation in (None, q.conversation)])
+
     conversations = sorted({q.conversation for q in questions})
-    held_out: dict[str, list[Question]] = {}
-    per_conversation = {}
-    rerankers = {}
-    for name in conversations:
-        rerankers[name] = fit([q for q in questions if q.conversation != name], models)
-        held_out[name] = [q for q in questions if q.conversation == name]
-        per_conversation[name] = {tier: {"fusion": evaluate([q for q in held_out[name] if q.tier == tier], None),
-                                         "ranker": evaluate([q for q in held_out[name] if q.tier == tier],
-                                                            rerankers[name])}
-                                  for tier in ("recall", "archival")}
-    overall = {}
-    for tier in ("recall", "archival"):
-        fused = [q for q in questions if q.tier == tier]
-        overall[tier] = {"fusion": evaluate(fused, None),
-                         "ranker": summarize([(ranked_keys(q, rerankers[q.conversation]), q.evidence)
-                                              for q in fused if q.evidence], ks=(1, 3, 5, 10))}
-    return {"overall": overall, "per_conversation": per_conversation}
+    return {"overall": {tier: {"fusion": fusion(tier), "ranker": ranked[tier]["all"]} for tier in TIERS},
+            "per_conversation": {name: {tier: {"fusion": fusion(tier, name), "ranker": ranked[tier][name]}
+                                        for tier in TIERS} for name in conversations}}
 
 
+SHIPPED = "all features (shipped)"
 FEATURE_GROUPS = {
     "the text features (time words, a time question, a question asked)":
         ("time_words", "asks_time", "ends_question", "has_question"),
@@ -167,9 +160,8 @@ def held_out(questions: list[Question], features: tuple[str, ...] = FEATURES) ->
         per_conversation: dict[str, list[tuple[list[str], set[str]]]] = {}
         for name in sorted({q.conversation for q in questions}):
             model = fit_tier([q for q in questions if q.tier == tier and q.conversation != name], features)
-            per_conversation[name] = [
-                ([q.keys[i] for i in np.argsort(-model.raw_scores(q.features[:, columns]), kind="stable")], q.evidence)
-                for q in questions if q.tier == tier and q.conversation == name and q.evidence]
+            per_conversation[name] = [(ranked_keys(q, model, columns), q.evidence)
+                                      for q in questions if q.tier == tier and q.conversation == name and q.evidence]
         per_conversation["all"] = [row for rows in per_conversation.values() for row in rows]
         out[tier] = {name: summarize(rows, ks=(1, 3, 5, 10)) for name, rows in per_conversation.items()}
     return out
@@ -179,7 +171,7 @@ def ablation(questions: list[Question]) -> dict[str, dict[str, dict[str, dict[st
     """Leave-one-conversation-out rankings with each group of features left out, and with the
     raw scores alone: what each group adds, judged on conversations not fitted on.
     {variant: {tier: {"all" or a held-out conversation: summary}}}."""
-    variants = {"all features (shipped)": FEATURES}
+    variants: dict[str, tuple[str, ...]] = {SHIPPED: FEATURES}
     variants.update({f"without {group}": tuple(f for f in FEATURES if f not in names)
                      for group, names in FEATURE_GROUPS.items()})
     grouped = {name for names in FEATURE_GROUPS.values() for name in names}
@@ -268,10 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     args.report = args.report or ROOT / "benchmarks" / "results" / Path(file_name).stem
     embedder = load_embedder(args.model)
     questions = dev_questions(load_locomo(args.locomo), embedder)
-    models = (embedder.model_id,)
-    result = leave_one_out(questions, models)
-    result["ablation"] = ablation(questions)
-    ranker = fit(questions, models)
+    ablated = ablation(questions)
+    result = {**leave_one_out(questions, ablated[SHIPPED]), "ablation": ablated}
+    ranker = fit(questions, (embedder.model_id,))
     args.out.write_text(json.dumps(ranker.to_json(), separators=(",", ":")) + "\n")  # ~150 kB on one line
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")

@@ -144,6 +144,12 @@ def feature_matrix(query: str, found: Candidates, speakers: list[str | None], te
     return np.column_stack([columns[name] for name in FEATURES])
 
 
+def probabilities(logits: Matrix) -> Scores:
+    """A sigmoid of the trees' log-odds, in float32: what search ranks by (and shows as the ranker score)."""
+    result: Scores = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+    return result
+
+
 @dataclass(frozen=True)
 class Ranker:
     """One model per tier (conversation turns and distilled passages rank differently), the feature
@@ -165,9 +171,7 @@ class Ranker:
 
     def score(self, features: Matrix, tier: str) -> Scores:
         """The probability-like score of each row (a sigmoid of the log-odds, so 0..1)."""
-        logits = self.tiers[tier].raw_scores(features)
-        result: Scores = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
-        return result
+        return probabilities(self.tiers[tier].raw_scores(features))
 
     def to_json(self) -> dict[str, Any]:
         return {"format": RANKER_FORMAT, "version": self.version, "features": list(self.features),
