@@ -108,8 +108,9 @@ class MemoryConfig(BaseModel):
         default=None, description="torch, onnx or onnx-int8; None: the home's backend (onnx-int8 for a new home)")
     embed_batch_size: int | None = Field(default=None, ge=1, description="None: the backend's tuned size")
     query_cache_size: int = Field(default=1024, ge=0, description="query vectors kept (LRU); 0 turns the cache off")
-    query_batching: bool = Field(default=False, description="concurrent searches share one forward pass "
-                                                            "(on in `memvec serve`)")
+    query_batching: bool = Field(default=False, description="concurrent small inserts share one forward pass, "
+                                                            "and searches too unless the model is int8 (whose "
+                                                            "vectors depend on their batch); on in `memvec serve`")
     max_loaded_indexes: int | None = Field(
         default=None, ge=1, description="keep at most this many (agent, tier) indexes in memory; the least "
                                         "recently used are saved and unloaded (None: no limit)")

@@ -47,6 +47,12 @@ def embed_records(embedder: Embedder, texts: Sequence[str], contexts: Sequence[s
     return l2_normalize(combined)
 
 
+def batch_invariant(embedder: Embedder) -> bool:
+    """Whether the embedder gives a text the same vector whatever else is in its batch (an embedder
+    that does not say so is taken to; int8 ONNX does not: see OnnxEmbedder.batch_invariant)."""
+    return bool(getattr(embedder, "batch_invariant", True))
+
+
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
     """Several queries in one call where the backend can (one forward pass for all), else one by one."""
     batch = getattr(embedder, "embed_queries", None)
@@ -115,3 +121,7 @@ class LazyEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         return embed_queries(self.loaded, texts)
+
+    @property
+    def batch_invariant(self) -> bool:
+        return batch_invariant(self.loaded)

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from memvec.embed.base import Embedder, Vectors, embed_queries
+from memvec.embed.base import Embedder, Vectors, batch_invariant, embed_queries
 
 
 class _Delegate:
@@ -36,6 +36,10 @@ class _Delegate:
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         return embed_queries(self.inner, texts)
+
+    @property
+    def batch_invariant(self) -> bool:
+        return batch_invariant(self.inner)
 
     def close(self) -> None:
         close_inner = getattr(self.inner, "close", None)
@@ -75,7 +79,9 @@ class QueryCache(_Delegate):
 class MicroBatcher(_Delegate):
     """Concurrent callers share one forward pass: searches (``embed_query``) and small inserts
     (``embed_documents`` of a few texts; a bulk call goes straight to the model, it fills a pass
-    by itself).
+    by itself). Searches only where the model's vectors do not depend on their batch (not int8
+    ONNX, the default: there each query has its own pass, so the same query always finds the same
+    hits; a document's vector is stored once, so its batch does not matter later).
 
     Callers queue their texts and wait; one worker thread takes what is queued (queries and
     documents in separate passes, since a model may prompt them differently), waits up to
@@ -95,6 +101,8 @@ class MicroBatcher(_Delegate):
         self._last_size = 1
 
     def embed_query(self, text: str) -> Vectors:
+        if not batch_invariant(self.inner):  # a search's hits must not depend on what else is being searched
+            return self.inner.embed_query(text)
         return self._submit("query", [text])[0].result()
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
