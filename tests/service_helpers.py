@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -13,12 +12,7 @@ from pathlib import Path
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from benchmarks.load import free_port, wait_healthy
 
 
 class InProcess:
@@ -57,16 +51,8 @@ class Server:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "memvec", "--home", str(self.home), "--model", self.model, *store, "serve",
                  "--port", str(self.port), *self.serve_args], env=env, stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log_path.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise TimeoutError("server did not start")
+        wait_healthy(self.url, self.process, self.log_path, timeout)
+        return self
 
     def kill(self) -> None:
         """SIGKILL: no shutdown handler runs."""
