@@ -51,7 +51,8 @@ class ServeOptions:
 @click.option("--drain-seconds", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="S",
               help="On SIGTERM/SIGINT, answer /v1/health with 503 (draining) and keep serving for S seconds "
                    "before closing, so a health-checking balancer moves traffic away first (a second signal "
-                   "stops at once). Requests in flight always finish; indexes are saved.")
+                   "stops at once); then it stops admitting connections and serves those it had let in, so "
+                   "none is reset. Requests in flight always finish; indexes are saved.")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
               help="Processes serving the same port (the kernel spreads connections; each loads the model "
                    "and its own indexes, all on the one store). A worker that dies is started again.")
