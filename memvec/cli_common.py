@@ -110,9 +110,11 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
         def close_gently(self, sig: int, frame: Any) -> None:
             # without this, a connection let in just before the listener closes is reset after its
             # request was sent (memvec.service.listener): nginx cannot resend such a POST
-            if stop_admitting(sock for server in self.servers for sock in server.sockets):
-                time.sleep(SETTLE_S)
-            super().handle_exit(sig, frame)
+            try:
+                if stop_admitting(sock for server in self.servers for sock in server.sockets):
+                    time.sleep(SETTLE_S)
+            finally:  # whatever happened, the server must still stop
+                super().handle_exit(sig, frame)
 
     _warn_if_open(keys, host)
     server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level))
