@@ -114,24 +114,20 @@ def fit(questions: list[Question], models: tuple[str, ...]) -> Ranker:
                   fusion=SearchSettings().fusion.value, session_weight=SESSION_WEIGHT)
 
 
-def ranked_keys(question: Question, model: TreeEnsemble | None = None, columns: list[int] | None = None) -> list[str]:
+def ranked_keys(question: Question, model: TreeEnsemble, columns: list[int]) -> list[str]:
     """The candidates' keys as `model` (over the feature `columns`) orders them, scored as search
-    scores them; without a model, the first stage's fused order."""
-    if model is None:
-        return question.keys
-    rows = question.features if columns is None else question.features[:, columns]
-    return [question.keys[i] for i in np.argsort(-probabilities(model.raw_scores(rows)), kind="stable")]
-
-
-def evaluate(questions: list[Question], model: TreeEnsemble | None = None) -> dict[str, float]:
-    return summarize([(ranked_keys(q, model), q.evidence) for q in questions if q.evidence], ks=(1, 3, 5, 10))
+    scores them."""
+    scores = probabilities(model.raw_scores(question.features[:, columns]))
+    return [question.keys[i] for i in np.argsort(-scores, kind="stable")]
 
 
 def leave_one_out(questions: list[Question], ranked: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
     """The first stage's order and the held-out rankings (`held_out(questions)`) side by side,
     overall and per conversation."""
     def fusion(tier: str, conversation: str | None = None) -> dict[str, float]:
-        return evaluate([q for q in questions if q.tier == tier and conversation in (None, q.conversation)])
+        return summarize([(q.keys, q.evidence) for q in questions
+                          if q.tier == tier and conversation in (None, q.conversation) and q.evidence],
+                         ks=(1, 3, 5, 10))
 
     conversations = sorted({q.conversation for q in questions})
     return {"overall": {tier: {"fusion": fusion(tier), "ranker": ranked[tier]["all"]} for tier in TIERS},
@@ -155,8 +151,8 @@ def held_out(questions: list[Question], features: tuple[str, ...] = FEATURES) ->
     """{tier: {"all" or a held-out conversation: summary}}: each conversation ranked by trees over
     `features` fitted on the other conversations."""
     out = {}
+    columns = [FEATURES.index(name) for name in features]
     for tier in TIERS:
-        columns = [FEATURES.index(name) for name in features]
         per_conversation: dict[str, list[tuple[list[str], set[str]]]] = {}
         for name in sorted({q.conversation for q in questions}):
             model = fit_tier([q for q in questions if q.tier == tier and q.conversation != name], features)
