@@ -55,6 +55,7 @@ class OnnxEmbedder:
 
         directory, self.spec = exported_model(model_dir, quantization)
         self._name = name
+        self._quantization = quantization
         self._model_id = f"onnx-int8:{name}" if quantization == "int8" else f"onnx:{name}"
         self._batch_size = batch_size
         options = ort.SessionOptions()
@@ -81,7 +82,7 @@ class OnnxEmbedder:
         """Whether a text's vector is the same whatever else is in its batch. Not for int8: dynamic
         quantization scales each layer's activations by the largest value in the whole batch, so
         a LoCoMo turn embedded beside another text moves to cosine ~0.99 of itself alone."""
-        return self._model_id.startswith("onnx:")
+        return self._quantization != "int8"
 
     def _token_ids(self, texts: Sequence[str], kind: str) -> list[list[int]]:
         prompt = self.spec.layout.prompt_for(kind)
