@@ -254,6 +254,16 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("a worker that dies is not started again", "memvec/cli_serve.py",
      "                running[n].start()\n                started[n]", "                started[n]",
      "tests/test_cluster.py::test_workers_share_one_port_and_one_home_and_stop_together"),
+    ("record-only messages hand out turn ids without the lease", "memvec/service/routes_messages.py",
+     "    with service.memory.agent_lease(agent):\n        settings, state = visible_agent",
+     "    if True:\n        settings, state = visible_agent", "tests/test_lease.py"),
+    ("a repeated message says it was created", "memvec/service/routes_messages.py",
+     "PassageOut.of(r.record, created=r.created,", "PassageOut.of(r.record, created=True,", "tests/test_lease.py"),
+    ("the in-process wait for a busy agent has no bound", "memvec/service/deps.py",
+     "await asyncio.wait_for(lock.acquire(), self.wait_s)", "await lock.acquire()", "tests/test_lease.py"),
+    ("consolidation runs without the agent's lease", "memvec/agent/consolidate.py",
+     "    with memory.agent_lease(agent):\n        return _consolidate(", "    if True:\n        return _consolidate(",
+     "tests/test_consolidation.py"),
 ]
 
 

@@ -246,3 +246,28 @@ def test_consolidation_over_http(tmp_path: Path, llm: ScriptedLLM) -> None:
         assert undone.status_code == 200 and undone.json()["undone_at"] is not None
         assert api.post(f"{base}/{made.json()['id']}/undo", headers=admin).status_code == 400
         assert api.post(f"{base}/99/undo", headers=admin).status_code == 404
+
+
+def test_two_servers_consolidating_one_agent_at_once_write_one_run(tmp_path: Path, llm: ScriptedLLM) -> None:
+    """A run holds the agent's lease: a second server asked to consolidate the same agent meanwhile
+    waits for it, then finds nothing new (two runs from the same messages would write every fact twice)."""
+    import threading
+    import time
+
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as one, \
+            Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as two:
+        ana(one)
+
+        def slowly(shown: dict[str, Any]) -> dict[str, Any]:
+            time.sleep(0.5)
+            return moved_to_berlin(shown)
+
+        answer_with(llm, slowly)
+        runs: list[object] = []
+        servers = [threading.Thread(target=lambda m=mem: runs.append(consolidate(m, "ana"))) for mem in (one, two)]
+        for server in servers:
+            server.start()
+        for server in servers:
+            server.join()
+        assert sorted(run is None for run in runs) == [False, True]
+        assert len(one.consolidation_runs("ana")) == 1 and len(llm.summaries) == 1

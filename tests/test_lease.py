@@ -108,3 +108,90 @@ def test_a_reply_that_cannot_get_the_lease_is_refused_with_a_retry(home: Path, l
     finally:
         for mem in memories:
             mem.close()
+
+
+def test_messages_recorded_by_two_servers_at_once_are_all_kept_with_distinct_turns(home: Path) -> None:
+    """An agent without a model only records: its turn ids are handed out under the lease, so
+    concurrent messages (the same text included) to two servers are each stored once, with their own turn."""
+    first, second, memories = two_servers(home)
+    try:
+        memories[0].create_agent(AgentSettings(name="log"))
+        acknowledged: list[tuple[int, bool, str]] = []
+        guard = threading.Lock()
+
+        def post(client: TestClient, text: str) -> None:
+            response = client.post("/v1/agents/log/messages", headers={"Authorization": f"Bearer {KEY}"},
+                                   json={"messages": [{"role": "user", "content": text}]})
+            assert response.status_code == 200, response.text
+            for passage in response.json()["recorded"]:
+                with guard:
+                    acknowledged.append((int(passage["id"]), passage["created"], passage["citation"]["turn_id"]))
+
+        texts = ["same words"] * 12 + [f"words {n}" for n in range(12)]
+        senders = [threading.Thread(target=post, args=(client, text))
+                   for text, client in zip(texts, [first, second] * len(texts), strict=False)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        ids = [record_id for record_id, _, _ in acknowledged]
+        assert len(acknowledged) == 24 and len(set(ids)) == 24 and all(created for _, created, _ in acknowledged)
+        stored = memories[1].recall("log").list(limit=100)
+        assert sorted(r.id for r in stored) == sorted(ids)
+        assert sorted(int(r.citation.turn_id or 0) for r in stored) == list(range(1, 25))
+        assert memories[0].get_agent("log")[1].turn == 24
+    finally:
+        for mem in memories:
+            mem.close()
+
+
+def test_a_repeated_message_in_the_same_turn_says_it_was_not_created(home: Path) -> None:
+    first, _, memories = two_servers(home)
+    try:
+        memories[0].create_agent(AgentSettings(name="log"))
+        response = first.post("/v1/agents/log/messages", headers={"Authorization": f"Bearer {KEY}"},
+                              json={"messages": [{"role": "user", "content": "hello"}]})
+        assert [p["created"] for p in response.json()["recorded"]] == [True]
+        _, state = memories[0].get_agent("log")
+        memories[0].update_agent(memories[0].get_agent("log")[0], state.model_copy(update={"turn": 0}))
+        again = first.post("/v1/agents/log/messages", headers={"Authorization": f"Bearer {KEY}"},
+                           json={"messages": [{"role": "user", "content": "hello"}]}).json()["recorded"]
+        assert [(p["created"], p["duplicate_of"]) for p in again] == [
+            (False, response.json()["recorded"][0]["id"])]
+    finally:
+        for mem in memories:
+            mem.close()
+
+
+def test_a_message_to_a_busy_agent_in_the_same_server_waits_at_most_the_lease_wait(
+        home: Path, llm: ScriptedLLM) -> None:
+    """The in-process wait ends where the cross-server one does (409 agent_busy, Retry-After), and
+    another agent of the same server answers meanwhile."""
+    first, _, memories = two_servers(home, lease_wait_s=0.3)
+    try:
+        memories[0].create_agent(AgentSettings(name="bot", model="scripted/agent"))
+        memories[0].create_agent(AgentSettings(name="other"))
+
+        def slow(messages: list[dict[str, Any]]) -> Turn:
+            time.sleep(1.5)
+            return say("done")
+
+        llm.script = [slow]
+        busy = threading.Thread(target=send, args=(first, "take your time"))
+        busy.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        refused = first.post("/v1/agents/bot/messages", headers={"Authorization": f"Bearer {KEY}"},
+                             json={"messages": [{"role": "user", "content": "me too"}]})
+        waited = time.monotonic() - started
+        other = first.post("/v1/agents/other/messages", headers={"Authorization": f"Bearer {KEY}"},
+                           json={"messages": [{"role": "user", "content": "meanwhile"}]})
+        busy.join()
+        assert refused.status_code == 409 and refused.json()["error"] == "agent_busy"
+        assert refused.headers["retry-after"] == "1" and waited < 1.2
+        assert other.status_code == 200
+        assert [m.text for m in memories[0].recall("bot").list(limit=10, newest_first=False)] == [
+            "take your time", "done"]
+    finally:
+        for mem in memories:
+            mem.close()

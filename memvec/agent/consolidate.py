@@ -29,7 +29,14 @@ _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 def consolidate(memory: Memory, agent: str, *, model: str | None = None, max_messages: int = MAX_MESSAGES,
                 timeout: float = 120.0) -> ConsolidationRun | None:
-    """One run over the messages since the last run not undone (None: there were none)."""
+    """One run over the messages since the last run not undone (None: there were none), holding the
+    agent's lease: two servers (or a reply) never read the same messages into two runs."""
+    with memory.agent_lease(agent):
+        return _consolidate(memory, agent, model=model, max_messages=max_messages, timeout=timeout)
+
+
+def _consolidate(memory: Memory, agent: str, *, model: str | None, max_messages: int,
+                 timeout: float) -> ConsolidationRun | None:
     settings, _ = memory.get_agent(agent)
     model = model or settings.model
     if not model:

@@ -5,13 +5,16 @@ The routes import from here and `app` imports the routes, so nothing in the serv
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request
 
-from memvec.errors import InvalidInputError, NotFoundError
+from memvec.errors import AgentBusyError, InvalidInputError, NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
 from memvec.types import AGENT_PATTERN, AgentSettings, AgentState
@@ -19,20 +22,54 @@ from memvec.types import AGENT_PATTERN, AgentSettings, AgentState
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
 
 
+class AgentSlots:
+    """One conversation request at a time per agent in this process, waited for on the event loop
+    (no worker thread is held while waiting) and for at most `wait_s`, as long as the store lease
+    waits across servers; then AgentBusyError (409 `agent_busy` with Retry-After). A slot belongs to
+    one event loop (a server has one; a test client may run several): the store lease, taken inside
+    the slot, is what excludes across loops, processes and servers."""
+
+    def __init__(self, wait_s: float) -> None:
+        self.wait_s = wait_s
+        # (event loop, agent) -> (its lock, requests holding or waiting for it)
+        self._locks: dict[tuple[int, str], tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, agent: str) -> AsyncIterator[None]:
+        slot = (id(asyncio.get_running_loop()), agent)
+        lock, users = self._locks.get(slot, (asyncio.Lock(), 0))
+        self._locks[slot] = (lock, users + 1)
+        try:
+            try:
+                await asyncio.wait_for(lock.acquire(), self.wait_s)
+            except TimeoutError:
+                raise AgentBusyError(f"agent {agent!r} is busy with another message (waited {self.wait_s:g} s); "
+                                     "send it again") from None
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            lock, users = self._locks[slot]
+            if users == 1:
+                del self._locks[slot]
+            else:
+                self._locks[slot] = (lock, users - 1)
+
+
 class ServiceState:
-    """What every request shares: the memory home, the key ring and one lock per agent's conversation."""
+    """What every request shares: the memory home, the key ring and one slot per agent's conversation."""
 
     def __init__(self, memory: Memory, keys: KeyRing) -> None:
         self.memory, self.keys = memory, keys
         # set when the server was asked to stop: /v1/health answers 503 so a balancer drains it, while
         # requests are still served until the listener closes
         self.draining = threading.Event()
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self.slots = AgentSlots(memory.config.lease_wait_s)
 
-    def agent_lock(self, agent: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(agent, threading.Lock())
+    def agent_slot(self, agent: str) -> AbstractAsyncContextManager[None]:
+        """Hold the agent's slot in this process (see AgentSlots); the store lease is taken inside."""
+        return self.slots.hold(agent)
 
 
 def state_of(request: Request) -> ServiceState:
@@ -51,10 +88,15 @@ Caller = Annotated[Principal, Depends(caller)]
 Service = Annotated[ServiceState, Depends(state_of)]
 
 
-def visible_agent(agent_id: str, principal: Principal, service: ServiceState) -> tuple[AgentSettings, AgentState]:
-    """The agent's settings and state, or 404 when it does not exist or the caller may not see it."""
+def in_scope(agent_id: str, principal: Principal) -> None:
+    """404 when the caller's key may not see the agent, before any store read (as if it did not exist)."""
     if not principal.may_see(agent_id):
         raise NotFoundError(f"agent {agent_id!r} not found")
+
+
+def visible_agent(agent_id: str, principal: Principal, service: ServiceState) -> tuple[AgentSettings, AgentState]:
+    """The agent's settings and state, or 404 when it does not exist or the caller may not see it."""
+    in_scope(agent_id, principal)
     return service.memory.get_agent(agent_id)
 
 

@@ -10,11 +10,13 @@ import uuid
 from typing import Annotated, Literal
 
 from fastapi import FastAPI, HTTPException, Query
+from starlette.concurrency import run_in_threadpool
 
 from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.errors import InvalidInputError
 from memvec.memory import Memory
-from memvec.service.deps import AgentId, Caller, Service, visible_agent
+from memvec.service.auth import Principal
+from memvec.service.deps import AgentId, Caller, Service, ServiceState, in_scope, visible_agent
 from memvec.service.schemas import (
     AgentCreate,
     AgentOut,
@@ -133,12 +135,18 @@ def add_agent_routes(app: FastAPI) -> None:
         return agent_out(service.memory, *visible_agent(agent_id, principal, service))
 
     @app.delete("/v1/agents/{agent_id}", response_model=Deleted, tags=["agents"])
-    def delete_agent(agent_id: AgentId, principal: Caller, service: Service) -> Deleted:
+    async def delete_agent(agent_id: AgentId, principal: Caller, service: Service) -> Deleted:
         """Delete the agent, its blocks and all its records (200 with a message, as Letta answers)."""
-        visible_agent(agent_id, principal, service)
-        with service.agent_lock(agent_id):
-            records = service.memory.delete_agent(agent_id)
+        in_scope(agent_id, principal)
+        async with service.agent_slot(agent_id):
+            records = await run_in_threadpool(_delete_agent, service, agent_id, principal)
         return Deleted(message=f"agent {agent_id!r} deleted with {records} records")
+
+
+def _delete_agent(service: ServiceState, agent: str, principal: Principal) -> int:
+    visible_agent(agent, principal, service)
+    with service.memory.agent_lease(agent):  # not in the middle of a reply on another server
+        return service.memory.delete_agent(agent)
 
 
 def add_block_routes(app: FastAPI) -> None:

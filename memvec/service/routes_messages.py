@@ -11,12 +11,13 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Path, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from memvec.agent.consolidate import consolidate
 from memvec.agent.loop import Event, Reply
 from memvec.consolidation_format import ConsolidationRun
 from memvec.service.auth import Principal
-from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, visible_agent
+from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, in_scope, visible_agent
 from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
 from memvec.types import NewRecord, Record, Tier
 
@@ -58,17 +59,22 @@ def event_message(event: Event) -> dict[str, Any]:
 
 def _record_only(service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None
                  ) -> LettaResponseOut:
-    settings, state = visible_agent(agent, _ANYONE, service)
-    records = []
-    for message in messages:
-        state.turn += 1
-        records.append(NewRecord.model_validate({
-            "agent": agent, "tier": Tier.RECALL, "text": message.text(), "role": message.name or message.role,
-            "citation": {"session_id": session_id, "turn_id": state.turn}}))
-    stored = [r.record for r in service.memory.insert(records)]
-    service.memory.update_agent(settings, state)
+    """Record the messages under the agent's lease: the turn ids it hands out are read and written
+    back by one holder at a time across every server and worker on the store, so none is handed out twice."""
+    with service.memory.agent_lease(agent):
+        settings, state = visible_agent(agent, _ANYONE, service)
+        records = []
+        for message in messages:
+            state.turn += 1
+            records.append(NewRecord.model_validate({
+                "agent": agent, "tier": Tier.RECALL, "text": message.text(), "role": message.name or message.role,
+                "citation": {"session_id": session_id, "turn_id": state.turn}}))
+        results = service.memory.insert(records)
+        service.memory.update_agent(settings, state)
+    stored = [r.record for r in results]
     return LettaResponseOut(messages=[record_message(r) for r in stored], stop_reason=_stop("end_turn"),
-                            usage=_usage(0), recorded=[PassageOut.of(r) for r in stored])
+                            usage=_usage(0), recorded=[PassageOut.of(r.record, created=r.created,
+                                                                     duplicate_of=r.duplicate_of) for r in results])
 
 
 def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None
@@ -90,6 +96,13 @@ def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], ses
                             traces=[r.trace.model_dump(mode="json", exclude={"events"}) for r in replies])
 
 
+def _send(service: ServiceState, agent: str, principal: Principal, body: MessagesIn) -> LettaResponseOut:
+    settings, _ = visible_agent(agent, principal, service)
+    if settings.model:
+        return _run_agent(service, agent, body.all_messages(), body.session_id)
+    return _record_only(service, agent, body.all_messages(), body.session_id)
+
+
 def _stop(reason: str) -> dict[str, Any]:
     return {"message_type": "stop_reason", "stop_reason": reason}
 
@@ -100,14 +113,13 @@ def _usage(model_calls: int) -> dict[str, Any]:
 
 def add_routes(app: FastAPI) -> None:
     @app.post("/v1/agents/{agent_id}/messages", response_model=LettaResponseOut, tags=["messages"])
-    def send_messages(agent_id: AgentId, body: MessagesIn, principal: Caller, service: Service) -> LettaResponseOut:
-        """Run the agent on each message when it has a model (a `LettaResponse`); otherwise only record them."""
-        settings, _ = visible_agent(agent_id, principal, service)
-        messages = body.all_messages()
-        with service.agent_lock(agent_id):
-            if settings.model:
-                return _run_agent(service, agent_id, messages, body.session_id)
-            return _record_only(service, agent_id, messages, body.session_id)
+    async def send_messages(agent_id: AgentId, body: MessagesIn, principal: Caller,
+                            service: Service) -> LettaResponseOut:
+        """Run the agent on each message when it has a model (a `LettaResponse`); otherwise only record them.
+        One message at a time per agent: a message to a busy agent waits up to the lease wait, then 409."""
+        in_scope(agent_id, principal)
+        async with service.agent_slot(agent_id):
+            return await run_in_threadpool(_send, service, agent_id, principal, body)
 
     @app.get("/v1/agents/{agent_id}/messages", response_model=list[dict[str, Any]], tags=["messages"])
     def list_messages(agent_id: AgentId, principal: Caller, service: Service,
@@ -135,20 +147,31 @@ def add_consolidation_routes(app: FastAPI) -> None:
 
     @app.post("/v1/agents/{agent_id}/consolidations", response_model=ConsolidationRun, status_code=201,
               tags=["messages"], responses={204: {"description": "no new messages: nothing to consolidate"}})
-    def run_consolidation(agent_id: AgentId, principal: Caller, service: Service) -> ConsolidationRun | Response:
+    async def run_consolidation(agent_id: AgentId, principal: Caller, service: Service) -> ConsolidationRun | Response:
         """memvec only: consolidate now with the agent's model: 201 with the run, or 204 when there are
         no new messages; 400 when the agent has no model. The model failing or answering anything but a
         valid proposal is a 502 and writes nothing."""
-        visible_agent(agent_id, principal, service)
-        with service.agent_lock(agent_id):
-            run = consolidate(service.memory, agent_id)
+        in_scope(agent_id, principal)
+        async with service.agent_slot(agent_id):
+            run = await run_in_threadpool(_consolidate, service, agent_id, principal)
         return run if run is not None else Response(status_code=204)
 
     @app.post("/v1/agents/{agent_id}/consolidations/{run_id}/undo", response_model=ConsolidationRun,
               tags=["messages"])
-    def undo_consolidation(agent_id: AgentId, run_id: Annotated[int, Path(ge=1, le=2**62)], principal: Caller,
+    async def undo_consolidation(agent_id: AgentId, run_id: Annotated[int, Path(ge=1, le=2**62)], principal: Caller,
                            service: Service) -> ConsolidationRun:
         """memvec only: revert a run whole; 409 when something it wrote changed since (undo that first)."""
-        visible_agent(agent_id, principal, service)
-        with service.agent_lock(agent_id):
-            return service.memory.undo_consolidation(agent_id, run_id)
+        in_scope(agent_id, principal)
+        async with service.agent_slot(agent_id):
+            return await run_in_threadpool(_undo, service, agent_id, run_id, principal)
+
+
+def _consolidate(service: ServiceState, agent: str, principal: Principal) -> ConsolidationRun | None:
+    visible_agent(agent, principal, service)
+    return consolidate(service.memory, agent)
+
+
+def _undo(service: ServiceState, agent: str, run_id: int, principal: Principal) -> ConsolidationRun:
+    visible_agent(agent, principal, service)
+    with service.memory.agent_lease(agent):  # not while a reply or a run of another server writes
+        return service.memory.undo_consolidation(agent, run_id)
