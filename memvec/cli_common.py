@@ -19,6 +19,7 @@ from memvec.config import MemoryConfig
 from memvec.errors import InvalidInputError, StoreUnavailableError
 from memvec.memory import Memory
 from memvec.service.listener import SETTLE_S, stop_admitting
+from memvec.service.protocol import HEADER_TIMEOUT_S, with_header_timeout
 from memvec.types import Tier
 
 if TYPE_CHECKING:
@@ -80,22 +81,25 @@ def input_lines(path: Path) -> Iterator[bytes]:
 
 
 def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int, log_level: str,
-               drain_s: float = 0.0, draining: threading.Event | None = None, reuse_port: bool = False) -> None:
+               drain_s: float = 0.0, draining: threading.Event | None = None, reuse_port: bool = False,
+               header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
     """Run an HTTP server (the REST service or MCP over HTTP) until SIGTERM or SIGINT, then save
     the indexes before the process exits, whichever signal stopped it. With `drain_s`, the first
     signal sets `draining` (health answers 503, so a balancer stops sending) and the server goes on
     serving for `drain_s` seconds before it stops admitting connections, serves those it let in and
     closes (memvec.service.listener); a second signal stops it at once.
     Stopping finishes the requests in flight. With `reuse_port`, several processes listen on the
-    same port (SO_REUSEPORT) and the kernel spreads the connections among them."""
+    same port (SO_REUSEPORT) and the kernel spreads the connections among them. A connection that does
+    not send a request's headers within `header_timeout_s` is answered 408 and closed."""
     import uvicorn
 
     class SavingServer(uvicorn.Server):
         # uvicorn re-raises the stopping signal after serve() returns, so SIGTERM would kill the
-        # process before any code after run() (or a `with` block's exit) could save
+        # process before any code after run() (or a `with` block's exit) could save and close: the
+        # store is closed here (SQLite checkpoints its WAL, so forgotten text is left in no file)
         async def shutdown(self, sockets: Any = None) -> None:
             await super().shutdown(sockets)
-            await asyncio.to_thread(memory.save)
+            await asyncio.to_thread(memory.close)
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             if drain_s <= 0 or draining is None or draining.is_set():
@@ -117,7 +121,8 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
                 super().handle_exit(sig, frame)
 
     _warn_if_open(keys, host)
-    server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level))
+    server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level,
+                                         http=with_header_timeout(header_timeout_s)))
     server.run(sockets=[_shared_socket(host, port)] if reuse_port else None)
 
 

@@ -31,6 +31,10 @@ class ServeOptions:
     consolidate_every: float | None
     drain_seconds: float
     reuse_port: bool = False
+    allowed_hosts: frozenset[str] = frozenset()
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_requests_per_key: int = 16
 
 
 @click.command()
@@ -56,19 +60,38 @@ class ServeOptions:
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
               help="Processes serving the same port (the kernel spreads connections; each loads the model "
                    "and its own indexes, all on the one store). A worker that dies is started again.")
+@click.option("--allow-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="Without API keys the server answers only requests sent to a loopback name (localhost, "
+                   "127.0.0.1, [::1]) and refuses changes from another site's page (its Origin); allow this "
+                   "Host name too, e.g. a reverse proxy's (repeatable) [env MEMVEC_ALLOWED_HOSTS, comma-separated].")
+@click.option("--header-timeout", type=click.FloatRange(min=0.1, max=600), default=10.0, show_default=True,
+              metavar="S", help="A connection must send each request's headers within S seconds (408 and closed).")
+@click.option("--body-timeout", type=click.FloatRange(min=0.1, max=3600), default=30.0, show_default=True,
+              metavar="S", help="A request's body must arrive within S seconds of its headers (408).")
+@click.option("--max-requests-per-key", type=click.IntRange(min=1, max=10_000), default=16, show_default=True,
+              metavar="N", help="Requests of one API key served at once; more are answered 429 with Retry-After, "
+                                "so one tenant cannot take the server.")
 @click.pass_obj
 def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, wait_for_store: bool,
           max_loaded_indexes: int | None, consolidate_every: float | None, drain_seconds: float,
-          workers: int) -> None:
+          workers: int, allowed_hosts: tuple[str, ...], header_timeout: float, body_timeout: float,
+          max_requests_per_key: int) -> None:
     """Serve the memory home over HTTP (REST API under /v1, memory browser under /ui, OpenAPI docs at
     /docs). While the store is unreachable requests answer 503 with Retry-After and /v1/health
     reports it (503)."""
     options = ServeOptions(host, port, keys_file, log_level, wait_for_store, max_loaded_indexes,
-                           consolidate_every, drain_seconds, reuse_port=workers > 1)
+                           consolidate_every, drain_seconds, reuse_port=workers > 1,
+                           allowed_hosts=frozenset(allowed_hosts or _environment_hosts()),
+                           header_timeout=header_timeout, body_timeout=body_timeout,
+                           max_requests_per_key=max_requests_per_key)
     if workers == 1:
         serve_one(obj, options)
     else:
         supervise(obj, options, workers)
+
+
+def _environment_hosts() -> list[str]:
+    return [name.strip() for name in os.environ.get("MEMVEC_ALLOWED_HOSTS", "").split(",") if name.strip()]
 
 
 def serve_one(obj: Context, options: ServeOptions) -> None:
@@ -83,10 +106,11 @@ def serve_one(obj: Context, options: ServeOptions) -> None:
         every = options.consolidate_every
         schedule = SleepSchedule(mem, every * 60).start() if every else None
         try:
-            app = create_app(mem, keys)
+            app = create_app(mem, keys, allowed_hosts=options.allowed_hosts, body_timeout_s=options.body_timeout,
+                             max_in_flight_per_key=options.max_requests_per_key)
             serve_http(app, mem, keys, host=options.host, port=options.port, log_level=options.log_level,
                        drain_s=options.drain_seconds, draining=app.state.service.draining,
-                       reuse_port=options.reuse_port)
+                       reuse_port=options.reuse_port, header_timeout_s=options.header_timeout)
         finally:
             if schedule is not None:
                 schedule.stop()

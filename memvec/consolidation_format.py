@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from memvec.types import MAX_ID, MAX_META_CHARS, MAX_TEXT_CHARS, MetaText, Utf8Text
+from memvec.types import LABEL_PATTERN, MAX_ID, MAX_META_CHARS, MAX_TEXT_CHARS, MetaText, Utf8Text
 
 
 class ProposedFact(BaseModel):
@@ -28,7 +28,7 @@ class ProposedBlock(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    label: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+    label: Annotated[str, StringConstraints(pattern=LABEL_PATTERN)]
     value: Utf8Text = Field(max_length=MAX_TEXT_CHARS)
     reason: Utf8Text = Field(default="", max_length=MAX_META_CHARS)
 

@@ -74,7 +74,13 @@ class AgentBusyError(MemvecError):
 
 
 class ModelCallError(MemvecError):
-    """The LLM provider (through litellm) failed, refused the request or is unknown."""
+    """The LLM provider (through litellm) failed, refused the request or is unknown. `public` is what
+    may be shown to an HTTP client (the provider's own text may carry its URLs or account details, so
+    the service logs the whole message and answers this one)."""
+
+    def __init__(self, message: str, *, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = public or message
 
 
 class ServiceCallError(MemvecError):

@@ -86,6 +86,7 @@ def prepare_home(home: Path) -> Path:
 class Memory:
     def __init__(self, config: MemoryConfig, *, embedder: Embedder | None = None) -> None:
         self.config = config
+        self._closed = False
         self.home = prepare_home(config.home)
         self._store = open_store(self.home, config.store, timeout=config.store_timeout)
         self.model_id = self._resolve_model(embedder)
@@ -259,6 +260,7 @@ class Memory:
     def delete_agent(self, agent: str) -> int:
         """Delete an agent, its blocks and all its records; returns how many records went."""
         deleted = self._store.delete_agent(validate_agent(agent))
+        self._store.checkpoint()
         for tier in Tier:
             self._engine.tier_index(agent, tier).save()  # applies the deletions from the change log
         return len(deleted)
@@ -329,6 +331,10 @@ class Memory:
     def index_usage(self) -> IndexUsage:
         return self._engine.index_usage()
 
+    def healthy(self) -> bool:
+        """Whether the store answers right now (never raises)."""
+        return self._store.healthy()
+
     def totals(self) -> tuple[int, int]:
         """(records, agents) in the whole home: cheap enough for a health check."""
         return sum(self._store.count(a, t) for a, t in self._store.partitions()), len(self._store.agents())
@@ -377,6 +383,10 @@ class Memory:
         self._engine.save()
 
     def close(self) -> None:
+        """Save the indexes and close the store (SQLite checkpoints and truncates its WAL); once."""
+        if self._closed:
+            return
+        self._closed = True
         self.save()
         self._store.close()
         self._close_serving()

@@ -39,6 +39,7 @@ IndexKind = Literal["flat", "hnsw", "flat-fp16", "hnsw-fp16", "flat-sq8", "hnsw-
 IndexKindSetting = Literal["auto"] | IndexKind
 INDEX_KIND_SETTINGS: tuple[str, ...] = ("auto", *get_args(IndexKind))
 AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+LABEL_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"  # a core block's label
 
 
 class Tier(StrEnum):
@@ -74,7 +75,10 @@ def _utc(value: datetime) -> datetime:
 
 
 def _utf8(value: str) -> str:
-    """Refuse lone surrogates (valid in a Python str and in JSON escapes, not in UTF-8 storage)."""
+    """Refuse lone surrogates (valid in a Python str and in JSON escapes, not in UTF-8 storage) and NUL
+    (SQLite would store it, PostgreSQL cannot: a home must export from one and import into the other)."""
+    if "\x00" in value:
+        raise ValueError("text contains a NUL character")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -221,7 +225,7 @@ class CoreBlock(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    label: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+    label: Annotated[str, StringConstraints(pattern=LABEL_PATTERN)]
     value: Utf8Text = Field(default="", max_length=MAX_TEXT_CHARS)
     limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
     read_only: bool = False

@@ -4,8 +4,23 @@
 
 from __future__ import annotations
 
-import tests.scripted_llm  # noqa: F401  (registers the provider)
+import os
+import time
+from typing import Any
+
 from memvec.cli import main
+from tests.scripted_llm import SCRIPTED
+
+# MEMVEC_TEST_MODEL_DELAY_S: every model call takes this long (a slow provider, for the fairness tests)
+DELAY_S = float(os.environ.get("MEMVEC_TEST_MODEL_DELAY_S", "0"))
+if DELAY_S:
+    answer = SCRIPTED.completion
+
+    def slow_completion(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(DELAY_S)
+        return answer(*args, **kwargs)
+
+    SCRIPTED.completion = slow_completion  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     main()

@@ -34,8 +34,10 @@ class InProcess:
 
 class Server:
     def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64", store: str | None = None,
-                 env: dict[str, str] | None = None, serve_args: list[str] | None = None) -> None:
-        self.home, self.keys, self.model, self.store = home, keys, model, store
+                 env: dict[str, str] | None = None, serve_args: list[str] | None = None,
+                 module: str = "memvec") -> None:
+        """`module`: what `python -m` runs (tests.scripted_serve: memvec with the scripted model)."""
+        self.home, self.keys, self.model, self.store, self.module = home, keys, model, store, module
         self.serve_args = serve_args or []
         self.env = env or {}
         self.port = free_port()
@@ -49,7 +51,7 @@ class Server:
         self.home.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "memvec", "--home", str(self.home), "--model", self.model, *store, "serve",
+                [sys.executable, "-m", self.module, "--home", str(self.home), "--model", self.model, *store, "serve",
                  "--port", str(self.port), *self.serve_args], env=env, stdout=subprocess.DEVNULL, stderr=log)
         wait_healthy(self.url, self.process, self.log_path, timeout)
         return self

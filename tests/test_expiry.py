@@ -73,7 +73,7 @@ def test_a_sweep_purges_what_nobody_read_from_every_file(tmp_path: Path) -> None
 
 
 def test_expiry_over_http_and_on_the_command_line(tmp_path: Path, memory: Memory) -> None:
-    with TestClient(create_app(memory)) as api:
+    with TestClient(create_app(memory), base_url="http://localhost") as api:
         api.post("/v1/agents", json={"name": "ana"})
         posted = api.post("/v1/agents/ana/archival-memory", json={"passages": [
             {"text": "expired already", "expires_at": (NOW - timedelta(hours=1)).isoformat()},

@@ -336,7 +336,8 @@ def test_messages_run_the_agent_when_it_has_a_model(tmp_path: Path) -> None:
     from tests.scripted_llm import SCRIPTED, call, say
 
     SCRIPTED.reset()
-    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, TestClient(create_app(mem)) as api:
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, \
+            TestClient(create_app(mem), base_url="http://localhost") as api:
         assert api.post("/v1/agents", json={"name": "bot", "model": "scripted/agent"}).status_code == 201
         SCRIPTED.script = [call("archival_memory_insert", content="User likes tea"), say("Noted: you like tea.")]
         body = api.post("/v1/agents/bot/messages", json={"session_id": "web", "messages": [
@@ -358,7 +359,8 @@ def test_an_agent_known_only_by_its_records_exists_for_create_and_import(tmp_pat
     from memvec.embed import HashingEmbedder
     from memvec.service.app import create_app
 
-    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, TestClient(create_app(mem)) as api:
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, \
+            TestClient(create_app(mem), base_url="http://localhost") as api:
         mem.archival("ana").insert("written through the Python API, no settings")
         assert api.get("/v1/agents/ana").json()["name"] == "ana"
         exported = api.get("/v1/agents/ana/export").json()
@@ -374,7 +376,8 @@ def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path) -> None:
     from memvec.embed import HashingEmbedder
     from memvec.service.app import create_app
 
-    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, TestClient(create_app(mem)) as api:
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, \
+            TestClient(create_app(mem), base_url="http://localhost") as api:
         api.post("/v1/agents", json={"name": "bot", "model": "no-such-provider-xyz/model"})
         response = api.post("/v1/agents/bot/messages", json={"messages": [{"content": "hi"}]})
         assert response.status_code == 502 and response.json()["error"] == "model_error"

@@ -40,7 +40,7 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
 
 def browser(memory: Memory, keys: KeyRing = KEYS, key: str | None = ADMIN) -> TestClient:
     """A client holding a session cookie, as a browser after signing in with `key` (None: none)."""
-    client = TestClient(create_app(memory, keys), follow_redirects=False)
+    client = TestClient(create_app(memory, keys), follow_redirects=False, base_url="http://localhost")
     if key is not None:
         form = client.get("/ui/login")
         token = re.search(r'name="login_token" value="([^"]+)"', form.text)

@@ -93,7 +93,7 @@ def test_only_the_current_version_can_be_updated(memory: Memory) -> None:
 
 def test_supersedes_on_insert_is_an_update(memory: Memory) -> None:
     archival = memory.archival("ana")
-    old = archival.insert("The office is on floor 3.").record
+    old = archival.insert("The office is on floor 3.", valid_from=day(2020)).record
     new = memory.insert([NewRecord(agent="ana", tier=Tier.ARCHIVAL, text="The office is on floor 5.",
                                    supersedes=old.id, valid_from=day(2024))])[0].record
     assert new.supersedes == old.id and archival.get(old.id).valid_to == day(2024)
@@ -245,3 +245,42 @@ def test_a_version_leaves_search_when_its_valid_to_passes(memory: Memory) -> Non
     assert archival.search("offer tonight", mode="bm25") == []  # nothing was written meanwhile
     assert [h.text for h in archival.search("offer tonight", mode="bm25", as_of=soon - timedelta(seconds=0.5))] == [
         "The offer holds until tonight."]
+
+
+def test_a_new_version_keeps_the_deadline_unless_it_sets_one_and_cannot_begin_before_the_old(
+        memory: Memory) -> None:
+    from datetime import timedelta
+
+    from memvec.errors import InvalidInputError
+
+    archival = memory.archival("ana")
+    soon = datetime.now(UTC) + timedelta(days=1)
+    first = archival.insert("The door code is 4711.", expires_at=soon, valid_from=day(2020)).record
+    second = archival.update(first.id, "The door code is 4712.").record
+    assert second.expires_at == soon  # the text may not outlive the deadline its first version had
+    third = archival.insert("The door code is 4713.", supersedes=second.id).record  # consolidation's way
+    assert third.expires_at == soon
+    later = soon + timedelta(days=7)
+    assert archival.update(third.id, "The door code is 4714.", expires_at=later).record.expires_at == later
+    current = archival.list()[0]
+    with pytest.raises(InvalidInputError, match="before the current version's"):
+        archival.update(current.id, "The door code was 1234.", valid_from=day(2019))
+    assert [r.text for r in archival.list()] == ["The door code is 4714."]
+    assert [r.valid_to is None for r in archival.history(current.id)] == [False, False, False, True]
+
+
+def test_patch_takes_a_deadline_and_refuses_an_interval_that_would_invert(memory: Memory) -> None:
+    client = TestClient(create_app(memory, KeyRing.parse([("t", "admin-key-0123456789")])))
+    headers = {"Authorization": "Bearer admin-key-0123456789"}
+    base = "/v1/agents/ana/archival-memory"
+    assert client.post("/v1/agents", json={"name": "ana"}, headers=headers).status_code == 201
+    made = client.post(base, json={"text": "Trial ends soon.", "expires_at": "2999-01-01T00:00:00Z",
+                                   "valid_from": "2021-01-01T00:00:00Z"}, headers=headers).json()[0]
+    kept = client.patch(f"{base}/{made['id']}", json={"text": "Trial ends very soon."}, headers=headers).json()[0]
+    assert kept["expires_at"].startswith("2999-01-01")
+    moved = client.patch(f"{base}/{kept['id']}", json={"text": "Trial extended.",
+                                                        "expires_at": "3000-01-01T00:00:00Z"}, headers=headers)
+    assert moved.status_code == 200 and moved.json()[0]["expires_at"].startswith("3000-01-01")
+    early = client.patch(f"{base}/{moved.json()[0]['id']}", json={"text": "x", "valid_from": "2020-01-01T00:00:00Z"},
+                         headers=headers)
+    assert early.status_code == 400 and "before the current version's" in early.json()["detail"]

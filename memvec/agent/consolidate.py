@@ -28,11 +28,12 @@ _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
 def consolidate(memory: Memory, agent: str, *, model: str | None = None, max_messages: int = MAX_MESSAGES,
-                timeout: float = 120.0) -> ConsolidationRun | None:
+                timeout: float | None = None) -> ConsolidationRun | None:
     """One run over the messages since the last run not undone (None: there were none), holding the
     agent's lease: two servers (or a reply) never read the same messages into two runs."""
     with memory.agent_lease(agent):
-        return _consolidate(memory, agent, model=model, max_messages=max_messages, timeout=timeout)
+        return _consolidate(memory, agent, model=model, max_messages=max_messages,
+                            timeout=memory.config.llm_timeout_s if timeout is None else timeout)
 
 
 def _consolidate(memory: Memory, agent: str, *, model: str | None, max_messages: int,

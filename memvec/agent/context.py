@@ -88,14 +88,15 @@ def extractive_summary(previous: str, evicted: list[Record], limit: int) -> str:
     return text if len(text) <= limit else "..." + text[-(limit - 3):]
 
 
-def model_summary(model: str | None, previous: str, evicted: list[Record], limit: int) -> str:
+def model_summary(model: str | None, previous: str, evicted: list[Record], limit: int, *,
+                  timeout: float = llm.DEFAULT_TIMEOUT_S) -> str:
     """Recursive summary made by the model, or the extractive one when no model can make it."""
     if model:
         messages = [{"role": "system", "content": SUMMARY_INSTRUCTIONS.format(limit=limit)},
                     {"role": "user", "content": f"Previous summary:\n{previous or '(none)'}\n\n"
                                                 f"Messages leaving the context:\n{transcript(evicted)}"}]
         try:
-            text = str(llm.complete(model, messages).content or "").strip()
+            text = str(llm.complete(model, messages, timeout=timeout).content or "").strip()
             if text:
                 return text
         except Exception as exc:  # any provider failure: keep going with the extractive summary

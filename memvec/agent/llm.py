@@ -20,13 +20,15 @@ def litellm_module() -> Any:
     return litellm
 
 
+DEFAULT_TIMEOUT_S = 120.0
+
+
 def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
-             timeout: float | None = None) -> Any:
+             timeout: float = DEFAULT_TIMEOUT_S) -> Any:
     """One chat completion; returns litellm's message object (content and tool_calls). `timeout`:
-    seconds the provider may take (litellm's own default when None)."""
-    kwargs: dict[str, Any] = {"model": model, "messages": messages}
-    if timeout is not None:
-        kwargs["timeout"] = timeout
+    seconds the provider may take (litellm's own default is 10 minutes: a stuck provider would hold
+    the agent's lease that long)."""
+    kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout}
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = "auto"
@@ -34,7 +36,9 @@ def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, A
         response = litellm_module().completion(**kwargs)
         return response.choices[0].message
     except Exception as exc:  # litellm raises per-provider types; callers need one
-        raise ModelCallError(f"model {model!r} failed: {type(exc).__name__}: {exc}") from exc
+        kind = type(exc).__name__
+        raise ModelCallError(f"model {model!r} failed: {kind}: {exc}",
+                             public=f"model {model!r} failed: {kind} (details in the server's log)") from exc
 
 
 def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:

@@ -126,7 +126,8 @@ class Agent:
             tokens = self._fit(context, scratch, trace)
             trace.model_calls += 1
             trace.add(Step(kind="model_call", tokens_in_context=tokens, name=self.model))
-            message = llm.complete(self.model, context.messages(scratch), tools=tool_schemas())
+            message = llm.complete(self.model, context.messages(scratch), tools=tool_schemas(),
+                                   timeout=self.memory.config.llm_timeout_s)
             calls = list(message.tool_calls or [])
             if not calls:
                 if message.content:
@@ -192,7 +193,8 @@ class Agent:
 
     def _summarize(self, previous: str, evicted: list[Record], trace: Trace) -> str:
         trace.model_calls += 1
-        return model_summary(self.model, previous, evicted, limit=max(400, self.settings.context_window))
+        return model_summary(self.model, previous, evicted, limit=max(400, self.settings.context_window),
+                             timeout=self.memory.config.llm_timeout_s)
 
     # -- recall ---------------------------------------------------------------------------
     def _remember(self, role: str, text: str, *, in_context: bool) -> Record:

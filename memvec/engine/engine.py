@@ -235,6 +235,7 @@ class Engine:
         if record is None:
             raise NotFoundError(f"agent {agent!r} has no record {record_id}")
         self.store.delete_many(agent, [r.id for r in chain])
+        self.store.checkpoint()
         self.tier_index(agent, record.tier)
         return checked_on_read([record])[0]
 
@@ -276,6 +277,7 @@ class Engine:
         with self.store.transaction():
             deleted = self.store.delete_many(agent, ids)
             self.store.forget_in_runs(agent, ids)
+        self.store.checkpoint()
         self.tier_index(agent, tier).save()
         return deleted
 

@@ -23,7 +23,7 @@ from memvec.mcp_server.tools import agent_context, tool_function
 from memvec.memory import Memory
 from memvec.memory_tools import TOOLS, CoreReadArgs, core_memory_read
 from memvec.service.auth import KeyRing
-from memvec.service.front import FrontDoor, Gate, Refusal, header
+from memvec.service.front import ADMITTED, Admission, FrontDoor, Gate, Refusal, header
 from memvec.types import describe_validation_error
 
 INSTRUCTIONS = ("Long-term memory for one agent, MemGPT style. Core memory blocks are always-true facts "
@@ -66,15 +66,15 @@ def build_server(memory: Memory, agent: str) -> MCPServer:
 
 def key_gate(keys: KeyRing, agent: str) -> Gate:
     """401 without a valid key, 403 for a key scoped to other agents: before the body is read."""
-    def gate(scope: Scope) -> Refusal | None:
+    def gate(scope: Scope) -> Refusal | Admission:
         if keys.open:
-            return None
+            return ADMITTED
         principal = keys.principal_of_header(header(scope, b"authorization"))
         if principal is None:
             return Refusal(401, "unauthorized", "missing or invalid API key")
         if not principal.may_see(agent):
             return Refusal(403, "forbidden", f"this key may not use agent {agent!r}")
-        return None
+        return ADMITTED
 
     return gate
 

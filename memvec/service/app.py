@@ -7,6 +7,7 @@ key may not see answers 404, exactly like an agent that does not exist. Errors a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,7 +33,19 @@ from memvec.memory import Memory
 from memvec.service import routes_agents, routes_memory, routes_messages, ui
 from memvec.service.auth import KeyRing
 from memvec.service.deps import Service, ServiceState
-from memvec.service.front import NO_RETRY, FrontDoor, Gate, Refusal, header
+from memvec.service.fairness import MAX_IN_FLIGHT_PER_KEY, FairShare
+from memvec.service.front import (
+    ADMITTED,
+    BODY_TIMEOUT_S,
+    NO_RETRY,
+    SMALL_BODY_BYTES,
+    Admission,
+    FrontDoor,
+    Gate,
+    Refusal,
+    header,
+)
+from memvec.service.origin import foreign_request
 from memvec.service.schemas import ErrorOut, Health
 from memvec.types import describe_validation_error
 
@@ -44,6 +57,7 @@ message ids are record ids as strings. memvec-only: `recall-memory/search`, batc
 search filters and fusion parameters, the export with embeddings. Not served: streaming, async runs,
 tools, sources/folders, identities, groups, templates, `/v1/blocks`."""
 RETRY_AFTER_S = 1
+log = logging.getLogger("memvec.service")
 
 
 def _error(status: int, kind: str, detail: Any, request: Request | None = None) -> Response:
@@ -72,7 +86,9 @@ _ERROR_MEANINGS = {
     404: "no such agent, record or block (or one the key may not see)",
     409: "already exists, a refused core-memory edit, a passage version that is not current, or the agent is "
          "replying on another server (retry)",
-    413: "body over 16 MiB", 422: "invalid request",
+    408: "the request's headers or body did not arrive in time",
+    413: "body over 16 MiB (or over what the route takes: none for bodyless routes, 8 KiB to sign in)",
+    422: "invalid request", 429: "this key has too many requests in flight; retry after Retry-After seconds",
     502: "the agent's LLM provider failed", 503: "the store is unavailable; retry after Retry-After seconds",
 }
 # documented on every route: each error is `{"error": kind, "detail": ...}`
@@ -82,7 +98,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[Response]]:
     async def handle(request: Request, exc: Exception) -> Response:
-        response = _error(status, kind, str(exc), request)
+        detail = str(exc)
+        if isinstance(exc, ModelCallError):  # the provider's own words stay in the log
+            log.warning("%s %s: %s", request.method, request.url.path, exc)
+            detail = exc.public
+        response = _error(status, kind, detail, request)
         if status == 503 or kind == "agent_busy":  # the database is down, or another server is replying
             response.headers["Retry-After"] = str(RETRY_AFTER_S)  # for this agent: try again soon
             response.headers["x-should-retry"] = "true"
@@ -117,26 +137,43 @@ def install_error_handlers(app: FastAPI) -> None:
 OPEN_PATHS = frozenset({"/", "/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 
 
-def key_gate(keys: KeyRing) -> Gate:
-    """401 before the body is read, for every path but the open ones (agent scopes are checked per route)."""
-    def gate(scope: Scope) -> Refusal | None:
+NO_BODY = Admission(max_body_bytes=0)
+SMALL_BODY = Admission(max_body_bytes=SMALL_BODY_BYTES)
+
+
+def key_gate(keys: KeyRing, *, allowed_hosts: frozenset[str] = frozenset()) -> Gate:
+    """Decided before the body is read: a keyless server's foreign hosts and origins (403), a missing
+    key (401) for every path but the open ones (agent scopes are checked per route), and how much body
+    the request may bring: none to the open paths, a sign-in form's worth to the browser's pages
+    without a session, the full limit to a caller with a key (or any caller of a keyless server)."""
+    def gate(scope: Scope) -> Refusal | Admission:
         path = scope["path"]
-        if keys.open or path in OPEN_PATHS or ui.is_ui_path(path):
-            return None
+        if path in OPEN_PATHS:
+            return (keys.open and foreign_request(scope, allowed_hosts)) or NO_BODY
+        if keys.open:
+            return foreign_request(scope, allowed_hosts) or ADMITTED
+        if ui.is_ui_path(path):
+            return ADMITTED if ui.has_session(keys, header(scope, b"cookie")) else SMALL_BODY
         if keys.principal_of_header(header(scope, b"authorization")) is None:
             return Refusal(401, "unauthorized", "missing or invalid API key")
-        return None
+        return ADMITTED
 
     return gate
 
 
-def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
+def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: frozenset[str] = frozenset(),
+               body_timeout_s: float = BODY_TIMEOUT_S, max_in_flight_per_key: int = MAX_IN_FLIGHT_PER_KEY) -> FastAPI:
+    """The service over `memory`. `allowed_hosts`: Host names a keyless server answers besides
+    loopback ones (memvec.service.origin); `body_timeout_s`: how long a request's body may take (408);
+    `max_in_flight_per_key`: one key's requests served at once (429 past it; memvec.service.fairness)."""
     # indexes are saved by whoever runs the app (memvec serve: cli_common.serve_http) when it stops
     app = FastAPI(title="memvec", version="0.1.0", responses=ERROR_RESPONSES,
                   description=API_DESCRIPTION)
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)
-    app.add_middleware(FrontDoor, gate=key_gate(app.state.service.keys))
+    app.add_middleware(FrontDoor, gate=key_gate(app.state.service.keys, allowed_hosts=allowed_hosts),
+                       body_timeout_s=body_timeout_s)
+    app.add_middleware(FairShare, keys=app.state.service.keys, limit=max_in_flight_per_key)  # outermost
     add_health_route(app)
     routes_agents.add_routes(app)
     routes_memory.add_routes(app)
@@ -146,23 +183,32 @@ def create_app(memory: Memory, keys: KeyRing | None = None) -> FastAPI:
 
 
 def add_health_route(app: FastAPI) -> None:
-    @app.get("/v1/health", response_model=Health, tags=["service"],
+    @app.get("/v1/health", response_model=Health, response_model_exclude_none=True, tags=["service"],
              responses={503: {"model": Health, "description": "the store is down, or the server is stopping: "
                                                               "not ready for new traffic"}})
-    def health(service: Service, response: Response) -> Health:
+    def health(request: Request, service: Service, response: Response) -> Health:
         """Readiness: 200 while the store answers; 503 with status `unavailable` while it does not, or
-        `draining` once the server was asked to stop (it still serves requests until it closes)."""
-        memory = service.memory
-        usage = memory.index_usage()
-        out = Health(status="ok", store=memory.store_location, store_ok=True, model=memory.model_id,
-                     auth=not service.keys.open, indexes_loaded=usage.loaded, indexes_budget=usage.budget)
-        try:
-            out.records, out.agents = memory.totals()
-        except StoreUnavailableError:
-            out.status, out.store_ok = "unavailable", False
+        `draining` once the server was asked to stop (it still serves requests until it closes). Without
+        a valid key (where keys are configured) it says only that: the store, model and totals need one."""
+        out = Health(status="ok", auth=not service.keys.open)
+        if not service.memory.healthy():
+            out.status = "unavailable"
+        if service.keys.principal_of_header(request.headers.get("authorization")) is not None:
+            _add_details(out, service)
         if service.draining.is_set():
             out.status = "draining"
         if out.status != "ok":
             response.status_code = 503
             response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return out
+
+
+def _add_details(out: Health, service: ServiceState) -> None:
+    memory = service.memory
+    usage = memory.index_usage()
+    out.store, out.store_ok, out.model = memory.store_location, out.status == "ok", memory.model_id
+    out.indexes_loaded, out.indexes_budget = usage.loaded, usage.budget
+    try:
+        out.records, out.agents = memory.totals()
+    except StoreUnavailableError:
+        out.status, out.store_ok = "unavailable", False

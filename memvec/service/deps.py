@@ -17,9 +17,10 @@ from fastapi import Depends, HTTPException, Path, Request
 from memvec.errors import AgentBusyError, InvalidInputError, NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
-from memvec.types import AGENT_PATTERN, AgentSettings, AgentState
+from memvec.types import AGENT_PATTERN, LABEL_PATTERN, AgentSettings, AgentState
 
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
+BlockLabel = Annotated[str, Path(pattern=LABEL_PATTERN, description="a core block's label")]
 
 
 class AgentSlots:

@@ -1,12 +1,17 @@
 """The front door of every memvec HTTP server (the REST service and `memvec mcp --transport http`).
 
 An ASGI wrapper that runs before routing, in this order:
-1. the key: a request without a valid key (where keys are configured and the path is not open) is
-   answered 401 before a byte of its body is read;
-2. the body size, counted as it streams in (`Content-Length` or chunked alike): past the limit the
-   request is answered 413 at once and the rest is never buffered (uvicorn discards it);
-3. JSON bodies are parsed once here with bounded nesting (`memvec.limits`), so a deeply nested or
-   non-UTF-8 body is a 422 with a reason instead of a parser crash.
+1. the gate: a request without a valid key (where keys are configured and the path is not open) is
+   answered 401 before a byte of its body is read, and so is one from a foreign origin (see
+   `memvec.service.origin`);
+2. the body size, counted as it streams in (`Content-Length` or chunked alike), against the limit
+   the gate's `Admission` gives this request (none for a bodyless route, a few KB for sign-in,
+   16 MiB for a caller with a key): past it the request is answered 413 at once and the rest is
+   never buffered (uvicorn discards it);
+3. the body must arrive within `body_timeout_s` (408 otherwise), so a slow client does not hold a slot;
+4. JSON bodies are parsed once here with bounded nesting (`memvec.limits`), so a deeply nested or
+   non-UTF-8 body is a 422 with a reason instead of a parser crash; a large one is parsed in a
+   worker thread, never on the event loop.
 The app behind it gets the buffered body replayed, unchanged.
 """
 
@@ -17,11 +22,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memvec.limits import MAX_JSON_DEPTH, JSONLimitError, load_json
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
+SMALL_BODY_BYTES = 8 * 1024  # what a caller without a key may send where one is taken (the sign-in form)
+BODY_TIMEOUT_S = 30.0
+THREAD_PARSE_BYTES = 64 * 1024  # JSON larger than this is parsed off the event loop
 NO_RETRY = frozenset({400, 401, 403, 404, 409, 413, 422, 502})  # what a retry cannot fix
 
 
@@ -32,7 +41,15 @@ class Refusal:
     detail: str
 
 
-Gate = Callable[[Scope], Refusal | None]  # decides on the method, path and headers alone
+@dataclass(frozen=True)
+class Admission:
+    """The request may go on, with a body of at most `max_body_bytes` (0: it takes none)."""
+
+    max_body_bytes: int = MAX_BODY_BYTES
+
+
+ADMITTED = Admission()
+Gate = Callable[[Scope], Refusal | Admission]  # decides on the method, path and headers alone
 
 
 def header(scope: Scope, name: bytes) -> str | None:
@@ -48,12 +65,14 @@ def _is_json(scope: Scope) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-async def send_refusal(send: Send, refusal: Refusal) -> None:
+async def send_refusal(send: Send, refusal: Refusal, *, retry_after: int | None = None) -> None:
     """`{"error": kind, "detail": ...}` with the status, as every memvec error is shaped."""
     body = json.dumps({"error": refusal.kind, "detail": refusal.detail}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if refusal.status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
+    if retry_after is not None:
+        headers += [(b"retry-after", str(retry_after).encode()), (b"x-should-retry", b"true")]
     if refusal.status in NO_RETRY:
         headers.append((b"x-should-retry", b"false"))
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
@@ -61,59 +80,79 @@ async def send_refusal(send: Send, refusal: Refusal) -> None:
 
 
 class FrontDoor:
-    """Key check, streaming body limit and bounded JSON in front of an ASGI app (see the module)."""
+    """Gate, streaming body limit and timeout, and bounded JSON in front of an ASGI app (see the module)."""
 
     def __init__(self, app: ASGIApp, *, gate: Gate, max_body_bytes: int = MAX_BODY_BYTES,
-                 max_json_depth: int = MAX_JSON_DEPTH) -> None:
+                 max_json_depth: int = MAX_JSON_DEPTH, body_timeout_s: float = BODY_TIMEOUT_S) -> None:
         self.app, self.gate = app, gate
         self.max_body_bytes, self.max_json_depth = max_body_bytes, max_json_depth
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self.gate(scope) or self._declared_too_large(scope)
-        body = b""
+        decision = self.gate(scope)
+        if isinstance(decision, Refusal):
+            await send_refusal(send, decision)
+            return
+        limit = min(decision.max_body_bytes, self.max_body_bytes)
+        body, refusal = b"", _declared_too_large(scope, limit)
         if refusal is None:
-            body, refusal = await self._read_body(receive)
+            body, refusal = await self._read_body(receive, limit)
         if refusal is None and body and _is_json(scope):
-            refusal = self._check_json(body)
+            refusal = await self._check_json(body)
         if refusal is not None:
             await send_refusal(send, refusal)
             return
         await self.app(scope, _replay(body, receive), send)
 
-    def _too_large(self) -> Refusal:
-        return Refusal(413, "payload_too_large", f"request bodies are limited to {self.max_body_bytes} bytes")
+    async def _read_body(self, receive: Receive, limit: int) -> tuple[bytes, Refusal | None]:
+        with anyio.move_on_after(self.body_timeout_s):
+            return await _read_within(receive, limit)
+        return b"", Refusal(408, "request_timeout", f"the request body did not arrive within {self.body_timeout_s:g} s")
 
-    def _declared_too_large(self, scope: Scope) -> Refusal | None:
-        length = header(scope, b"content-length")
-        if length is None:
+    async def _check_json(self, body: bytes) -> Refusal | None:
+        def check() -> Refusal | None:
+            try:
+                load_json(body, max_depth=self.max_json_depth, what="the request body")
+            except JSONLimitError as exc:
+                return Refusal(422, "invalid_request", str(exc))
             return None
-        if not re.fullmatch(r"[0-9]{1,19}", length.strip()):
-            return Refusal(400, "bad_request", "Content-Length is not a number")
-        return self._too_large() if int(length) > self.max_body_bytes else None
 
-    async def _read_body(self, receive: Receive) -> tuple[bytes, Refusal | None]:
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away: nothing to answer
-                return b"", Refusal(400, "bad_request", "the client disconnected")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                return b"", self._too_large()
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks), None
+        return check() if len(body) <= THREAD_PARSE_BYTES else await anyio.to_thread.run_sync(check)
 
-    def _check_json(self, body: bytes) -> Refusal | None:
-        try:
-            load_json(body, max_depth=self.max_json_depth, what="the request body")
-        except JSONLimitError as exc:
-            return Refusal(422, "invalid_request", str(exc))
-        return None
+
+def _too_large(limit: int) -> Refusal:
+    if limit == 0:
+        return Refusal(413, "payload_too_large", "this route takes no request body")
+    return Refusal(413, "payload_too_large", f"request bodies are limited to {limit} bytes here")
+
+
+def _declared_too_large(scope: Scope, limit: int) -> Refusal | None:
+    """Judged on the headers alone: a declared length over the limit, or any chunked body where none is taken."""
+    length = header(scope, b"content-length")
+    if length is None:
+        chunked = "chunked" in (header(scope, b"transfer-encoding") or "").lower()
+        return _too_large(limit) if chunked and limit == 0 else None
+    if not re.fullmatch(r"[0-9]{1,19}", length.strip()):
+        return Refusal(400, "bad_request", "Content-Length is not a number")
+    return _too_large(limit) if int(length) > limit else None
+
+
+async def _read_within(receive: Receive, limit: int) -> tuple[bytes, Refusal | None]:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # the client went away: nothing to answer
+            return b"", Refusal(400, "bad_request", "the client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"", _too_large(limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

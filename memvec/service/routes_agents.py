@@ -16,7 +16,7 @@ from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.errors import InvalidInputError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
-from memvec.service.deps import AgentId, Caller, Service, ServiceState, in_scope, visible_agent
+from memvec.service.deps import AgentId, BlockLabel, Caller, Service, ServiceState, in_scope, visible_agent
 from memvec.service.schemas import (
     AgentCreate,
     AgentOut,
@@ -164,7 +164,7 @@ def add_block_routes(app: FastAPI) -> None:
         return blocks[start:stop][:limit]
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
-    def get_block(agent_id: AgentId, label: str, principal: Caller, service: Service) -> BlockOut:
+    def get_block(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> BlockOut:
         visible_agent(agent_id, principal, service)
         return BlockOut.of(agent_id, service.memory.core(agent_id).get(label))
 
@@ -181,7 +181,7 @@ def add_block_routes(app: FastAPI) -> None:
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=list[BlockChange],
              tags=["core memory"])
-    def block_history(agent_id: AgentId, label: str, principal: Caller, service: Service) -> list[BlockChange]:
+    def block_history(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> list[BlockChange]:
         """memvec only: every change of the block, oldest first: the whole block before and after,
         when, and who (`tool:NAME`, `http:KEY-ID`, `cli`, `import`, `python`); `undone_by` marks undone ones."""
         visible_agent(agent_id, principal, service)
@@ -189,7 +189,7 @@ def add_block_routes(app: FastAPI) -> None:
 
     @app.post("/v1/agents/{agent_id}/core-memory/blocks/{label}/undo", response_model=BlockOut | None,
               tags=["core memory"])
-    def undo_block(agent_id: AgentId, label: str, principal: Caller, service: Service) -> BlockOut | None:
+    def undo_block(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> BlockOut | None:
         """memvec only: revert the block's latest change not yet undone (again: one further back). The
         block as it is now, or null when the undone change had created it. 409 if it changed outside
         its history since."""

@@ -143,10 +143,12 @@ def add_routes(app: FastAPI) -> None:
     def update_passage(agent_id: AgentId, passage_id: PassageId, body: PassageUpdate, principal: Caller,
                        service: Service) -> list[PassageOut]:
         """Letta's passage update, as a new version: the passage's current version is closed (it leaves
-        search, stays in its history) and the new one returned. 409 when `passage_id` was superseded."""
+        search, stays in its history) and the new one returned, with the old one's `expires_at` unless
+        the body sets one. 409 when `passage_id` was superseded; 400 for a `valid_from` before the
+        current version's."""
         visible_agent(agent_id, principal, service)
         result = service.memory.archival(agent_id).update(
-            int(passage_id), body.text, tags=body.tags, valid_from=body.valid_from,
+            int(passage_id), body.text, tags=body.tags, valid_from=body.valid_from, expires_at=body.expires_at,
             session_id=body.citation.session_id, turn_id=body.citation.turn_id, source_url=body.citation.source_url)
         return [PassageOut.of(result.record)]
 

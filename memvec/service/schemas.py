@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memvec.types import (
+    LABEL_PATTERN,
     MAX_ID,
     MAX_META_CHARS,
     MAX_TAGS,
@@ -40,7 +41,7 @@ class Lenient(BaseModel):
 
 
 class BlockIn(Lenient):
-    label: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+    label: str = Field(pattern=LABEL_PATTERN)
     value: str = Field(default="", max_length=MAX_TEXT_CHARS)
     limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
     description: str | None = Field(default=None, max_length=MAX_META_CHARS)
@@ -166,7 +167,10 @@ class PassageUpdate(Strict):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS, description="default: the old version's")
     citation: Citation = Field(default_factory=Citation)
-    valid_from: datetime | None = Field(default=None, description="since when the new text holds (default: now)")
+    valid_from: datetime | None = Field(default=None, description="since when the new text holds (default: now; "
+                                                                  "not before the current version's)")
+    expires_at: datetime | None = Field(default=None, description="memvec only: the new version's deadline "
+                                                                  "(default: the current version's)")
 
 
 class PassageBatch(Strict):
@@ -305,13 +309,15 @@ class ErrorOut(BaseModel):
 
 
 class Health(BaseModel):
+    """Without a valid key (on a server with keys) only `status` and `auth`: the rest is the operator's."""
+
     status: Literal["ok", "unavailable", "draining"] = Field(
         description="unavailable: the store cannot be reached; draining: the server is shutting down (both HTTP 503)")
-    store: str = Field(description="the store's file or URL (no password)")
-    store_ok: bool
-    model: str
+    auth: bool
+    store: str | None = Field(default=None, description="the store's file or URL (no password)")
+    store_ok: bool | None = None
+    model: str | None = None
     agents: int | None = Field(default=None, description="None while the store is unavailable")
     records: int | None = None
-    indexes_loaded: int = Field(description="(agent, tier) indexes in memory")
-    indexes_budget: int | None = Field(description="the most kept in memory (None: no limit)")
-    auth: bool
+    indexes_loaded: int | None = Field(default=None, description="(agent, tier) indexes in memory")
+    indexes_budget: int | None = Field(default=None, description="the most kept in memory (None: no limit)")

@@ -62,6 +62,11 @@ class EmbeddingBatch:
 class Store(Protocol):
     def close(self) -> None: ...
 
+    def checkpoint(self) -> None:
+        """Move what was committed out of any write-ahead file into the store's own, so deleted text
+        lingers in no file (SQLite's WAL; a no-op where the server owns its log). Best effort."""
+        ...
+
     def healthy(self) -> bool:
         """Whether the store answers right now (a down database: False, never an exception)."""
         ...

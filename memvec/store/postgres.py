@@ -160,6 +160,9 @@ class PostgresStore(SQLStore):
         finds every row by its dedup key and returns the same ids (created False), never a copy."""
         return _retry_if_broken(lambda: super(PostgresStore, self).insert(rows))
 
+    def checkpoint(self) -> None:
+        """PostgreSQL's own WAL and VACUUM decide when deleted rows leave its files (docs/deployment.md)."""
+
     def close(self) -> None:
         self.pool.close()
 

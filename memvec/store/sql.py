@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memvec.errors import NotFoundError, StoreError, VersionConflictError
+from memvec.errors import InvalidInputError, NotFoundError, StoreError, VersionConflictError
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
 from memvec.store.blocks import BlockStore
 from memvec.store.rows import (
@@ -119,14 +119,16 @@ class SQLStore(BlockStore, RunStore, VersionStore):
     def _insert_one(self, db: Any, row: PreparedRecord) -> tuple[int, bool]:
         rec = row.record
         valid_from = rec.valid_from or row.created_at
+        expires_at = rec.expires_at
         if rec.supersedes is not None:
-            self._close_version(db, rec, valid_from)
+            inherited = self._close_version(db, rec, valid_from)
+            expires_at = expires_at or inherited
         # fetchall, not fetchone: SQLite finishes a RETURNING statement only once its rows are read
         returned = self._run(db, RECORD_INSERT, (
             rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
             rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags), format_time(row.created_at),
             np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, row.untrusted,
-            row.context, _time(rec.expires_at), format_time(valid_from), _time(rec.valid_to),
+            row.context, _time(expires_at), format_time(valid_from), _time(rec.valid_to),
             rec.supersedes, row.near_key)).fetchall()
         if not returned:
             existing = self._run(db, "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
@@ -142,18 +144,26 @@ class SQLStore(BlockStore, RunStore, VersionStore):
         self._run(db, LOG_CHANGE, (rec.agent, rec.tier.value, record_id, "add"))
         return record_id, True
 
-    def _close_version(self, db: Any, rec: NewRecord, valid_from: datetime) -> None:
-        """End the version `rec` supersedes where `rec` begins. Its dedup key is set aside (suffixed
-        with its id), so the unique key holds among current versions only: the text may come back."""
-        old = self._run(db, f"SELECT tier, superseded_by FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?",
-                        (rec.supersedes, rec.agent)).fetchone()
+    def _close_version(self, db: Any, rec: NewRecord, valid_from: datetime) -> datetime | None:
+        """End the version `rec` supersedes where `rec` begins, and return its `expires_at` (a new
+        version inherits the deadline unless it sets its own). Its dedup key is set aside (suffixed with
+        its id), so the unique key holds among current versions only: the text may come back. A new
+        version beginning before the old one did would give the old one an interval that ends before
+        it starts: refused."""
+        old = self._run(db, f"SELECT tier, superseded_by, valid_from, created_at, expires_at FROM records "
+                            f"WHERE id = ? AND {self.ROW_HINT}agent = ?", (rec.supersedes, rec.agent)).fetchone()
         if old is None or old["tier"] != rec.tier.value:
             raise NotFoundError(f"agent {rec.agent!r} has no {rec.tier.value} record {rec.supersedes}")
         if old["superseded_by"] is not None:
             raise VersionConflictError(f"record {rec.supersedes} was superseded by {old['superseded_by']}; "
                                        "update the current version")
+        old_from = parse_time(old["valid_from"] or old["created_at"])
+        if valid_from < old_from:
+            raise InvalidInputError(f"valid_from {valid_from.isoformat()} is before the current version's "
+                                    f"({old_from.isoformat()}): a new version begins when or after the old one did")
         self._run(db, "UPDATE records SET valid_to = ?, dedup_key = dedup_key || ? WHERE id = ?",
                   (format_time(valid_from), f"\x1f#{rec.supersedes}", rec.supersedes))
+        return parse_time(old["expires_at"]) if old["expires_at"] else None
 
     def merge_into(self, agent: str, record_id: int, tags: Sequence[str], citation: Citation) -> None:
         """A repeat of record `record_id` was inserted: add its tags and the citation fields the record lacks."""

@@ -26,13 +26,15 @@ class ArchivalMemory(TierView):
 
     def update(self, record_id: int, text: str, *, tags: Sequence[str] | None = None,
                source_url: str | None = None, session_id: str | None = None, turn_id: str | int | None = None,
-               valid_from: datetime | None = None) -> InsertResult:
+               valid_from: datetime | None = None, expires_at: datetime | None = None) -> InsertResult:
         """Write a new version of the passage `record_id` (its current version) and close the old one
-        at `valid_from` (default: now). The new version keeps the old tags unless `tags` is given, and
-        has its own citation. VersionConflictError when `record_id` is no longer current."""
+        at `valid_from` (default: now; InvalidInputError before the old one's). The new version keeps
+        the old tags unless `tags` is given and the old `expires_at` unless one is given, and has its
+        own citation. VersionConflictError when `record_id` is no longer current."""
         old = self.get(record_id)
         return self.insert(text, tags=old.tags if tags is None else tags, source_url=source_url,
-                           session_id=session_id, turn_id=turn_id, valid_from=valid_from, supersedes=record_id)
+                           session_id=session_id, turn_id=turn_id, valid_from=valid_from, expires_at=expires_at,
+                           supersedes=record_id)
 
     def history(self, record_id: int) -> list[Record]:
         """Every version of the passage `record_id` is a version of, oldest first."""

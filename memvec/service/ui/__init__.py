@@ -12,7 +12,9 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.requests import cookie_parser
 
+from memvec.service.auth import KeyRing
 from memvec.service.ui import (
     pages_agent,
     pages_agents,
@@ -30,6 +32,11 @@ STYLESHEET = (PACKAGE / "static" / "ui.css").read_bytes()
 def is_ui_path(path: str) -> bool:
     """A page of the browser: it checks its own session cookie (the API's key gate lets it through)."""
     return path == "/ui" or path.startswith("/ui/")
+
+
+def has_session(keys: KeyRing, cookies: str | None) -> bool:
+    """Whether a Cookie header carries a valid session of the browser (checked before any body is read)."""
+    return read(keys, cookie_parser(cookies or "").get(SESSION_COOKIE)) is not None
 
 
 def is_ui(request: Request) -> bool:

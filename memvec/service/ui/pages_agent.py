@@ -14,9 +14,9 @@ from memvec.service.ui.deps import CsrfField, PageViewer, seen_agent
 from memvec.service.ui.pages_agents import agent_row
 from memvec.service.ui.render import page
 from memvec.service.ui.session import check_csrf
-from memvec.types import MAX_TEXT_CHARS
+from memvec.types import LABEL_PATTERN, MAX_TEXT_CHARS
 
-Label = Annotated[str, Path(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+Label = Annotated[str, Path(pattern=LABEL_PATTERN)]
 HISTORY_SHOWN = 100
 
 
