@@ -296,6 +296,12 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "tests/test_versions.py"),
     ("a new version may begin before the old one", "memvec/store/sql.py",
      "        if valid_from < old_from:", "        if False:", "tests/test_versions.py"),
+    ("an insert forgotten before its read-back is a 500", "memvec/engine/engine.py",
+     "        if gone := sorted(set(key_to_id.values()) - set(stored)):", "        if gone := []:",
+     "tests/test_forget.py"),
+    ("listing messages forgets the key's scope", "memvec/service/routes_messages.py",
+     "        visible_agent(agent_id, principal, service)\n        records = service.memory.recall(agent_id).list(",
+     "        records = service.memory.recall(agent_id).list(", "tests/test_scopes.py"),
 ]
 
 

@@ -14,6 +14,7 @@ from memvec import InvalidInputError, Memory, NewRecord, Tier
 from memvec.embed import HashingEmbedder
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
+from memvec.types import AgentSettings
 from tests.conftest import run_cli
 
 
@@ -81,3 +82,25 @@ def test_forget_on_the_command_line(tmp_path: Path) -> None:
     nothing = run_cli("--model", "hash:16", "forget", "--agent", "ana", home=home, check=False)
     assert nothing.returncode == 2 and "needs ids or a filter" in nothing.stderr
     assert run_cli("--model", "hash:16", "verify", home=home).returncode == 0
+
+
+def test_an_insert_whose_record_is_forgotten_before_it_is_read_back_answers_409(tmp_path: Path) -> None:
+    """Two servers: one commits an insert, the other forgets it before the first reads it back. The
+    first answers from what is committed now (409, the passage is gone), never a 500."""
+    home = tmp_path / "home"
+    with Memory.open(home, embedder=HashingEmbedder(32)) as mem, \
+            Memory.open(home, embedder=HashingEmbedder(32)) as other:
+        mem.create_agent(AgentSettings(name="ana"))
+        engine = mem._engine
+        catch_up = engine.tier_index
+
+        def forget_meanwhile(agent: str, tier: Tier) -> object:
+            other.forget("ana", tags=["racing"])
+            return catch_up(agent, tier)
+
+        engine.tier_index = forget_meanwhile  # type: ignore[method-assign]
+        client = TestClient(create_app(mem), base_url="http://localhost")
+        answer = client.post("/v1/agents/ana/archival-memory", json={"text": "gone at once", "tags": ["racing"]})
+        engine.tier_index = catch_up  # type: ignore[method-assign]
+        assert answer.status_code == 409 and "deleted" in answer.json()["detail"]
+        assert mem.archival("ana").list() == []

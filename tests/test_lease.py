@@ -165,32 +165,46 @@ def test_a_repeated_message_in_the_same_turn_says_it_was_not_created(home: Path)
 
 def test_a_message_to_a_busy_agent_in_the_same_server_waits_at_most_the_lease_wait(
         home: Path, llm: ScriptedLLM) -> None:
-    """The in-process wait ends where the cross-server one does (409 agent_busy, Retry-After), and
-    another agent of the same server answers meanwhile."""
-    first, _, memories = two_servers(home, lease_wait_s=0.3)
+    """The in-process wait (one event loop, as in a server) ends where the cross-server one does
+    (409 agent_busy, Retry-After) without waiting for the store lease, and another agent of the same
+    server answers meanwhile."""
+    import asyncio
+
+    import httpx
+
+    memory = Memory.open(home, embedder=HashingEmbedder(64), lease_wait_s=0.3)
+    memories = [memory]
     try:
-        memories[0].create_agent(AgentSettings(name="bot", model="scripted/agent"))
-        memories[0].create_agent(AgentSettings(name="other"))
+        memory.create_agent(AgentSettings(name="bot", model="scripted/agent"))
+        memory.create_agent(AgentSettings(name="other"))
 
         def slow(messages: list[dict[str, Any]]) -> Turn:
             time.sleep(1.5)
             return say("done")
 
         llm.script = [slow]
-        busy = threading.Thread(target=send, args=(first, "take your time"))
-        busy.start()
-        time.sleep(0.3)
-        started = time.monotonic()
-        refused = first.post("/v1/agents/bot/messages", headers={"Authorization": f"Bearer {KEY}"},
-                             json={"messages": [{"role": "user", "content": "me too"}]})
-        waited = time.monotonic() - started
-        other = first.post("/v1/agents/other/messages", headers={"Authorization": f"Bearer {KEY}"},
-                           json={"messages": [{"role": "user", "content": "meanwhile"}]})
-        busy.join()
-        assert refused.status_code == 409 and refused.json()["error"] == "agent_busy"
-        assert refused.headers["retry-after"] == "1" and waited < 1.2
-        assert other.status_code == 200
-        assert [m.text for m in memories[0].recall("bot").list(limit=10, newest_first=False)] == [
+        app = create_app(memory, KeyRing.parse([("t", KEY)]))
+
+        async def scenario() -> tuple[httpx.Response, float, httpx.Response, httpx.Response]:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost",
+                                         headers={"Authorization": f"Bearer {KEY}"}) as client:
+                def message(agent: str, text: str) -> Any:
+                    return client.post(f"/v1/agents/{agent}/messages",
+                                       json={"messages": [{"role": "user", "content": text}]})
+
+                busy = asyncio.ensure_future(message("bot", "take your time"))
+                await asyncio.sleep(0.3)
+                started = time.monotonic()
+                refused = await message("bot", "me too")
+                waited = time.monotonic() - started
+                other = await message("other", "meanwhile")
+                return refused, waited, other, await busy
+
+        refused, waited, other, first = asyncio.run(scenario())
+        assert refused.status_code == 409 and "busy with another message" in refused.json()["detail"]
+        assert refused.headers["retry-after"] == "1" and waited < 1.0
+        assert other.status_code == 200 and first.status_code == 200
+        assert [m.text for m in memory.recall("bot").list(limit=10, newest_first=False)] == [
             "take your time", "done"]
     finally:
         for mem in memories:

@@ -17,7 +17,7 @@ from memvec.config import DedupSettings, IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, checked_vectors, embed_records
 from memvec.engine.repeats import Target, find_repeats, near_key
 from memvec.engine.tier import LoadReport, TierIndex
-from memvec.errors import NotFoundError
+from memvec.errors import NotFoundError, VersionConflictError
 from memvec.guard import checked_on_read, looks_untrusted
 from memvec.index.heap import release_freed_memory
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
@@ -187,6 +187,9 @@ class Engine:
                     self.store.merge_into(agent, key_to_id[key], record.tags, record.citation)
         self.tier_index(agent, tier)  # catches up with what was just written
         stored = {r.id: r for r in checked_on_read(self.store.get(agent, list(set(key_to_id.values()))))}
+        if gone := sorted(set(key_to_id.values()) - set(stored)):
+            raise VersionConflictError(f"records {gone} were written, then deleted (a forget or delete ran at "
+                                       "the same time) before they could be read back: they are not stored now")
         results = {}
         for key, (position, _) in zip(keys, items, strict=True):
             record_id = key_to_id[key]

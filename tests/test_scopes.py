@@ -1,0 +1,96 @@
+"""Every route of the app that names an agent, walked with a key scoped to another agent (#34): each
+answers 404 (or 403), exactly as for an agent that does not exist, and the same request with the
+admin key does not, so the scope is what refused it. The routes come from the app itself: a new
+route is walked without anyone adding it to a list, and one this file has no request for fails."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from memvec import Memory
+from memvec.consolidation_format import ConsolidationProposal
+from memvec.embed import HashingEmbedder
+from memvec.service.app import create_app
+from memvec.service.auth import KeyRing
+from memvec.types import AgentSettings
+
+ADMIN, SCOPED = "admin-key-0123456789", "bob-only-key-0123456789"
+KEYS = KeyRing.parse([("admin", ADMIN), ("bob", f"{SCOPED}=bob")])
+# what a well-formed request to each route carries (json / params / form); None: nothing
+REQUESTS: dict[str, dict[str, Any]] = {
+    "PATCH /v1/agents/{agent_id}": {"json": {"description": "x"}},
+    "PATCH /v1/agents/{agent_id}/core-memory/blocks/{label}": {"json": {"value": "x"}},
+    "POST /v1/agents/{agent_id}/archival-memory": {"json": {"text": "x"}},
+    "GET /v1/agents/{agent_id}/archival-memory/search": {"params": {"query": "lisbon"}},
+    "PATCH /v1/agents/{agent_id}/archival-memory/{passage_id}": {"json": {"text": "y"}},
+    "GET /v1/agents/{agent_id}/recall-memory/search": {"params": {"query": "hello"}},
+    "POST /v1/agents/{agent_id}/forget": {"json": {"tags": ["home"]}},
+    "POST /v1/agents/{agent_id}/messages": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
+    "POST /ui/agents/{agent_id}/blocks/{label}": {"form": {"value": "x"}},
+    "GET /ui/agents/{agent_id}/search": {"params": {"q": "lisbon"}},
+}
+
+
+def walked_routes() -> list[tuple[str, str]]:
+    app = create_app(Memory.open(Path("/tmp/memvec-scope-routes"), embedder=HashingEmbedder(8)), KEYS)
+    routes = [(method, route.path) for route in app.routes if isinstance(route, APIRoute)
+              for method in sorted(route.methods or ())]
+    app.state.service.memory.close()
+    return [(m, p) for m, p in routes if "{agent_id}" in p]
+
+
+@pytest.fixture
+def home_with_ana(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(32)) as mem:
+        mem.create_agent(AgentSettings(name="ana"))
+        mem.create_agent(AgentSettings(name="bob"))
+        passage = mem.archival("ana").insert("Ana lives in Lisbon.", tags=["home"]).record.id
+        message = mem.recall("ana").append("user", "hello there, I like tea", session_id="s1").record.id
+        mem.core("ana").append("human", "likes tea")
+        proposal = ConsolidationProposal.model_validate(
+            {"facts": [{"text": "Ana likes tea.", "sources": [message], "reason": "she says so"}]})
+        run = mem.apply_consolidation("ana", proposal, model="scripted/none", through_message=message)
+        yield mem, {"agent_id": "ana", "label": "human", "passage_id": str(passage), "run_id": str(run.id)}
+
+
+def ask(client: TestClient, method: str, path: str, values: dict[str, str], csrf: str | None) -> int:
+    url = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
+    extra = dict(REQUESTS.get(f"{method} {path}", {}))
+    if path.startswith("/ui/") and method == "POST":
+        extra["data"] = {**extra.pop("form", {}), "csrf_token": csrf or ""}
+    return client.request(method, url, **extra).status_code
+
+
+def ui_client(mem: Memory, key: str) -> tuple[TestClient, str]:
+    client = TestClient(create_app(mem, KEYS), follow_redirects=False)
+    token = re.search(r'name="login_token" value="([^"]+)"', client.get("/ui/login").text)
+    assert token is not None
+    assert client.post("/ui/login", data={"api_key": key, "login_token": token.group(1)}).status_code == 303
+    page = client.get("/ui/agents").text
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert csrf is not None
+    return client, csrf.group(1)
+
+
+@pytest.mark.parametrize(("method", "path"), walked_routes(), ids=lambda v: v)
+def test_a_key_scoped_to_another_agent_sees_nothing_of_it(home_with_ana: tuple[Memory, dict[str, str]],
+                                                          method: str, path: str) -> None:
+    mem, values = home_with_ana
+    if path.startswith("/ui/"):
+        (scoped, scoped_csrf), (admin, admin_csrf) = ui_client(mem, SCOPED), ui_client(mem, ADMIN)
+    else:
+        scoped = TestClient(create_app(mem, KEYS), headers={"Authorization": f"Bearer {SCOPED}"})
+        admin = TestClient(create_app(mem, KEYS), headers={"Authorization": f"Bearer {ADMIN}"})
+        scoped_csrf = admin_csrf = None
+    refused = ask(scoped, method, path, values, scoped_csrf)
+    assert refused in (403, 404), f"{method} {path} answered {refused} to a key scoped to another agent"
+    served = ask(admin, method, path, values, admin_csrf)
+    assert served not in (403, 404, 422), f"{method} {path}: the request is not well-formed ({served}); " \
+                                          "add what it needs to REQUESTS"
