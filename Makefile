@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster train-ranker screenshots
+.PHONY: install test lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos train-ranker screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -27,6 +27,11 @@ mutants: install
 # rolling restart (~1 min): benchmarks/results/cluster.md.
 bench-cluster: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.cluster $(BENCH_ARGS)
+
+# The history checker, longer than in `make test` (~6 min): clients drive two servers on one SQLite home,
+# `serve --workers 2`, two servers on PostgreSQL and a SIGKILL mid-run; benchmarks/results/chaos.md.
+bench-chaos: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.chaos $(BENCH_ARGS)
 
 # The README's screenshots of the memory browser, taken by its tests in Debian's chromium.
 screenshots: install

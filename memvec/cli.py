@@ -316,16 +316,20 @@ def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None
     """Check every saved index against the store; exit 3 if any disagree.
 
     An index that is only behind the store's change log (say, after a crash before its last save)
-    is not a disagreement: it is reported, exit 0, and the next open (or --repair) replays it."""
+    is not a disagreement: it is reported, exit 0, and the next open (or --repair) replays it. So is a
+    partition with no index saved in this home (a cluster member that never served that agent, a
+    restored store): reported as not loaded, exit 0; --repair builds it."""
     with obj.open() as mem:
         report = mem.verify(agent=agent, repair=repair)
     if as_json:
         print_json({"ok": report.ok, "problems": [dump(p) for p in report.problems],
-                    "behind": [dump(b) for b in report.behind]})
+                    "behind": [dump(b) for b in report.behind], "not_loaded": [dump(n) for n in report.not_loaded]})
     else:
         for b in report.behind:
             click.echo(f"{b.agent}/{b.tier.value}: behind the store by {b.changes} changes "
                        f"(saved at change {b.saved_at_change}); replayed on the next open")
+        for n in report.not_loaded:
+            click.echo(f"{n.agent}/{n.tier.value}: not loaded here (no index saved); built from the store on first use")
         for p in report.problems:
             click.echo(f"{p.agent}/{p.tier.value}: {p.problem}", err=True)
         if report.ok:

@@ -121,6 +121,10 @@ class MemoryConfig(BaseModel):
         default=30.0, ge=0.0, le=3600.0,
         description="how long a reply waits for its agent's lease while another server (or thread) replies "
                     "for that agent, before AgentBusyError (HTTP 409, retry)")
+    lease_ttl_s: float = Field(
+        default=30.0, ge=1.0, le=3600.0,
+        description="how long an agent's lease outlives a server that stopped renewing it (killed, frozen): "
+                    "its agents wait this long for another server; renewed every third of it")
     llm_timeout_s: float = Field(
         default=120.0, gt=0.0, le=3600.0,
         description="seconds one call to an agent's model (a reply step, a summary, a consolidation) may take "
@@ -161,7 +165,7 @@ class MemoryConfig(BaseModel):
 ENVIRONMENT = {
     "home": "MEMVEC_HOME", "model": "MEMVEC_MODEL", "embed_backend": "MEMVEC_EMBED_BACKEND",
     "store": "MEMVEC_STORE", "max_loaded_indexes": "MEMVEC_MAX_LOADED_INDEXES",
-    "llm_timeout_s": "MEMVEC_LLM_TIMEOUT_S",
+    "llm_timeout_s": "MEMVEC_LLM_TIMEOUT_S", "lease_ttl_s": "MEMVEC_LEASE_TTL_S",
     "index.save_every": "MEMVEC_SAVE_EVERY",  # fewer changes lost to a crash vs. more index writes
     "dedup.near_cosine": "MEMVEC_NEAR_DUPLICATE_COSINE",  # a number, or "off": exact repeats only
 }

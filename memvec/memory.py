@@ -27,13 +27,13 @@ from memvec.embed.base import Embedder, LazyEmbedder
 from memvec.embed.queries import MicroBatcher, QueryCache
 from memvec.engine.consolidation import apply_run, undo_run
 from memvec.engine.engine import Engine, IndexUsage
-from memvec.engine.lease import LEASE_TTL_S, agent_lease
+from memvec.engine.lease import agent_lease
 from memvec.engine.tier import TierIndex, verify_on_disk
 from memvec.engine.transfer import export_agent, import_agents
 from memvec.errors import AgentExistsError, IndexFileError, InvalidInputError, ModelMismatchError, NotFoundError
 from memvec.export_format import AgentExport, ImportReport
-from memvec.index.files import Manifest, read_manifest
-from memvec.reports import IndexBehind, PartitionStats, RebuildReport, Stats, VerifyProblem, VerifyReport
+from memvec.index.files import MANIFEST_FILE, Manifest, read_manifest
+from memvec.reports import IndexBehind, NotLoaded, PartitionStats, RebuildReport, Stats, VerifyProblem, VerifyReport
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.tiers.archival import ArchivalMemory
@@ -191,11 +191,13 @@ class Memory:
         return self._engine.delete_matching(validate_agent(agent), tiers, filters, ids)
 
     def agent_lease(self, agent: str, *, wait_s: float | None = None,
-                    ttl_s: float = LEASE_TTL_S) -> AbstractContextManager[str]:
+                    ttl_s: float | None = None) -> AbstractContextManager[str]:
         """Hold the agent's lease (one reply loop at a time across servers; see memvec.engine.lease),
-        waiting up to `wait_s` (default: the home's `lease_wait_s`) before AgentBusyError."""
+        waiting up to `wait_s` (default: the home's `lease_wait_s`) before AgentBusyError; it expires
+        `ttl_s` (default `lease_ttl_s`) after its holder stops renewing it."""
         wait = self.config.lease_wait_s if wait_s is None else wait_s
-        return agent_lease(self._store, validate_agent(agent), wait_s=wait, ttl_s=ttl_s)
+        ttl = self.config.lease_ttl_s if ttl_s is None else ttl_s
+        return agent_lease(self._store, validate_agent(agent), wait_s=wait, ttl_s=ttl)
 
     # -- consolidation (memvec.agent.consolidate asks the model; these write and revert) ----
     def apply_consolidation(self, agent: str, proposal: ConsolidationProposal, *, model: str,
@@ -320,6 +322,10 @@ class Memory:
         self.save()
         report = VerifyReport(problems=[], behind=[])
         for part_agent, tier in self._partitions(agent):
+            directory = self._engine.index_dir(part_agent, tier)
+            if not (directory / MANIFEST_FILE).exists() and not any(directory.glob("*.npz")):
+                report.not_loaded.append(NotLoaded(agent=part_agent, tier=tier))
+                continue
             check = verify_on_disk(part_agent, tier, store=self._store, model_id=self.model_id,
                                    directory=self._engine.index_dir(part_agent, tier))
             report.problems += [VerifyProblem(agent=part_agent, tier=tier, problem=p) for p in check.problems]
@@ -330,6 +336,13 @@ class Memory:
 
     def index_usage(self) -> IndexUsage:
         return self._engine.index_usage()
+
+    def revoke_session(self, nonce: str, expires_at: datetime) -> None:
+        """End a memory-browser session on every server of this store (signing out)."""
+        self._store.revoke_session(nonce, expires_at)
+
+    def session_revoked(self, nonce: str) -> bool:
+        return self._store.session_revoked(nonce)
 
     def healthy(self) -> bool:
         """Whether the store answers right now (never raises)."""

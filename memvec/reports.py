@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memvec.engine.engine import IndexUsage
 from memvec.types import Tier
@@ -52,9 +52,18 @@ class IndexBehind(BaseModel):
     saved_at_change: int
 
 
+class NotLoaded(BaseModel):
+    """A partition with records in the store and no index saved in this home: never loaded by this
+    server (another cluster member serves it) or not opened since a restore. Its first use builds it."""
+
+    agent: str
+    tier: Tier
+
+
 class VerifyReport(BaseModel):
     problems: list[VerifyProblem]
     behind: list[IndexBehind]
+    not_loaded: list[NotLoaded] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -302,6 +302,23 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("listing messages forgets the key's scope", "memvec/service/routes_messages.py",
      "        visible_agent(agent_id, principal, service)\n        records = service.memory.recall(agent_id).list(",
      "        records = service.memory.recall(agent_id).list(", "tests/test_scopes.py"),
+    ("the browser's forms take any origin", "memvec/service/app.py",
+     "            refusal = foreign_origin(scope)\n", "            refusal = None\n", "tests/test_trust.py"),
+    ("verify calls a partition it never loaded broken", "memvec/memory.py",
+     "            if not (directory / MANIFEST_FILE).exists() and not any(directory.glob(\"*.npz\")):",
+     "            if False:",
+     "tests/test_cluster.py::test_verify_on_a_member_that_never_served_an_agent_says_not_loaded"),
+    ("a reply the model never answered keeps the message", "memvec/agent/loop.py",
+     "                self._unremember()  #", "                pass  #", "tests/test_service.py"),
+    ("forgetting a block's history leaves it in the WAL", "memvec/tiers/core.py",
+     "        deleted = self._store.forget_block_history(self.agent, label)\n        self._store.checkpoint()",
+     "        deleted = self._store.forget_block_history(self.agent, label)", "tests/test_block_history.py"),
+    ("the docs load Swagger UI from a CDN", "memvec/service/docs_pages.py",
+     "            swagger_js_url=f\"{STATIC_PREFIX}/swagger-ui-bundle.js\",",
+     "            swagger_js_url=\"https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js\",",
+     "tests/test_browser.py"),
+    ("signing out leaves the session valid", "memvec/service/ui/session.py",
+     "    if found is not None and not revoked(found.nonce):", "    if found is not None:", "tests/test_ui.py"),
 ]
 
 

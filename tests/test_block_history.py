@@ -141,3 +141,16 @@ def test_an_mcp_host_edits_blocks_with_the_letta_tools(memory: Memory) -> None:
     assert not rethink_error and insert_error and "outside block" in message
     assert memory.core("ana").get("persona").value == "I answer in one line."
     assert memory.core("ana").history("persona")[-1].actor == "tool:memory_rethink"
+
+
+def test_forgetting_a_blocks_history_leaves_its_old_values_in_no_file(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Memory.open(home, embedder=HashingEmbedder(32)) as mem:
+        mem.create_agent(AgentSettings(name="ana"))
+        mem.core("ana").rewrite("human", "Ana's PIN is canary-5b1e")
+        mem.core("ana").rewrite("human", "Ana (PIN changed)")
+        client = TestClient(create_app(mem), base_url="http://localhost")
+        forgotten = client.delete("/v1/agents/ana/core-memory/blocks/human/history")
+        assert forgotten.status_code == 200 and forgotten.json()["forgotten"] == 3  # created, two rewrites
+        assert mem.core("ana").history("human") == [] and mem.core("ana").get("human").value == "Ana (PIN changed)"
+        assert [p for p in home.rglob("*") if p.is_file() and b"canary-5b1e" in p.read_bytes()] == []

@@ -201,3 +201,64 @@ def test_markup_in_memory_renders_as_text_and_runs_nothing(browser: Any, served:
     others = [u for u in requests if not re.match(re.escape(served.url) + r"/ui/(agents/alice/|static/ui\.css)", u)]
     assert others == [], others  # nothing fetched but the pages and the stylesheet (no /x from the image)
     screenshot(page, "ui-untrusted-text", tmp_path)
+
+
+@pytest.mark.parametrize(("path", "rendered"), [("/docs", ".opblock"), ("/redoc", "[data-section-id]")])
+def test_the_api_docs_render_from_this_server_alone(browser: Any, served: Server, path: str, rendered: str) -> None:
+    """Swagger UI and ReDoc come from files in a package, under a CSP that allows nothing else: the
+    page renders the API's operations and gets nothing from another host (ReDoc asks for its logo
+    on a CDN; the policy stops that request)."""
+    page = browser.new_context(base_url=served.url).new_page()
+    fetched: list[str] = []
+    page.on("requestfinished", lambda request: fetched.append(request.url))
+    response = page.goto(path)
+    assert response is not None and "default-src 'none'" in response.headers["content-security-policy"]
+    page.wait_for_selector(rendered, timeout=30_000)
+    assert page.locator(rendered).count() > 10  # every route of the API, rendered
+    assert [u for u in fetched if not u.startswith(served.url) and not u.startswith(("data:", "blob:"))] == []
+    assert f"{served.url}/docs/static/" in " ".join(fetched)
+
+
+def test_a_page_of_another_site_cannot_change_a_keyless_server(browser: Any, tmp_path: Path) -> None:
+    """A keyless server (the local setup) and a page served from another origin that posts to it, by
+    form and by fetch, as a malicious site would: Chromium sends the requests, the server refuses
+    them (its Origin is not the server's), and nothing is created."""
+    import http.server
+    import threading
+
+    from benchmarks.load import free_port
+
+    keyless = Server(tmp_path / "home").start()
+    with httpx.Client(base_url=keyless.url) as local:
+        assert local.post("/v1/agents", json={"name": "ana"}).status_code == 201
+        edited = local.patch("/v1/agents/ana/core-memory/blocks/human", json={"value": "Ana, keep this"})
+        assert edited.status_code == 200
+    site_port = free_port()
+    undo = f"{keyless.url}/v1/agents/ana/core-memory/blocks/human/undo"  # takes no body: no CSRF token to miss
+    attack = f"""<html><body>
+<form id=f method=post action="{keyless.url}/ui/agents"><input name=name value=planted1></form>
+<script>
+fetch("{undo}", {{method: "POST", mode: "no-cors"}})
+  .finally(() => document.getElementById("f").submit());
+</script></body></html>"""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text(attack)
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(tmp_path / "site"))  # noqa: E731
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", site_port), handler)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        page = browser.new_context().new_page()
+        answers: list[tuple[str, int]] = []
+        page.on("response", lambda r: answers.append((r.url, r.status)) if r.url.startswith(keyless.url) else None)
+        page.goto(f"http://127.0.0.1:{site_port}/index.html")
+        page.wait_for_url(f"{keyless.url}/**", timeout=15_000)  # the form was submitted
+        page.wait_for_load_state("networkidle")
+        changes = [(url, status) for url, status in answers if not url.endswith("/ui/static/ui.css")]
+        assert len(changes) == 2 and all(status == 403 for _, status in changes), answers
+        with httpx.Client(base_url=keyless.url) as local:
+            assert [a["name"] for a in local.get("/v1/agents").json()] == ["ana"]
+            assert local.get("/v1/agents/ana/core-memory/blocks/human").json()["value"] == "Ana, keep this"
+    finally:
+        site.shutdown()
+        site.server_close()
+        keyless.stop()

@@ -240,3 +240,22 @@ def test_a_listener_that_stops_admitting_still_hands_over_what_it_let_in() -> No
                 assert accepted.recv(64) == b"sent before"
     with pytest.raises(ConnectionRefusedError):  # closed: refused at once, nginx's cue for the next server
         socket.create_connection(("127.0.0.1", port), timeout=2)
+
+
+def test_verify_on_a_member_that_never_served_an_agent_says_not_loaded(tmp_path: Path) -> None:
+    """Two homes on one store stand for two cluster members: the one that never loaded an agent's
+    index reports it as not loaded (exit 0), not as broken; --repair builds it."""
+    from memvec import Memory
+    from memvec.embed import HashingEmbedder
+
+    with Memory.open(tmp_path / "served", embedder=HashingEmbedder(64)) as mem:
+        mem.archival("ana").insert("a passage only the other member loaded")
+    store = tmp_path / "served" / "store.sqlite3"
+    member = tmp_path / "member"
+    member.mkdir()
+    shutil.copy(store, member / "store.sqlite3")
+    checked = run_cli("--model", "hash:64", "verify", "--json", home=member)
+    report = json.loads(checked.stdout)
+    assert report["ok"] and report["problems"] == [] and report["not_loaded"] == [{"agent": "ana", "tier": "archival"}]
+    repaired = json.loads(run_cli("--model", "hash:64", "verify", "--repair", "--json", home=member).stdout)
+    assert repaired["ok"] and repaired["not_loaded"] == []

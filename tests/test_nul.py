@@ -3,8 +3,8 @@ SQLite would store it and PostgreSQL cannot, so an export from one would not imp
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from memvec import Memory
 from memvec.embed import HashingEmbedder
 from memvec.service.app import create_app
-from tests.test_postgres import pg_url  # noqa: F401  (the fixture: a fresh schema)
+from tests.test_postgres import BASE_URL, ensure_postgres
 
 NUL = "a\x00b"
 # (method, path, body) each carrying a NUL in one stored string
@@ -36,13 +36,26 @@ REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[TestClient, Memory]]:
-    store = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
-    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(32), store=store) as mem:
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[tuple[TestClient, Memory]]:
+    """One home per store for the whole module: every test checks that it changed nothing."""
+    schema = f"memvec_test_{uuid.uuid4().hex[:12]}"
+    store = None
+    if request.param == "postgresql":
+        import psycopg
+
+        ensure_postgres()
+        with psycopg.connect(BASE_URL, autocommit=True) as admin:
+            admin.execute(f"CREATE SCHEMA {schema}")
+        store = f"{BASE_URL}?options=-csearch_path%3D{schema}"
+    with Memory.open(tmp_path_factory.mktemp("nul") / "home", embedder=HashingEmbedder(32), store=store) as mem:
         client = TestClient(create_app(mem), base_url="http://localhost")
         assert client.post("/v1/agents", json={"name": "ana"}).status_code == 201
         yield client, mem
+    if store is not None:
+        with psycopg.connect(BASE_URL, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def snapshot(mem: Memory) -> Any:

@@ -167,3 +167,17 @@ def test_a_forgotten_secret_is_in_no_file_of_the_home_while_serving_and_after_si
 
 def _files_with(home: Path, text: str) -> list[Path]:
     return [path for path in home.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
+
+
+def test_the_sign_in_form_cannot_be_posted_from_another_port_of_the_same_host(keyed: Server) -> None:
+    """Cookies do not tell ports apart, so a page on another port could plant the sign-in cookie and
+    post the form (login CSRF): its Origin gives it away, on a server with keys too."""
+    with httpx.Client(base_url=keyed.url, timeout=30) as browser:
+        form = browser.get("/ui/login")
+        token = form.text.split('name="login_token" value="')[1].split('"')[0]
+        other_port = "http://127.0.0.1:1"
+        planted = browser.post("/ui/login", data={"api_key": SCOPED, "login_token": token},
+                               headers={"Origin": other_port})
+        assert planted.status_code == 403 and "session" not in planted.headers.get("set-cookie", "")
+        own = browser.post("/ui/login", data={"api_key": SCOPED, "login_token": token}, headers={"Origin": keyed.url})
+        assert own.status_code == 303 and "memvec_session" in own.headers["set-cookie"]

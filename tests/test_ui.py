@@ -270,3 +270,19 @@ def test_a_letta_agent_file_uploads_through_the_import_form(memory: Memory) -> N
     page = client.get("/ui/agents/from-letta").text
     assert 'id="block-persona"' in page and 'id="block-human"' in page
     assert {b.label for b in memory.core("from-letta").blocks()} >= {"persona", "human"}
+
+
+def test_signing_out_ends_the_session_on_every_server_of_the_store(memory: Memory, tmp_path: Path) -> None:
+    """A copy of the cookie taken before signing out no longer opens a page, here or on another server."""
+    client = browser(memory, KEYS, ADMIN)
+    cookie = client.cookies.get("memvec_session")
+    page = client.get("/ui/agents")
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    assert csrf is not None and page.status_code == 200
+    assert client.post("/ui/logout", data={"csrf_token": csrf.group(1)}).status_code == 303
+    with Memory.open(memory.home, embedder=HashingEmbedder(64)) as other:
+        for app_memory in (memory, other):
+            copied = TestClient(create_app(app_memory, KEYS), follow_redirects=False, base_url="http://localhost",
+                                cookies={"memvec_session": cookie})
+            answer = copied.get("/ui/agents")
+            assert answer.status_code in (302, 303, 307) and "/ui/login" in answer.headers["location"]

@@ -18,7 +18,7 @@ from memvec.agent import llm
 from memvec.agent.context import MainContext, Message, model_summary
 from memvec.agent.prompts import BUDGET_SPENT, PRESSURE_ALERT
 from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome, tool_schemas
-from memvec.errors import InvalidInputError, NotFoundError
+from memvec.errors import InvalidInputError, ModelCallError, NotFoundError
 from memvec.memory import Memory
 from memvec.types import Record
 
@@ -102,6 +102,9 @@ class Agent:
 
     def _reply(self, text: str, role: str) -> Reply:
         self.state.turn += 1
+        # written before anything of the turn: a server killed mid-reply leaves this turn id used, so
+        # the next reply (on any server) takes a new one instead of giving two messages the same
+        self.memory.update_agent(self.settings, self.state)
         self._recorded = []
         trace = Trace()
         context = MainContext(self.memory, self.settings, self.state,
@@ -114,6 +117,10 @@ class Agent:
         sent: list[str] = []
         try:
             trace.stopped_by = self._run(context, tools, trace, sent)
+        except ModelCallError:
+            if trace.tool_calls == 0:  # the model never answered: the turn did nothing, so it keeps nothing
+                self._unremember()  # (a retry of the same message would otherwise store it twice)
+            raise
         finally:
             self.memory.update_agent(self.settings, self.state)
         return Reply(message=sent[-1] if sent else None, messages=sent, session_id=self.session_id,
@@ -206,6 +213,12 @@ class Agent:
         if in_context and record.id not in self.state.in_context:
             self.state.in_context.append(record.id)
         return record
+
+    def _unremember(self) -> None:
+        for record_id in self._recorded:
+            self.memory.delete_record(self.settings.name, record_id)
+        self.state.in_context = [i for i in self.state.in_context if i not in self._recorded]
+        self._recorded = []
 
     def _say(self, text: str, trace: Trace) -> str:
         record = self._remember("assistant", text, in_context=True)

@@ -30,7 +30,7 @@ from memvec.errors import (
     VersionConflictError,
 )
 from memvec.memory import Memory
-from memvec.service import routes_agents, routes_memory, routes_messages, ui
+from memvec.service import docs_pages, routes_agents, routes_memory, routes_messages, ui
 from memvec.service.auth import KeyRing
 from memvec.service.deps import Service, ServiceState
 from memvec.service.fairness import MAX_IN_FLIGHT_PER_KEY, FairShare
@@ -45,7 +45,7 @@ from memvec.service.front import (
     Refusal,
     header,
 )
-from memvec.service.origin import foreign_request
+from memvec.service.origin import foreign_origin, foreign_request
 from memvec.service.schemas import ErrorOut, Health
 from memvec.types import describe_validation_error
 
@@ -134,7 +134,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 # readable without a key: readiness for load balancers, and the API's own description; the memory
 # browser's pages (/ui) check their session cookie themselves and send the browser to sign in
-OPEN_PATHS = frozenset({"/", "/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+OPEN_PATHS = frozenset({"/", "/v1/health", "/docs", "/redoc", "/openapi.json"})
 
 
 NO_BODY = Admission(max_body_bytes=0)
@@ -148,12 +148,13 @@ def key_gate(keys: KeyRing, *, allowed_hosts: frozenset[str] = frozenset()) -> G
     without a session, the full limit to a caller with a key (or any caller of a keyless server)."""
     def gate(scope: Scope) -> Refusal | Admission:
         path = scope["path"]
-        if path in OPEN_PATHS:
+        if path in OPEN_PATHS or path.startswith(docs_pages.STATIC_PREFIX + "/"):
             return (keys.open and foreign_request(scope, allowed_hosts)) or NO_BODY
         if keys.open:
             return foreign_request(scope, allowed_hosts) or ADMITTED
-        if ui.is_ui_path(path):
-            return ADMITTED if ui.has_session(keys, header(scope, b"cookie")) else SMALL_BODY
+        if ui.is_ui_path(path):  # forms authenticated by a cookie: another origin may not post them
+            refusal = foreign_origin(scope)
+            return refusal or (ADMITTED if ui.has_session(keys, header(scope, b"cookie")) else SMALL_BODY)
         if keys.principal_of_header(header(scope, b"authorization")) is None:
             return Refusal(401, "unauthorized", "missing or invalid API key")
         return ADMITTED
@@ -168,13 +169,14 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     `max_in_flight_per_key`: one key's requests served at once (429 past it; memvec.service.fairness)."""
     # indexes are saved by whoever runs the app (memvec serve: cli_common.serve_http) when it stops
     app = FastAPI(title="memvec", version="0.1.0", responses=ERROR_RESPONSES,
-                  description=API_DESCRIPTION)
+                  description=API_DESCRIPTION, docs_url=None, redoc_url=None)  # docs_pages serves them
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)
     app.add_middleware(FrontDoor, gate=key_gate(app.state.service.keys, allowed_hosts=allowed_hosts),
                        body_timeout_s=body_timeout_s)
     app.add_middleware(FairShare, keys=app.state.service.keys, limit=max_in_flight_per_key)  # outermost
     add_health_route(app)
+    docs_pages.add_routes(app, title="memvec")
     routes_agents.add_routes(app)
     routes_memory.add_routes(app)
     routes_messages.add_routes(app)

@@ -38,6 +38,14 @@ def foreign_request(scope: Scope, allowed_hosts: Collection[str]) -> Refusal | N
     if name not in LOOPBACK_NAMES and name not in {h.lower() for h in allowed_hosts}:
         return Refusal(403, "forbidden_host", f"host {name or '(none)'!r} is not served: a server without API keys "
                                               "answers only loopback names and --allow-host names")
+    return foreign_origin(scope)
+
+
+def foreign_origin(scope: Scope) -> Refusal | None:
+    """Why a change from another origin is refused (None: no Origin, a safe method, or its own).
+    Also the memory browser's defence against login CSRF on any server: cookies are shared by every
+    port of a host, so a page on another port could plant the sign-in cookie, but not its Origin."""
+    host = header(scope, b"host") or ""
     origin = header(scope, b"origin")
     if origin is None or scope.get("method", "GET") in SAFE_METHODS:
         return None

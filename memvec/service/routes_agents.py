@@ -25,6 +25,7 @@ from memvec.service.schemas import (
     BlockPatch,
     Deleted,
     EmbeddingConfigOut,
+    Forgotten,
     LlmConfigOut,
     MemoryOut,
 )
@@ -186,6 +187,14 @@ def add_block_routes(app: FastAPI) -> None:
         when, and who (`tool:NAME`, `http:KEY-ID`, `cli`, `import`, `python`); `undone_by` marks undone ones."""
         visible_agent(agent_id, principal, service)
         return service.memory.core(agent_id).history(label)
+
+    @app.delete("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=Forgotten,
+                tags=["core memory"])
+    def forget_block_history(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> Forgotten:
+        """memvec only: forget the block's past values (its history); the block keeps its value and
+        has nothing left to undo. What `forget` does for records, for a block's old text."""
+        visible_agent(agent_id, principal, service)
+        return Forgotten(forgotten=service.memory.core(agent_id).forget_history(label))
 
     @app.post("/v1/agents/{agent_id}/core-memory/blocks/{label}/undo", response_model=BlockOut | None,
               tags=["core memory"])

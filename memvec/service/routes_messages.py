@@ -69,8 +69,8 @@ def _record_only(service: ServiceState, agent: str, messages: list[MessageIn], s
             records.append(NewRecord.model_validate({
                 "agent": agent, "tier": Tier.RECALL, "text": message.text(), "role": message.name or message.role,
                 "citation": {"session_id": session_id, "turn_id": state.turn}}))
+        service.memory.update_agent(settings, state)  # the turns first: a crash then skips them, never reuses
         results = service.memory.insert(records)
-        service.memory.update_agent(settings, state)
     stored = [r.record for r in results]
     return LettaResponseOut(messages=[record_message(r) for r in stored], stop_reason=_stop("end_turn"),
                             usage=_usage(0), recorded=[PassageOut.of(r.record, created=r.created,

@@ -97,6 +97,12 @@ class BlockStore:
                             op=r["op"], old=_load(r["old_block"]), new=_load(r["new_block"]),
                             undone_by=r["undone_by"]) for r in rows]
 
+    def forget_block_history(self: _SQL, agent: str, label: str | None = None) -> int:
+        """Delete every past change of the agent's blocks (or one label's); the blocks keep their values."""
+        where, params = ("agent = ? AND label = ?", (agent, label)) if label else ("agent = ?", (agent,))
+        with self._write() as db:
+            return int(self._run(db, f"DELETE FROM block_history WHERE {where}", params).rowcount)
+
     def undo_block(self: _SQL, agent: str, label: str, *, actor: str = "python") -> CoreBlock | None:
         """Put the block back as it was before its latest change not yet undone; returns it (None:
         the undone change created it, so it is gone again)."""

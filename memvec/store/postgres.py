@@ -64,7 +64,8 @@ CREATE TABLE IF NOT EXISTS consolidation_runs (
 CREATE INDEX IF NOT EXISTS consolidation_runs_by_agent ON consolidation_runs (agent, id);
 CREATE TABLE IF NOT EXISTS agent_leases (agent TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TEXT NOT NULL);
 ALTER TABLE records ADD COLUMN IF NOT EXISTS near_key TEXT;
-CREATE INDEX IF NOT EXISTS records_by_near_key ON records (agent, tier, near_key)
+CREATE INDEX IF NOT EXISTS records_by_near_key ON records (agent, tier, near_key);
+CREATE TABLE IF NOT EXISTS revoked_sessions (nonce TEXT PRIMARY KEY, expires_at TEXT NOT NULL)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -127,6 +127,10 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE records ADD COLUMN near_key TEXT;
     CREATE INDEX records_by_near_key ON records (agent, tier, near_key);
     """),
+    (11, """
+    -- the memory browser's signed-out sessions, until their cookie would have expired anyway
+    CREATE TABLE revoked_sessions (nonce TEXT PRIMARY KEY, expires_at TEXT NOT NULL);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -101,6 +101,17 @@ class SQLStore(BlockStore, RunStore, VersionStore):
             self._run(db, f"INSERT INTO {self.META_TABLE} VALUES (?, ?) "
                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
 
+    # -- browser sessions -----------------------------------------------------------------
+    def revoke_session(self, nonce: str, expires_at: datetime) -> None:
+        """Remember a signed-out session until it would have expired (and forget the expired ones)."""
+        with self._write() as db:
+            self._run(db, "DELETE FROM revoked_sessions WHERE expires_at < ?", (format_time(datetime.now(UTC)),))
+            self._run(db, "INSERT INTO revoked_sessions VALUES (?, ?) ON CONFLICT (nonce) DO NOTHING",
+                      (nonce, format_time(expires_at)))
+
+    def session_revoked(self, nonce: str) -> bool:
+        return bool(self._query("SELECT 1 FROM revoked_sessions WHERE nonce = ?", (nonce,)))
+
     # -- records --------------------------------------------------------------------------
     def existing_ids(self, agent: str, tier: Tier, keys: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}

@@ -51,6 +51,14 @@ class CoreMemory:
         """Every change of this agent's blocks (or of one), oldest first, with the block before and after."""
         return self._store.block_history(self.agent, label)
 
+    def forget_history(self, label: str | None = None) -> int:
+        """Delete the history of one block (or of all the agent's blocks): the old values go from the
+        store's files too (SQLite's WAL is checkpointed), the blocks keep what they hold now, and there
+        is nothing left to undo. Returns how many changes were deleted."""
+        deleted = self._store.forget_block_history(self.agent, label)
+        self._store.checkpoint()
+        return deleted
+
     def undo(self, label: str) -> CoreBlock | None:
         """Revert the block's latest change not yet undone (repeat to go further back); returns the
         block as it is now (None: the undone change had created it). CoreMemoryError when the block

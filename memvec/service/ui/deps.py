@@ -16,7 +16,7 @@ Item = TypeVar("Item")
 
 
 def page_viewer(request: Request, service: Service) -> Viewer:
-    return viewer_of(request, service.keys)
+    return viewer_of(request, service.keys, service.memory.session_revoked)
 
 
 PageViewer = Annotated[Viewer, Depends(page_viewer)]

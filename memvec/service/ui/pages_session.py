@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from datetime import UTC, datetime
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -73,9 +74,11 @@ def add_routes(app: FastAPI) -> None:
         return response
 
     @app.post("/ui/logout", include_in_schema=False)
-    def sign_out(request: Request, viewer: PageViewer,
+    def sign_out(request: Request, viewer: PageViewer, service: Service,
                  csrf_token: CsrfField = None) -> Response:
         check_csrf(viewer, csrf_token)
+        if viewer.nonce:  # on every server of the store: a copied cookie no longer works either
+            service.memory.revoke_session(viewer.nonce, datetime.fromtimestamp(viewer.expires, UTC))
         response = RedirectResponse("/ui/login", status_code=303)
         clear_cookie(response, request, SESSION_COOKIE)
         return response

@@ -19,6 +19,7 @@ import hmac
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import Request, Response
@@ -48,6 +49,8 @@ class Viewer:
     csrf_token: str
     signed_in: bool
     new_cookie: str | None = None
+    nonce: str = ""  # names the session (what signing out revokes)
+    expires: int = 0
 
 
 def fingerprint(key: str) -> str:
@@ -98,14 +101,15 @@ def read(keys: KeyRing, cookie: str | None, *, now: float | None = None) -> View
     if not hmac.compare_digest(_sign(secret, f"{version}.{nonce}.{expires}.{owner}"), signature):
         return None
     principal = keys.principal(key) if key else Principal()
-    return Viewer(principal or Principal(frozenset()), csrf_token(secret, nonce), signed_in=key is not None)
+    return Viewer(principal or Principal(frozenset()), csrf_token(secret, nonce), signed_in=key is not None,
+                  nonce=nonce, expires=int(expires))
 
 
-def viewer_of(request: Request, keys: KeyRing) -> Viewer:
+def viewer_of(request: Request, keys: KeyRing, revoked: Callable[[str], bool]) -> Viewer:
     """The page's viewer; an open server opens a session on the first visit, a server with keys
-    sends the browser to sign in (SignInRequired)."""
+    sends the browser to sign in (SignInRequired). `revoked`: whether a session was signed out."""
     found = read(keys, request.cookies.get(SESSION_COOKIE))
-    if found is not None:
+    if found is not None and not revoked(found.nonce):
         return found
     if not keys.open:
         raise SignInRequired()
