@@ -1,5 +1,7 @@
-"""The agent export document: an agent's settings and state, core blocks, and all its passages and
-messages with citations (and optionally their embeddings). `memvec.engine.transfer` writes and reads it."""
+"""The agent export document: an agent's settings and state, core blocks with their history, and all
+its passages and messages with citations (and optionally their embeddings): every version, linked by
+`supersedes`, and passages whose validity ended. `memvec.engine.transfer` writes and reads it.
+Version 1 (current versions only, no block history) still imports."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memvec.types import MAX_TAGS, AgentSettings, AgentState, Citation, CoreBlock
+from memvec.types import MAX_TAGS, AgentSettings, AgentState, BlockChange, Citation, CoreBlock
 
 EXPORT_FORMAT = "memvec-agent-export"
 
@@ -21,22 +23,25 @@ class ExportedRecord(BaseModel):
     citation: Citation = Field(default_factory=Citation)
     created_at: datetime
     expires_at: datetime | None = None
-    valid_from: datetime | None = Field(default=None, description="event time since when it holds (a current "
-                                                                  "version; exports carry no superseded ones)")
-    valid_to: datetime | None = None
+    valid_from: datetime | None = Field(default=None, description="event time since when it holds")
+    valid_to: datetime | None = Field(default=None, description="event time until when it held (a superseded "
+                                                                "version: when its successor began)")
+    supersedes: int | None = Field(default=None, description="the id (in this document) of the version it replaced")
     untrusted: bool = False
     embedding: str | None = Field(default=None, description="base64 of little-endian float32")
 
 
 class AgentExport(BaseModel):
     format: Literal["memvec-agent-export"] = "memvec-agent-export"
-    version: Literal[1] = 1
+    version: Literal[1, 2] = 2
     exported_at: datetime
     embedding_model: str
     dim: int | None = None
     agent: AgentSettings
     state: AgentState = Field(default_factory=AgentState)
     blocks: list[CoreBlock] = Field(default_factory=list)
+    block_history: list[BlockChange] = Field(default_factory=list, description="every change of the blocks, "
+                                                                               "oldest first (version 2)")
     passages: list[ExportedRecord] = Field(default_factory=list)
     messages: list[ExportedRecord] = Field(default_factory=list)
 

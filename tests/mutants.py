@@ -319,6 +319,12 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "tests/test_browser.py"),
     ("signing out leaves the session valid", "memvec/service/ui/session.py",
      "    if found is not None and not revoked(found.nonce):", "    if found is not None:", "tests/test_ui.py"),
+    ("an import drops the links between versions", "memvec/engine/transfer.py",
+     "        if row.supersedes is not None and row.supersedes in new_ids:", "        if False:",
+     "tests/test_versions.py"),
+    ("an import drops the blocks' history", "memvec/engine/transfer.py",
+     "    if ready.doc.block_history:\n        store.restore_blocks(", "    if False:\n        store.restore_blocks(",
+     "tests/test_postgres.py"),
 ]
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
+from memvec.types import AgentSettings
 from tests.conftest import require_postgres, run_cli
 from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
 
@@ -228,3 +229,35 @@ def test_an_agent_lease_on_postgres_is_one_holder_across_servers(tmp_path: Path,
             pass
         with two.agent_lease("ana", wait_s=0.2):
             pass
+
+
+def _history_shape(mem: Memory, agent: str) -> list[tuple[object, ...]]:
+    """A block history with undo links as positions (seq numbers differ between homes)."""
+    changes = mem.core(agent).history()
+    position = {c.seq: n for n, c in enumerate(changes)}
+    return [(c.label, c.changed_at, c.actor, c.op, c.old, c.new, position.get(c.undone_by or -1)) for c in changes]
+
+
+def test_export_import_keeps_every_version_and_the_block_history_from_sqlite_to_postgresql_and_back(
+        tmp_path: Path, pg_url: str) -> None:
+    from tests.test_versions import every_version, moves
+
+    with Memory.open(tmp_path / "sqlite", embedder=HashingEmbedder(64)) as source:
+        source.create_agent(AgentSettings(name="ana"))
+        moves(source)
+        source.recall("ana").append("user", "I moved to Oslo", session_id="s1", turn_id=1)
+        core = source.core("ana", actor="cli")
+        core.append("human", "Lives in Oslo")
+        core.replace("human", "Oslo", "Bergen")
+        core.undo("human")
+        doc = source.export_agent("ana")
+        with open_pg(tmp_path / "pg", pg_url) as middle:
+            middle.import_agent(doc)
+            assert every_version(middle, "ana") == every_version(source, "ana")
+            assert _history_shape(middle, "ana") == _history_shape(source, "ana")
+            back = middle.export_agent("ana")
+        with Memory.open(tmp_path / "again", embedder=HashingEmbedder(64)) as again:
+            again.import_agent(back)
+            assert every_version(again, "ana") == every_version(source, "ana")
+            assert _history_shape(again, "ana") == _history_shape(source, "ana")
+            assert again.core("ana").undo("human") == source.core("ana").undo("human")  # undo goes on alike

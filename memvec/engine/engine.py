@@ -90,6 +90,10 @@ class Engine:
             release_freed_memory(max(sizes))
         if not self.store.in_transaction():  # an index follows committed changes only: a rollback
             index.catch_up()                  # would leave it holding records the store never kept
+            with self._lock:
+                dropped = self._indexes.get(key) is not index
+            if dropped and index.unsaved:  # evicted and saved by another thread while it caught up: the
+                index.save()               # changes it caught up with would otherwise be saved by no one
         return index
 
     @staticmethod

@@ -8,7 +8,7 @@ a home with the same model reuses the embeddings; any other model re-embeds the 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -18,7 +18,8 @@ from memvec.embed.base import checked_vectors
 from memvec.engine.engine import Engine
 from memvec.errors import AgentExistsError, InvalidInputError
 from memvec.export_format import AgentExport, ExportedRecord, ImportReport
-from memvec.store.base import PreparedRecord
+from memvec.guard import checked_on_read
+from memvec.store.base import PreparedRecord, Store
 from memvec.types import (
     AgentSettings,
     AgentState,
@@ -30,10 +31,13 @@ from memvec.types import (
 
 
 def _all_records(engine: Engine, agent: str, tier: Tier) -> list[Record]:
+    """Every version of every record of the tier (current, superseded, ended), oldest id first."""
+    engine.sweep(agent, tier)  # what expired is not exported
+    ids = sorted(int(i) for i in engine.store.ids(agent, tier))
     records: list[Record] = []
-    while batch := engine.list_records(agent, tier, limit=1000, offset=len(records)):
-        records += batch
-    return records
+    for start in range(0, len(ids), 1000):
+        records += engine.store.get(agent, ids[start:start + 1000])
+    return sorted(checked_on_read(records), key=lambda r: r.id)
 
 
 def _exported(engine: Engine, agent: str, tier: Tier, with_embeddings: bool) -> list[ExportedRecord]:
@@ -42,7 +46,7 @@ def _exported(engine: Engine, agent: str, tier: Tier, with_embeddings: bool) -> 
     if with_embeddings:
         for batch in engine.store.embeddings(agent, tier):
             vectors.update({int(i): v for i, v, m in zip(batch.ids, batch.vectors, batch.models, strict=True) if m})
-    return [ExportedRecord(**r.model_dump(exclude={"agent", "tier"}),
+    return [ExportedRecord(**r.model_dump(exclude={"agent", "tier", "superseded_by"}),
                            embedding=base64.b64encode(vectors[r.id].astype("<f4").tobytes()).decode()
                            if r.id in vectors else None) for r in records]
 
@@ -53,7 +57,7 @@ def export_agent(engine: Engine, settings: AgentSettings, state: AgentState, *, 
     name = settings.name
     return AgentExport(exported_at=datetime.now(UTC), embedding_model=model_id, agent=settings, state=state,
                        dim=engine.embedder.dim if with_embeddings else None,
-                       blocks=engine.store.blocks(name),
+                       blocks=engine.store.blocks(name), block_history=engine.store.block_history(name),
                        passages=_exported(engine, name, Tier.ARCHIVAL, with_embeddings),
                        messages=_exported(engine, name, Tier.RECALL, with_embeddings))
 
@@ -112,19 +116,34 @@ class _ReadyAgent:
 
 
 def _ready(engine: Engine, model_id: str, doc: AgentExport, name: str) -> _ReadyAgent:
+    # oldest id first: a version comes after the one it replaced
+    doc = doc.model_copy(update={"passages": sorted(doc.passages, key=lambda r: r.id),
+                                 "messages": sorted(doc.messages, key=lambda r: r.id)})
     passages, passages_reembedded = _prepared(engine, model_id, doc, name, Tier.ARCHIVAL, doc.passages)
     messages, messages_reembedded = _prepared(engine, model_id, doc, name, Tier.RECALL, doc.messages)
     return _ReadyAgent(doc, name, passages, messages, passages_reembedded or messages_reembedded)
 
 
+def _insert_versions(store: Store, rows: list[ExportedRecord], prepared: list[PreparedRecord]) -> dict[int, int]:
+    """Insert the rows one by one in id order, each new version linked to the new id of the one it
+    replaced (which closes that one, as an update does); returns exported id -> new id."""
+    new_ids: dict[int, int] = {}
+    for row, ready in zip(rows, prepared, strict=True):
+        if row.supersedes is not None and row.supersedes in new_ids:
+            ready = replace(ready, record=ready.record.model_copy(update={"supersedes": new_ids[row.supersedes]}))
+        [(new_ids[row.id], _)] = store.insert([ready])
+    return new_ids
+
+
 def _write(engine: Engine, ready: _ReadyAgent) -> None:
     """The agent's blocks, records and settings (inside the caller's transaction)."""
     store = engine.store
-    for block in ready.doc.blocks:
+    if ready.doc.block_history:
+        store.restore_blocks(ready.name, ready.doc.blocks, ready.doc.block_history)
+    for block in [] if ready.doc.block_history else ready.doc.blocks:
         store.put_block(ready.name, block, actor="import", op="import")
-    store.insert(ready.passages)
-    message_ids = [record_id for record_id, _ in store.insert(ready.messages)]
-    id_map = {row.id: new for row, new in zip(ready.doc.messages, message_ids, strict=True)}
+    _insert_versions(store, ready.doc.passages, ready.passages)
+    id_map = _insert_versions(store, ready.doc.messages, ready.messages)
     state = ready.doc.state.model_copy(update={"in_context": [id_map[i] for i in ready.doc.state.in_context
                                                               if i in id_map]})
     store.put_agent(ready.doc.agent.model_copy(update={"name": ready.name}), state)
