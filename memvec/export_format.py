@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from memvec.consolidation_format import ConsolidationRun
 from memvec.types import MAX_TAGS, AgentSettings, AgentState, BlockChange, Citation, CoreBlock
 
 EXPORT_FORMAT = "memvec-agent-export"
@@ -42,6 +43,8 @@ class AgentExport(BaseModel):
     blocks: list[CoreBlock] = Field(default_factory=list)
     block_history: list[BlockChange] = Field(default_factory=list, description="every change of the blocks, "
                                                                                "oldest first (version 2)")
+    consolidations: list[ConsolidationRun] = Field(default_factory=list, description="its consolidation runs, "
+                                                                                     "oldest first (version 2)")
     passages: list[ExportedRecord] = Field(default_factory=list)
     messages: list[ExportedRecord] = Field(default_factory=list)
 

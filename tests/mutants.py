@@ -322,8 +322,12 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("an import drops the links between versions", "memvec/engine/transfer.py",
      "        if row.supersedes is not None and row.supersedes in new_ids:", "        if False:",
      "tests/test_versions.py"),
+    ("an import keeps the runs' old ids", "memvec/engine/transfer.py",
+     "store.restore_run(ready.name, _remapped_run(run, passage_map, id_map, seqs))",
+     "store.restore_run(ready.name, run)", "tests/test_consolidation.py"),
     ("an import drops the blocks' history", "memvec/engine/transfer.py",
-     "    if ready.doc.block_history:\n        store.restore_blocks(", "    if False:\n        store.restore_blocks(",
+     "    for block in [] if ready.doc.block_history else ready.doc.blocks:",
+     "    for block in ready.doc.blocks:",
      "tests/test_postgres.py"),
 ]
 

@@ -15,7 +15,7 @@ from memvec import Memory
 from memvec.agent.consolidate import consolidate
 from memvec.embed import HashingEmbedder
 from memvec.errors import CoreMemoryError, ModelCallError, VersionConflictError
-from memvec.types import AgentSettings
+from memvec.types import AgentSettings, Tier
 from tests.scripted_llm import ScriptedLLM
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
@@ -271,3 +271,33 @@ def test_two_servers_consolidating_one_agent_at_once_write_one_run(tmp_path: Pat
             server.join()
         assert sorted(run is None for run in runs) == [False, True]
         assert len(one.consolidation_runs("ana")) == 1 and len(llm.summaries) == 1
+
+
+def test_an_export_carries_the_runs_with_their_ids_remapped_and_the_copy_can_undo_them(tmp_path: Path) -> None:
+    from memvec.consolidation_format import ConsolidationProposal
+
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
+        lisbon = ana(mem)
+        messages = {m.text: m.id for m in mem.recall("ana").list(limit=10)}
+        moved = messages["I moved to Berlin last month, new flat in Kreuzberg."]
+        proposal = ConsolidationProposal.model_validate({"facts": [
+            {"text": "Ana lives in Berlin.", "sources": [moved], "supersedes": lisbon, "reason": "she moved"}],
+            "blocks": [{"label": "human", "value": "Name: Ana\nLives in Berlin", "reason": "moved"}]})
+        mem.apply_consolidation("ana", proposal, model="scripted/sleepy", through_message=max(messages.values()))
+        mem.recall("ana").append("user", "a message after the run", session_id="s2", turn_id=0)
+        mem.import_agent(mem.export_agent("ana"), name="copy")
+
+        def described(agent: str) -> list[object]:
+            texts = {r.id: r.text for r in mem._engine.store.get(agent, [int(i) for tier in Tier
+                                                                         for i in mem._engine.store.ids(agent, tier)])}
+            return [(run.model, run.started_at, texts.get(run.through_message or 0),
+                     [(texts[f.id], [texts[s] for s in f.sources], texts.get(f.supersedes or 0), f.reason)
+                      for f in run.facts], [(b.label, b.old, b.new) for b in run.blocks])
+                    for run in mem.consolidation_runs(agent)]
+
+        assert described("copy") == described("ana") and len(described("copy")) == 1
+        copied_run = mem.consolidation_runs("copy")[0]
+        mem.undo_consolidation("copy", copied_run.id)  # the copy undoes its own run, as the original would
+        assert [r.text for r in mem.archival("copy").list()] == ["Ana lives in Lisbon."]
+        assert mem.core("copy").get("human").value == "Name: Ana\nLives in Lisbon"
+        assert [r.text for r in mem.archival("ana").list()] == ["Ana lives in Berlin."]  # the original untouched

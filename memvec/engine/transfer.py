@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import numpy as np
 from pydantic import ValidationError
 
+from memvec.consolidation_format import ConsolidationRun
 from memvec.embed.base import checked_vectors
 from memvec.engine.engine import Engine
 from memvec.errors import AgentExistsError, InvalidInputError
@@ -58,6 +59,7 @@ def export_agent(engine: Engine, settings: AgentSettings, state: AgentState, *, 
     return AgentExport(exported_at=datetime.now(UTC), embedding_model=model_id, agent=settings, state=state,
                        dim=engine.embedder.dim if with_embeddings else None,
                        blocks=engine.store.blocks(name), block_history=engine.store.block_history(name),
+                       consolidations=engine.store.runs(name),
                        passages=_exported(engine, name, Tier.ARCHIVAL, with_embeddings),
                        messages=_exported(engine, name, Tier.RECALL, with_embeddings))
 
@@ -138,15 +140,34 @@ def _insert_versions(store: Store, rows: list[ExportedRecord], prepared: list[Pr
 def _write(engine: Engine, ready: _ReadyAgent) -> None:
     """The agent's blocks, records and settings (inside the caller's transaction)."""
     store = engine.store
-    if ready.doc.block_history:
-        store.restore_blocks(ready.name, ready.doc.blocks, ready.doc.block_history)
+    seqs = store.restore_blocks(ready.name, ready.doc.blocks, ready.doc.block_history) \
+        if ready.doc.block_history else {}
     for block in [] if ready.doc.block_history else ready.doc.blocks:
         store.put_block(ready.name, block, actor="import", op="import")
-    _insert_versions(store, ready.doc.passages, ready.passages)
+    passage_map = _insert_versions(store, ready.doc.passages, ready.passages)
     id_map = _insert_versions(store, ready.doc.messages, ready.messages)
+    for run in ready.doc.consolidations:
+        store.restore_run(ready.name, _remapped_run(run, passage_map, id_map, seqs))
     state = ready.doc.state.model_copy(update={"in_context": [id_map[i] for i in ready.doc.state.in_context
                                                               if i in id_map]})
     store.put_agent(ready.doc.agent.model_copy(update={"name": ready.name}), state)
+
+
+def _remapped_run(run: ConsolidationRun, passages: dict[int, int], messages: dict[int, int],
+                  seqs: dict[int, int]) -> ConsolidationRun:
+    """A run with every id it names (facts, the messages they cite, what they superseded, the last
+    message read, the block changes) those of this home. A fact whose passage did not come along
+    points at no record (0), so undoing the run refuses as for a fact deleted since; a cited message
+    that did not come is dropped from its sources; the last message read becomes the latest one that
+    came at or before it, so the next run does not read old messages again."""
+    read = sorted(old for old in messages if run.through_message is not None and old <= run.through_message)
+    facts = [fact.model_copy(update={
+        "id": passages.get(fact.id, 0), "sources": [messages[s] for s in fact.sources if s in messages],
+        "supersedes": passages.get(fact.supersedes) if fact.supersedes is not None else None})
+        for fact in run.facts]
+    blocks = [block.model_copy(update={"seq": seqs.get(block.seq, 0)}) for block in run.blocks]
+    return run.model_copy(update={"facts": facts, "blocks": blocks,
+                                  "through_message": messages[read[-1]] if read else None})
 
 
 def import_agents(engine: Engine, docs: list[tuple[AgentExport, str]], *, model_id: str) -> list[ImportReport]:

@@ -97,10 +97,11 @@ class BlockStore:
                             op=r["op"], old=_load(r["old_block"]), new=_load(r["new_block"]),
                             undone_by=r["undone_by"]) for r in rows]
 
-    def restore_blocks(self: _SQL, agent: str, blocks: Sequence[CoreBlock], history: Sequence[BlockChange]) -> None:
+    def restore_blocks(self: _SQL, agent: str, blocks: Sequence[CoreBlock], history: Sequence[BlockChange]
+                       ) -> dict[int, int]:
         """Write an imported agent's blocks as they are and their history as it was (its times, actors
         and ops; `undone_by` pointing at the new seq of its undo), in the caller's transaction, so undo
-        goes back through the same changes as in the home it came from."""
+        goes back through the same changes as in the home it came from. Returns old seq -> new seq."""
         with self._write() as db:
             for block in blocks:
                 _apply(self._run, db, agent, block.label, block)
@@ -113,6 +114,7 @@ class BlockStore:
                 if change.undone_by is not None and change.undone_by in new_seq:
                     self._run(db, "UPDATE block_history SET undone_by = ? WHERE seq = ?",
                               (new_seq[change.undone_by], new_seq[change.seq]))
+        return new_seq
 
     def forget_block_history(self: _SQL, agent: str, label: str | None = None) -> int:
         """Delete every past change of the agent's blocks (or one label's); the blocks keep their values."""

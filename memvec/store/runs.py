@@ -33,6 +33,11 @@ def _run_row(row: Any) -> ConsolidationRun:
                             undone_at=parse_time(row["undone_at"]) if row["undone_at"] else None)
 
 
+def _diff(run: ConsolidationRun) -> str:
+    return json.dumps({"facts": [f.model_dump(mode="json") for f in run.facts],
+                       "blocks": [b.model_dump(mode="json") for b in run.blocks]})
+
+
 class RunStore:
     """The consolidation-run methods of `SQLStore` (a mixin over its plumbing)."""
 
@@ -46,9 +51,15 @@ class RunStore:
 
     def finish_run(self: _SQL, run: ConsolidationRun) -> None:
         with self._write() as db:
-            diff = json.dumps({"facts": [f.model_dump(mode="json") for f in run.facts],
-                               "blocks": [b.model_dump(mode="json") for b in run.blocks]})
-            self._run(db, "UPDATE consolidation_runs SET diff = ? WHERE id = ?", (diff, run.id))
+            self._run(db, "UPDATE consolidation_runs SET diff = ? WHERE id = ?", (_diff(run), run.id))
+
+    def restore_run(self: _SQL, agent: str, run: ConsolidationRun) -> None:
+        """An imported run as it was (its ids already those of this home), undone or not."""
+        with self._write() as db:
+            self._run(db, "INSERT INTO consolidation_runs (agent, model, started_at, through_message, diff, undone_at) "
+                          "VALUES (?, ?, ?, ?, ?, ?)",
+                      (agent, run.model, format_time(run.started_at), run.through_message, _diff(run),
+                       format_time(run.undone_at) if run.undone_at else None))
 
     def runs(self: _SQL, agent: str) -> list[ConsolidationRun]:
         """The agent's runs, oldest first."""
