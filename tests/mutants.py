@@ -329,6 +329,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "    for block in [] if ready.doc.block_history else ready.doc.blocks:",
      "    for block in ready.doc.blocks:",
      "tests/test_postgres.py"),
+    ("an imported fact cites the old message ids", "memvec/engine/transfer.py",
+     "[_cites_new_ids(row, id_map) for row in ready.passages]", "ready.passages", "tests/test_consolidation.py"),
 ]
 
 

@@ -296,6 +296,9 @@ def test_an_export_carries_the_runs_with_their_ids_remapped_and_the_copy_can_und
                     for run in mem.consolidation_runs(agent)]
 
         assert described("copy") == described("ana") and len(described("copy")) == 1
+        copied_fact = mem.archival("copy").list()[0]
+        copied_moved = next(m.id for m in mem.recall("copy").list(limit=10) if m.text.startswith("I moved"))
+        assert copied_fact.citation.source_url == f"memvec:recall/{copied_moved}" != f"memvec:recall/{moved}"
         copied_run = mem.consolidation_runs("copy")[0]
         mem.undo_consolidation("copy", copied_run.id)  # the copy undoes its own run, as the original would
         assert [r.text for r in mem.archival("copy").list()] == ["Ana lives in Lisbon."]

@@ -144,13 +144,27 @@ def _write(engine: Engine, ready: _ReadyAgent) -> None:
         if ready.doc.block_history else {}
     for block in [] if ready.doc.block_history else ready.doc.blocks:
         store.put_block(ready.name, block, actor="import", op="import")
-    passage_map = _insert_versions(store, ready.doc.passages, ready.passages)
     id_map = _insert_versions(store, ready.doc.messages, ready.messages)
+    passage_map = _insert_versions(store, ready.doc.passages, [_cites_new_ids(row, id_map) for row in ready.passages])
     for run in ready.doc.consolidations:
         store.restore_run(ready.name, _remapped_run(run, passage_map, id_map, seqs))
     state = ready.doc.state.model_copy(update={"in_context": [id_map[i] for i in ready.doc.state.in_context
                                                               if i in id_map]})
     store.put_agent(ready.doc.agent.model_copy(update={"name": ready.name}), state)
+
+
+RECALL_CITATION = "memvec:recall/"  # a consolidated fact's source_url: the recall ids it came from
+
+
+def _cites_new_ids(row: PreparedRecord, messages: dict[int, int]) -> PreparedRecord:
+    """A consolidated fact citing the messages it came from by their ids in this home."""
+    url = row.record.citation.source_url or ""
+    if not url.startswith(RECALL_CITATION):
+        return row
+    old = [int(i) for i in url.removeprefix(RECALL_CITATION).split(",") if i.isascii() and i.isdigit()]
+    cited = RECALL_CITATION + ",".join(str(messages[i]) for i in old if i in messages)
+    citation = row.record.citation.model_copy(update={"source_url": cited})
+    return replace(row, record=row.record.model_copy(update={"citation": citation}))
 
 
 def _remapped_run(run: ConsolidationRun, passages: dict[int, int], messages: dict[int, int],

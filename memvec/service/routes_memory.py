@@ -86,8 +86,9 @@ async def _import_document(request: Request) -> tuple[Any, str | None]:
         if upload is None or isinstance(upload, str):
             raise InvalidInputError("upload the agent file as the multipart field `file`")
         raw = await upload.read()
-        return parse_document(raw, what="the uploaded file"), str(override) if override else None
-    return parse_document(await request.body()), None
+        parsed = await run_in_threadpool(parse_document, raw, what="the uploaded file")  # off the event loop
+        return parsed, str(override) if override else None
+    return await run_in_threadpool(parse_document, await request.body()), None
 
 
 def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:
@@ -202,7 +203,7 @@ def add_routes(app: FastAPI) -> None:
         """Import a Letta Agent File (`.af`) or a memvec export: uploaded as multipart `file` (what
         letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
         data, override = await _import_document(request)
-        plan = read_document(data, name=name or override)
+        plan = await run_in_threadpool(read_document, data, name=name or override)  # a big file: off the loop
         for target in plan.targets:
             if not principal.may_see(target):
                 raise HTTPException(403, f"this key may not create agent {target!r}")

@@ -66,7 +66,9 @@ def add_routes(app: FastAPI) -> None:
     async def import_agent(viewer: PageViewer, service: Service, file: Annotated[UploadFile, File()],
                            csrf_token: CsrfField = None, name: Annotated[str, Form(max_length=64)] = "") -> Response:
         check_csrf(viewer, csrf_token)
-        plan = read_document(parse_document(await file.read(), what="the uploaded file"), name=name.strip() or None)
+        raw = await file.read()
+        plan = await run_in_threadpool(lambda: read_document(parse_document(raw, what="the uploaded file"),
+                                                             name=name.strip() or None))  # off the event loop
         for target in plan.targets:
             if not viewer.principal.may_see(target):
                 raise HTTPException(403, f"this key may not create agent {target!r}")
