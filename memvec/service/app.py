@@ -38,6 +38,7 @@ from memvec.service.front import (
     ADMITTED,
     BODY_TIMEOUT_S,
     NO_RETRY,
+    RETRY_AFTER_S,
     SMALL_BODY_BYTES,
     Admission,
     FrontDoor,
@@ -56,7 +57,6 @@ core-memory blocks, passages, messages and agent-file import. Agent ids are agen
 message ids are record ids as strings. memvec-only: `recall-memory/search`, batch passage insert,
 search filters and fusion parameters, the export with embeddings. Not served: streaming, async runs,
 tools, sources/folders, identities, groups, templates, `/v1/blocks`."""
-RETRY_AFTER_S = 1
 log = logging.getLogger("memvec.service")
 
 
@@ -146,6 +146,8 @@ def key_gate(keys: KeyRing, *, allowed_hosts: frozenset[str] = frozenset()) -> G
     key (401) for every path but the open ones (agent scopes are checked per route), and how much body
     the request may bring: none to the open paths, a sign-in form's worth to the browser's pages
     without a session, the full limit to a caller with a key (or any caller of a keyless server)."""
+    allowed_hosts = frozenset(h.lower() for h in allowed_hosts)  # once, not per request
+
     def gate(scope: Scope) -> Refusal | Admission:
         path = scope["path"]
         if path in OPEN_PATHS or path.startswith(docs_pages.STATIC_PREFIX + "/"):

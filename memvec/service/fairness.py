@@ -14,10 +14,9 @@ from collections import Counter
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memvec.service.auth import KeyRing
-from memvec.service.front import Refusal, header, send_refusal
+from memvec.service.front import RETRY_AFTER_S, Refusal, header, send_refusal
 
 MAX_IN_FLIGHT_PER_KEY = 16
-RETRY_AFTER_S = 1
 
 
 class FairShare:

@@ -32,10 +32,10 @@ def host_name(host: str) -> str:
 
 
 def foreign_request(scope: Scope, allowed_hosts: Collection[str]) -> Refusal | None:
-    """Why a keyless server refuses this request (None: it may go on)."""
+    """Why a keyless server refuses this request (None: it may go on); `allowed_hosts` lower-case."""
     host = header(scope, b"host") or ""
     name = host_name(host)
-    if name not in LOOPBACK_NAMES and name not in {h.lower() for h in allowed_hosts}:
+    if name not in LOOPBACK_NAMES and name not in allowed_hosts:
         return Refusal(403, "forbidden_host", f"host {name or '(none)'!r} is not served: a server without API keys "
                                               "answers only loopback names and --allow-host names")
     return foreign_origin(scope)
