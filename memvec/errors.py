@@ -54,6 +54,11 @@ class ModelExportError(InvalidInputError):
     backend does not implement); the cache is left as it was. The torch backend may still load it."""
 
 
+class QuantizationRefusedError(ModelExportError):
+    """The int8 graph's vectors disagree with the fp32 graph's on sample texts (the model quantizes
+    badly): a default int8 backend falls back to fp32 ONNX, whose model id says so."""
+
+
 class NotFoundError(MemvecError, LookupError):
     """An agent, record or core-memory block does not exist."""
 

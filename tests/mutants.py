@@ -329,6 +329,10 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "    for block in [] if ready.doc.block_history else ready.doc.blocks:",
      "    for block in ready.doc.blocks:",
      "tests/test_postgres.py"),
+    ("an int8 graph is served whatever it computes", "memvec/embed/onnx_export.py",
+     "    if cosine < _INT8_CHECK:", "    if False:", "tests/test_onnx.py"),
+    ("a refused int8 export is fatal, not fp32", "memvec/embed/__init__.py",
+     "        except QuantizationRefusedError as exc:", "        except KeyError as exc:", "tests/test_onnx.py"),
     ("an imported fact cites the old message ids", "memvec/engine/transfer.py",
      "[_cites_new_ids(row, id_map) for row in ready.passages]", "ready.passages", "tests/test_consolidation.py"),
 ]

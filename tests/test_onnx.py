@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from memvec import Memory
-from memvec.embed import Embedder, backend_of, load_embedder, qualified_model_id
+from memvec.embed import Embedder, backend_of, load_embedder, onnx_export, qualified_model_id
 from memvec.embed.locate import packaged_minilm_path
 from memvec.embed.onnx import pool
 from memvec.embed.onnx_export import exported_model
 from memvec.embed.st_layout import read_layout
-from memvec.errors import InvalidInputError, ModelExportError, ModelMismatchError
+from memvec.errors import InvalidInputError, ModelExportError, ModelMismatchError, QuantizationRefusedError
 from tests.conftest import LOCOMO, run_cli
 
 pytestmark = pytest.mark.slow
@@ -113,6 +113,28 @@ def test_an_export_that_fails_midway_leaves_no_model_behind(tmp_path: Path, monk
     with pytest.raises(ModelExportError, match="cannot"):
         exported_model(broken, "int8")
     assert list((cache / "onnx").iterdir()) == []  # no complete export, no scratch folder
+
+
+def test_an_int8_graph_that_disagrees_with_fp32_is_refused_once_and_the_home_embeds_in_fp32(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MEMVEC_CACHE", str(cache))
+    monkeypatch.setattr(onnx_export, "_INT8_CHECK", 1.01)  # no int8 graph agrees that well: MiniLM stands in
+    with pytest.raises(QuantizationRefusedError, match="quantizes badly"):
+        exported_model(packaged_minilm_path(), "int8")
+    names = [p.name for p in (cache / "onnx").iterdir()]
+    assert any(n.endswith(onnx_export.REFUSED_FILE) for n in names) and not any(n.endswith("-int8") for n in names)
+    exports = []
+    monkeypatch.setattr(onnx_export, "_export", lambda *args: exports.append(args) or None)
+    with pytest.raises(QuantizationRefusedError):  # remembered: not exported again
+        exported_model(packaged_minilm_path(), "int8")
+    monkeypatch.undo()
+    monkeypatch.setenv("MEMVEC_CACHE", str(cache))
+    embedder = load_embedder("onnx-int8:all-MiniLM-L6-v2")
+    assert embedder.model_id == "onnx:all-MiniLM-L6-v2" and "quantizes badly" in caplog.text
+    assert not exports
+    with Memory.open(tmp_path / "home", embedder=embedder) as memory:
+        assert memory.model_id == "onnx:all-MiniLM-L6-v2" and memory._engine.ranker is not None
 
 
 def test_unsupported_modules_are_refused(tmp_path: Path) -> None:

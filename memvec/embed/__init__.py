@@ -4,6 +4,8 @@ A model id names the model and the backend that computes its vectors, so vectors
 backends are never mixed silently:
 
 - ``onnx-int8:<name>``: ONNX Runtime, int8 (the default for a new home), ``onnx:<name>``: ONNX fp32;
+  a model whose int8 vectors disagree with its fp32 ones at export is embedded in fp32 instead, with
+  a warning, and its embedder's ``model_id`` says ``onnx:<name>``;
 - ``<name>`` (or ``torch:<name>``): sentence-transformers on torch, the reference, and what homes
   made before the ONNX backend recorded;
 - ``hash:<dim>``: the deterministic hashing embedder for tests (no backend).
@@ -14,17 +16,20 @@ backends can be registered by prefix with :func:`register_embedder`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Literal, cast
 
 from memvec.embed.base import Embedder, l2_normalize
 from memvec.embed.hashing import HashingEmbedder
-from memvec.errors import InvalidInputError
+from memvec.errors import InvalidInputError, QuantizationRefusedError
 
 Backend = Literal["torch", "onnx", "onnx-int8"]
 BACKENDS: tuple[Backend, ...] = ("torch", "onnx", "onnx-int8")
 DEFAULT_BACKEND: Backend = "onnx-int8"
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+
+log = logging.getLogger("memvec.embed")
 
 EmbedderFactory = Callable[[str, int | None], Embedder]
 _FACTORIES: dict[str, EmbedderFactory] = {}
@@ -53,8 +58,13 @@ def _onnx(quantization: Literal["none", "int8"]) -> EmbedderFactory:
         from memvec.embed.locate import local_model_dir
         from memvec.embed.onnx import DEFAULT_ONNX_BATCH, OnnxEmbedder
 
-        return OnnxEmbedder(name, local_model_dir(name), quantization=quantization,
-                            batch_size=batch_size or DEFAULT_ONNX_BATCH)
+        try:
+            return OnnxEmbedder(name, local_model_dir(name), quantization=quantization,
+                                batch_size=batch_size or DEFAULT_ONNX_BATCH)
+        except QuantizationRefusedError as exc:  # the fp32 graph, under its own id: a home records the truth
+            log.warning("%s; embedding with onnx:%s instead", exc, name)
+            return OnnxEmbedder(name, local_model_dir(name), quantization="none",
+                                batch_size=batch_size or DEFAULT_ONNX_BATCH)
 
     return load
 

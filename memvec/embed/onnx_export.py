@@ -36,13 +36,17 @@ from pydantic import BaseModel, ConfigDict
 
 from memvec.embed.locate import cache_root
 from memvec.embed.st_layout import ModelLayout, read_layout
-from memvec.errors import ModelExportError
+from memvec.errors import ModelExportError, QuantizationRefusedError
 
 OPSET = 17
 Quantization = Literal["none", "int8"]
 MODEL_FILE, TOKENIZER_FILE, SPEC_FILE = "model.onnx", "tokenizer.json", "memvec-onnx.json"
 _SKIPPED = {"README.md", ".gitattributes"}
 _FP32_CHECK = 0.9999  # cosine of the exported fp32 graph to torch on sample texts, or the export is refused
+# cosine of the int8 graph's mean-pooled vectors to the fp32 graph's, or int8 is refused: MiniLM keeps
+# 0.99; all-mpnet-base-v2 exported with transformers 5 fell to 0.05 without a word (its search was noise)
+_INT8_CHECK = 0.95
+REFUSED_FILE = "memvec-int8-refused.txt"
 _SAMPLES = ["memvec checks its exported model on a few sentences.", "Hi!", "When did Caroline go to the LGBTQ "
             "support group? She went on 7 May 2023, the day before the talk."]
 
@@ -107,11 +111,18 @@ def exported_model(model_dir: Path, quantization: Quantization) -> tuple[Path, O
     layout = read_layout(model_dir)  # refuses an unsupported model before anything is written
     fingerprint = model_fingerprint(model_dir)
     target = cache_root() / "onnx" / f"{fingerprint[:24]}-opset{OPSET}-{quantization}"
+    refused = target.with_name(target.name + "-" + REFUSED_FILE)
+    if refused.is_file():  # checked once: a model that quantizes badly is not exported again at every start
+        raise QuantizationRefusedError(refused.read_text())
     if not (target / SPEC_FILE).is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
         try:
-            _export(model_dir, layout, scratch, quantization, fingerprint)
+            try:
+                _export(model_dir, layout, scratch, quantization, fingerprint)
+            except QuantizationRefusedError as exc:
+                _write_quietly(refused, str(exc))
+                raise
             try:
                 os.rename(scratch, target)
             except OSError:
@@ -133,10 +144,11 @@ def _export(model_dir: Path, layout: ModelLayout, out: Path, quantization: Quant
             graph = out / ("optimized.onnx" if optimized else "fp32.onnx")
             if quantization == "int8":
                 _quantize(graph, out / MODEL_FILE)
+                _check_int8(tokenizer, graph, out / MODEL_FILE, inputs, model_dir)
             else:
                 graph.rename(out / MODEL_FILE)
             tokenizer.backend_tokenizer.save(str(out / TOKENIZER_FILE))
-        except ModelExportError:
+        except ModelExportError:  # QuantizationRefusedError included
             raise
         except Exception as exc:  # torch/onnx raise anything; the caller gets one clear kind
             raise ModelExportError(f"cannot export {model_dir} to ONNX: {type(exc).__name__}: {exc}") from exc
@@ -227,6 +239,23 @@ def _check_fp32(model: Any, tokenizer: Any, path: Path, inputs: list[str]) -> No
     cosine = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     if float(cosine.min()) < _FP32_CHECK:
         raise ModelExportError(f"the exported graph disagrees with torch (token cosine {cosine.min():.5f})")
+
+
+def _check_int8(tokenizer: Any, fp32: Path, int8: Path, inputs: list[str], model_dir: Path) -> None:
+    import onnxruntime as ort
+
+    feeds = _feeds(tokenizer, [*_SAMPLES, "short"], inputs)
+    mask = feeds["attention_mask"][..., None].astype(np.float32)
+    pooled = []
+    for path in (fp32, int8):
+        hidden = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        vectors = (hidden * mask).sum(axis=1) / mask.sum(axis=1)
+        pooled.append(vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+    cosine = float((pooled[0] * pooled[1]).sum(axis=1).min())
+    if cosine < _INT8_CHECK:
+        raise QuantizationRefusedError(
+            f"{model_dir.name} quantizes badly: its int8 vectors agree with fp32 only to cosine {cosine:.3f} "
+            f"(under {_INT8_CHECK}); use its fp32 ONNX backend (onnx:<name>)")
 
 
 def _optimize(source: Path, target: Path, config: Any) -> bool:
