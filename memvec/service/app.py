@@ -32,6 +32,7 @@ from memvec.errors import (
 from memvec.memory import Memory
 from memvec.service import docs_pages, routes_agents, routes_memory, routes_messages, ui
 from memvec.service.auth import KeyRing
+from memvec.service.body import OffLoopBodyRoute
 from memvec.service.deps import Service, ServiceState
 from memvec.service.fairness import MAX_IN_FLIGHT_PER_KEY, FairShare
 from memvec.service.front import (
@@ -58,6 +59,7 @@ message ids are record ids as strings. memvec-only: `recall-memory/search`, batc
 search filters and fusion parameters, the export with embeddings. Not served: streaming, async runs,
 tools, sources/folders, identities, groups, templates, `/v1/blocks`."""
 log = logging.getLogger("memvec.service")
+MAX_REPORTED_ERRORS = 20  # of a body's validation errors; the rest are counted
 
 
 def _error(status: int, kind: str, detail: Any, request: Request | None = None) -> Response:
@@ -114,7 +116,10 @@ def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exceptio
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
-        errors = [{"loc": list(e.get("loc", [])), "msg": e.get("msg", "")} for e in exc.errors()]
+        found = exc.errors()  # a list already made; only the first few are written out, on the event loop
+        errors = [{"loc": list(e.get("loc", [])), "msg": e.get("msg", "")} for e in found[:MAX_REPORTED_ERRORS]]
+        if len(found) > MAX_REPORTED_ERRORS:
+            errors.append({"loc": [], "msg": f"and {len(found) - MAX_REPORTED_ERRORS} more errors"})
         return _error(422, "invalid_request", errors, request)
 
     @app.exception_handler(ValidationError)
@@ -172,6 +177,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     # indexes are saved by whoever runs the app (memvec serve: cli_common.serve_http) when it stops
     app = FastAPI(title="memvec", version="0.1.0", responses=ERROR_RESPONSES,
                   description=API_DESCRIPTION, docs_url=None, redoc_url=None)  # docs_pages serves them
+    app.router.route_class = OffLoopBodyRoute  # before any route is added: every route gets it
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)
     app.add_middleware(FrontDoor, gate=key_gate(app.state.service.keys, allowed_hosts=allowed_hosts),

@@ -9,10 +9,12 @@ An ASGI wrapper that runs before routing, in this order:
    16 MiB for a caller with a key): past it the request is answered 413 at once and the rest is
    never buffered (uvicorn discards it);
 3. the body must arrive within `body_timeout_s` (408 otherwise), so a slow client does not hold a slot;
-4. JSON bodies are parsed once here with bounded nesting (`memvec.limits`), so a deeply nested or
-   non-UTF-8 body is a 422 with a reason instead of a parser crash; a large one is parsed in a
-   worker thread, never on the event loop.
-The app behind it gets the buffered body replayed, unchanged.
+4. JSON bodies are parsed once here with bounded nesting and number of values (`memvec.limits`),
+   so a deeply nested, sprawling or non-UTF-8 body is a 422 with a reason instead of a parser
+   crash; a large one is parsed in a worker thread, never on the event loop.
+The app behind it gets the buffered body replayed, unchanged, and the parsed JSON in the scope
+(`memvec.service.body.PARSED_JSON`), so its routes neither parse it again nor validate a large one
+on the event loop.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from dataclasses import dataclass
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memvec.limits import MAX_JSON_DEPTH, JSONLimitError, load_json
+from memvec.limits import MAX_BODY_VALUES, MAX_JSON_DEPTH, JSONLimitError, load_json
+from memvec.service.body import PARSED_JSON, ParsedBody
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 SMALL_BODY_BYTES = 8 * 1024  # what a caller without a key may send where one is taken (the sign-in form)
@@ -88,6 +91,7 @@ class FrontDoor:
         self.app, self.gate = app, gate
         self.max_body_bytes, self.max_json_depth = max_body_bytes, max_json_depth
         self.body_timeout_s = body_timeout_s
+        self._large_bodies: anyio.CapacityLimiter | None = None  # made on the event loop, at first use
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -102,7 +106,7 @@ class FrontDoor:
         if refusal is None:
             body, refusal = await self._read_body(receive, limit)
         if refusal is None and body and _is_json(scope):
-            refusal = await self._check_json(body)
+            refusal = await self._parse_json(body, scope)
         if refusal is not None:
             await send_refusal(send, refusal)
             return
@@ -113,15 +117,22 @@ class FrontDoor:
             return await _read_within(receive, limit)
         return b"", Refusal(408, "request_timeout", f"the request body did not arrive within {self.body_timeout_s:g} s")
 
-    async def _check_json(self, body: bytes) -> Refusal | None:
-        def check() -> Refusal | None:
+    async def _parse_json(self, body: bytes, scope: Scope) -> Refusal | None:
+        large = len(body) > THREAD_PARSE_BYTES
+        if large and self._large_bodies is None:
+            self._large_bodies = anyio.CapacityLimiter(1)
+        limiter = self._large_bodies if large else None
+
+        def parse() -> Refusal | None:
             try:
-                load_json(body, max_depth=self.max_json_depth, what="the request body")
+                parsed = load_json(body, max_depth=self.max_json_depth, max_values=MAX_BODY_VALUES,
+                                   what="the request body")
             except JSONLimitError as exc:
                 return Refusal(422, "invalid_request", str(exc))
+            scope[PARSED_JSON] = ParsedBody(parsed, large, limiter)
             return None
 
-        return check() if len(body) <= THREAD_PARSE_BYTES else await anyio.to_thread.run_sync(check)
+        return await anyio.to_thread.run_sync(parse, limiter=limiter) if large else parse()
 
 
 def _too_large(limit: int) -> Refusal:
