@@ -346,6 +346,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "    if cosine < _INT8_CHECK:", "    if False:", "tests/test_onnx.py"),
     ("a refused int8 export is fatal, not fp32", "memvec/embed/__init__.py",
      "        except QuantizationRefusedError as exc:", "        except KeyError as exc:", "tests/test_onnx.py"),
+    ("a message streamed in tokens is sent whole again", "memvec/agent/loop.py",
+     "sent.append(self._say(outcome.sent_message, trace, announce=not relayed))",
+     "sent.append(self._say(outcome.sent_message, trace))", "tests/test_streaming.py"),
+    ("a failed stream just ends", "memvec/service/streaming.py",
+     '            yield sse(error_payload(item), event="error")\n', "", "tests/test_streaming.py"),
+    ("stream_tokens never streams from the provider", "memvec/agent/loop.py",
+     "on_delta=relay.feed if relay else None", "on_delta=None", "tests/test_streaming.py"),
     ("an imported fact cites the old message ids", "memvec/engine/transfer.py",
      "[_cites_new_ids(row, id_map) for row in ready.passages]", "ready.passages", "tests/test_consolidation.py"),
 ]

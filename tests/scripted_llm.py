@@ -9,7 +9,8 @@ script can read tool results the way a model would.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,19 +58,56 @@ class ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc,name-defined]
         self.requests: list[list[dict[str, Any]]] = []
         self.summaries: list[list[dict[str, Any]]] = []
         self.summarizer: Callable[[list[dict[str, Any]]], str] | None = None
+        self.streamed = 0  # replies given as a stream
+        self.stream_pause_s = 0.0
+        self.fail_stream_after: int | None = None  # chunks before the stream breaks (None: never)
 
     def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
         if not kwargs.get("optional_params", {}).get("tools"):
             return self._summary(messages)
+        turn, tool_calls = self._next(messages)
+        message = {"role": "assistant", "content": turn.content, "tool_calls": tool_calls or None}
+        return litellm.ModelResponse(model=model, choices=[{"index": 0, "message": message,
+                                                            "finish_reason": "tool_calls" if tool_calls else "stop"}])
+
+    def _next(self, messages: list[dict[str, Any]]) -> tuple[Turn, list[dict[str, Any]]]:
         self.requests.append(messages)
         step = self.script.pop(0) if self.script else say("(script exhausted)")
         turn = step(messages) if callable(step) else step
         tool_calls = [{"id": f"call_{len(self.requests)}_{i}", "type": "function",
                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
                       for i, c in enumerate(turn.calls)]
-        message = {"role": "assistant", "content": turn.content, "tool_calls": tool_calls or None}
-        return litellm.ModelResponse(model=model, choices=[{"index": 0, "message": message,
-                                                            "finish_reason": "tool_calls" if tool_calls else "stop"}])
+        return turn, tool_calls
+
+    def streaming(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """The same step as `completion`, as a provider streams it: the text, then each tool call's
+        arguments, in pieces of `STREAM_PIECE` characters (`stream_pause_s` between pieces)."""
+        if not kwargs.get("optional_params", {}).get("tools"):
+            raise RuntimeError("this scripted model streams only replies with tools")
+        turn, tool_calls = self._next(messages)
+        self.streamed += 1
+        for piece in _pieces(turn.content or ""):
+            yield self._chunk(text=piece)
+        for index, call in enumerate(tool_calls):
+            function = call["function"]
+            yield self._chunk(tool_use={"id": call["id"], "type": "function", "index": index,
+                                        "function": {"name": function["name"], "arguments": ""}})
+            for piece in _pieces(function["arguments"]):
+                yield self._chunk(tool_use={"id": None, "type": "function", "index": index,
+                                            "function": {"name": None, "arguments": piece}})
+        yield self._chunk(finished="tool_calls" if tool_calls else "stop",
+                          usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
+
+    def _chunk(self, *, text: str = "", tool_use: dict[str, Any] | None = None, finished: str = "",
+               usage: dict[str, int] | None = None) -> dict[str, Any]:
+        if self.stream_pause_s and not finished:
+            time.sleep(self.stream_pause_s)
+        if self.fail_stream_after is not None:
+            if self.fail_stream_after <= 0:
+                raise RuntimeError("the scripted provider dropped the stream")
+            self.fail_stream_after -= 1
+        return {"text": text, "tool_use": tool_use, "is_finished": bool(finished), "finish_reason": finished,
+                "usage": usage, "index": 0}
 
     def _summary(self, messages: list[dict[str, Any]]) -> Any:
         self.summaries.append(messages)
@@ -77,6 +115,13 @@ class ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc,name-defined]
             raise RuntimeError("this scripted model cannot summarize")
         return litellm.ModelResponse(model="scripted", choices=[{"index": 0, "finish_reason": "stop", "message": {
             "role": "assistant", "content": self.summarizer(messages)}}])
+
+
+STREAM_PIECE = 4
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i:i + STREAM_PIECE] for i in range(0, len(text), STREAM_PIECE)]
 
 
 SCRIPTED = ScriptedLLM()

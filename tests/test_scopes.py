@@ -33,6 +33,7 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "GET /v1/agents/{agent_id}/recall-memory/search": {"params": {"query": "hello"}},
     "POST /v1/agents/{agent_id}/forget": {"json": {"tags": ["home"]}},
     "POST /v1/agents/{agent_id}/messages": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
+    "POST /v1/agents/{agent_id}/messages/stream": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
     "POST /ui/agents/{agent_id}/blocks/{label}": {"form": {"value": "x"}},
     "GET /ui/agents/{agent_id}/search": {"params": {"q": "lisbon"}},
 }

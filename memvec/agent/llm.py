@@ -7,6 +7,7 @@ local OpenAI-compatible server (Ollama, llama.cpp) works unchanged.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from memvec.errors import ModelCallError
@@ -17,28 +18,47 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 def litellm_module() -> Any:
     import litellm
 
+    # litellm prints hints ("Provider List: ...") to stdout, e.g. while assembling a stream of a
+    # provider it cannot price; stdout is the protocol of `memvec mcp` and the output of the CLI
+    litellm.suppress_debug_info = True
     return litellm
 
 
 DEFAULT_TIMEOUT_S = 120.0
 
 
+Delta = Any  # litellm's streamed delta: `content` and `tool_calls` (each with `index` and partial `function`)
+
+
 def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
-             timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+             timeout: float = DEFAULT_TIMEOUT_S, on_delta: Callable[[Delta], None] | None = None) -> Any:
     """One chat completion; returns litellm's message object (content and tool_calls). `timeout`:
     seconds the provider may take (litellm's own default is 10 minutes: a stuck provider would hold
-    the agent's lease that long)."""
+    the agent's lease that long). With `on_delta` the provider streams: each delta is handed on as it
+    comes, and the message is assembled from them by litellm (tool calls included)."""
     kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout}
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = "auto"
     try:
+        if on_delta is not None:
+            return _streamed(kwargs, messages, on_delta)
         response = litellm_module().completion(**kwargs)
         return response.choices[0].message
     except Exception as exc:  # litellm raises per-provider types; callers need one
         kind = type(exc).__name__
         raise ModelCallError(f"model {model!r} failed: {kind}: {exc}",
                              public=f"model {model!r} failed: {kind} (details in the server's log)") from exc
+
+
+def _streamed(kwargs: dict[str, Any], messages: list[dict[str, Any]], on_delta: Callable[[Delta], None]) -> Any:
+    litellm = litellm_module()
+    chunks = []
+    for chunk in litellm.completion(**kwargs, stream=True, stream_options={"include_usage": True}):
+        chunks.append(chunk)
+        if chunk.choices:
+            on_delta(chunk.choices[0].delta)
+    return litellm.stream_chunk_builder(chunks, messages=messages).choices[0].message
 
 
 def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:

@@ -9,6 +9,7 @@ what paging cost, like a page-fault count.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -16,7 +17,9 @@ from pydantic import BaseModel, Field
 
 from memvec.agent import llm
 from memvec.agent.context import MainContext, Message, model_summary
+from memvec.agent.events import Event
 from memvec.agent.prompts import BUDGET_SPENT, PRESSURE_ALERT
+from memvec.agent.stream import TokenRelay
 from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome, tool_schemas
 from memvec.errors import InvalidInputError, ModelCallError, NotFoundError
 from memvec.memory import Memory
@@ -32,19 +35,6 @@ class Step(BaseModel):
     arguments: dict[str, Any] | None = None
     ok: bool = True
     detail: str | None = None
-
-
-class Event(BaseModel):
-    """What a client shows of a reply, in order (Letta's message types map onto these kinds)."""
-
-    kind: Literal["reasoning", "tool_call", "tool_return", "assistant"]
-    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    text: str = ""
-    name: str | None = None
-    arguments: str | None = None
-    tool_call_id: str | None = None
-    ok: bool = True
-    record_id: int | None = Field(default=None, description="the recall record that stores it, if one does")
 
 
 class Trace(BaseModel):
@@ -74,7 +64,11 @@ class Reply(BaseModel):
 
 
 class Agent:
-    def __init__(self, memory: Memory, name: str, *, model: str | None = None, session_id: str | None = None) -> None:
+    def __init__(self, memory: Memory, name: str, *, model: str | None = None, session_id: str | None = None,
+                 on_event: Callable[[Event], None] | None = None, stream_tokens: bool = False) -> None:
+        """`on_event`: told each event of a reply as it happens (a stream); with `stream_tokens` also the
+        partial chunks of the model's text as the provider streams them (memvec.agent.stream)."""
+        self.on_event, self.stream_tokens = on_event, stream_tokens
         try:
             self.settings, self.state = memory.get_agent(name)
         except NotFoundError:
@@ -133,17 +127,20 @@ class Agent:
             tokens = self._fit(context, scratch, trace)
             trace.model_calls += 1
             trace.add(Step(kind="model_call", tokens_in_context=tokens, name=self.model))
+            relay = TokenRelay(self.on_event) if self.stream_tokens and self.on_event else None
             message = llm.complete(self.model, context.messages(scratch), tools=tool_schemas(),
-                                   timeout=self.memory.config.llm_timeout_s)
+                                   timeout=self.memory.config.llm_timeout_s, on_delta=relay.feed if relay else None)
             calls = list(message.tool_calls or [])
             if not calls:
                 if message.content:
                     sent.append(self._say(str(message.content), trace))
                 return "no_tool_call"
-            if message.content:
-                trace.events.append(Event(kind="reasoning", text=str(message.content)))
+            if message.content:  # already relayed in chunks when tokens stream
+                self._emit(trace, Event(kind="reasoning", text=str(message.content)), announce=relay is None)
             scratch.append(_assistant_message(message.content, calls))
-            heartbeat, budget_left = self._run_calls(calls, tools, trace, scratch, sent, budget_left, tokens)
+            relayed = relay is not None and relay.relayed_message
+            heartbeat, budget_left = self._run_calls(calls, tools, trace, scratch, sent, budget_left, tokens,
+                                                     relayed=relayed)
             if sent and any(c.function.name == "send_message" for c in calls):
                 return "send_message"
             if not heartbeat:
@@ -151,11 +148,12 @@ class Agent:
         return "max_steps"
 
     def _run_calls(self, calls: list[Any], tools: ToolBox, trace: Trace, scratch: list[Message],
-                   sent: list[str], budget_left: int, tokens: int) -> tuple[bool, int]:
+                   sent: list[str], budget_left: int, tokens: int, *, relayed: bool = False) -> tuple[bool, int]:
+        """`relayed`: the sent message's text already went out in chunks (not announced again whole)."""
         heartbeat = False
         for call in calls:
             name, raw = call.function.name, call.function.arguments
-            trace.events.append(Event(kind="tool_call", name=name, arguments=raw or "{}", tool_call_id=call.id))
+            self._emit(trace, Event(kind="tool_call", name=name, arguments=raw or "{}", tool_call_id=call.id))
             if name in SEARCH_TOOLS and budget_left <= 0:
                 outcome = ToolOutcome(json.dumps({"error": BUDGET_SPENT.format(budget=self.settings.page_in_budget)}),
                                       ok=False)
@@ -167,13 +165,13 @@ class Agent:
             trace.page_ins += int(outcome.page_in)
             trace.add(Step(kind="tool", tokens_in_context=tokens, name=name, arguments=_arguments(raw),
                            ok=outcome.ok, detail=None if outcome.ok else outcome.content))
-            trace.events.append(Event(kind="tool_return", name=name, text=outcome.content, tool_call_id=call.id,
-                                      ok=outcome.ok))
-            if outcome.sent_message is not None:
-                sent.append(self._say(outcome.sent_message, trace))
-            if outcome.sent_message is None:  # a sent message is already stored as the assistant's
+            stored = None
+            if outcome.sent_message is None:  # a sent message is stored as the assistant's instead
                 stored = self._remember("tool", f"{name}({raw or ''}) -> {outcome.content}"[:8000], in_context=False)
-                trace.events[-1].record_id = stored.id
+            self._emit(trace, Event(kind="tool_return", name=name, text=outcome.content, tool_call_id=call.id,
+                                    ok=outcome.ok, record_id=stored.id if stored else None))
+            if outcome.sent_message is not None:
+                sent.append(self._say(outcome.sent_message, trace, announce=not relayed))
             scratch.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.content})
             heartbeat = heartbeat or outcome.heartbeat
         if budget_left == 0 and any(c.function.name in SEARCH_TOOLS for c in calls):
@@ -220,10 +218,15 @@ class Agent:
         self.state.in_context = [i for i in self.state.in_context if i not in self._recorded]
         self._recorded = []
 
-    def _say(self, text: str, trace: Trace) -> str:
+    def _say(self, text: str, trace: Trace, *, announce: bool = True) -> str:
         record = self._remember("assistant", text, in_context=True)
-        trace.events.append(Event(kind="assistant", text=text, record_id=record.id))
+        self._emit(trace, Event(kind="assistant", text=text, record_id=record.id), announce=announce)
         return text
+
+    def _emit(self, trace: Trace, event: Event, *, announce: bool = True) -> None:
+        trace.events.append(event)
+        if announce and self.on_event is not None:
+            self.on_event(event)
 
 
 def _elide_tool_results(context: MainContext, scratch: list[Message], window: int) -> int:

@@ -56,8 +56,9 @@ API_DESCRIPTION = """Vector-search memory for LLM agents: core, recall and archi
 The `/v1` routes take Letta's shapes, so the official `letta-client` works unchanged for agents,
 core-memory blocks, passages, messages and agent-file import. Agent ids are agent names; passage and
 message ids are record ids as strings. memvec-only: `recall-memory/search`, batch passage insert,
-search filters and fusion parameters, the export with embeddings. Not served: streaming, async runs,
-tools, sources/folders, identities, groups, templates, `/v1/blocks`."""
+search filters and fusion parameters, the export with embeddings. Replies stream as Server-Sent Events
+(`streaming: true`, `/messages/stream`, `stream_tokens`). Not served: async runs, tools,
+sources/folders, identities, groups, templates, `/v1/blocks`."""
 log = logging.getLogger("memvec.service")
 MAX_REPORTED_ERRORS = 20  # of a body's validation errors; the rest are counted
 

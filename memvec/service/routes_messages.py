@@ -8,10 +8,12 @@ lists those messages back.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Path, Query, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import StreamingResponse
 
 from memvec.agent.consolidate import consolidate
 from memvec.agent.loop import Event, Reply
@@ -19,6 +21,7 @@ from memvec.consolidation_format import ConsolidationRun
 from memvec.service.auth import Principal
 from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, in_scope, visible_agent
 from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
+from memvec.service.streaming import Emit, stream_reply
 from memvec.types import NewRecord, Record, Tier
 
 _ANYONE = Principal()  # the service's own bookkeeping acts for every agent
@@ -43,9 +46,10 @@ def record_message(record: Record) -> dict[str, Any]:
 
 
 def event_message(event: Event) -> dict[str, Any]:
-    """One step of a reply as a Letta message (ids of stored steps are their record ids)."""
-    base = {"id": str(event.record_id) if event.record_id else f"{event.kind}-{uuid.uuid4()}",
-            "date": event.at.isoformat()}
+    """One step of a reply as a Letta message (ids of stored steps are their record ids; the chunks of
+    one streamed message share its stream id)."""
+    identity = str(event.record_id) if event.record_id else event.stream_id or f"{event.kind}-{uuid.uuid4()}"
+    base = {"id": identity, "date": event.at.isoformat()}
     if event.kind == "reasoning":
         return {**base, "message_type": "reasoning_message", "reasoning": event.text}
     if event.kind == "tool_call":
@@ -77,11 +81,11 @@ def _record_only(service: ServiceState, agent: str, messages: list[MessageIn], s
                                                                      duplicate_of=r.duplicate_of) for r in results])
 
 
-def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None
-               ) -> LettaResponseOut:
+def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None,
+               emit: Emit | None = None, stream_tokens: bool = False) -> LettaResponseOut:
     from memvec.agent import Agent
 
-    bot = Agent(service.memory, agent, session_id=session_id)
+    bot = Agent(service.memory, agent, session_id=session_id, on_event=_announcer(emit), stream_tokens=stream_tokens)
     replies: list[Reply] = []
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -96,11 +100,29 @@ def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], ses
                             traces=[r.trace.model_dump(mode="json", exclude={"events"}) for r in replies])
 
 
-def _send(service: ServiceState, agent: str, principal: Principal, body: MessagesIn) -> LettaResponseOut:
+def _announcer(emit: Emit | None) -> Callable[[Event], None] | None:
+    """Each reply event as the Letta message a stream sends (None: nobody is listening)."""
+    if emit is None:
+        return None
+    return lambda event: emit(event_message(event))
+
+
+def _send(service: ServiceState, agent: str, principal: Principal, body: MessagesIn,
+          emit: Emit | None = None) -> LettaResponseOut:
+    """The reply (or the record) of `body`; with `emit`, each message is told as it happens."""
     settings, _ = visible_agent(agent, principal, service)
     if settings.model:
-        return _run_agent(service, agent, body.all_messages(), body.session_id)
-    return _record_only(service, agent, body.all_messages(), body.session_id)
+        return _run_agent(service, agent, body.all_messages(), body.session_id, emit, body.stream_tokens)
+    out = _record_only(service, agent, body.all_messages(), body.session_id)
+    if emit is not None:
+        for message in out.messages:
+            emit(message)
+    return out
+
+
+async def _streamed(service: ServiceState, agent: str, principal: Principal, body: MessagesIn) -> StreamingResponse:
+    await run_in_threadpool(visible_agent, agent, principal, service)  # 404 before the stream begins
+    return await stream_reply(service, agent, lambda emit: _send(service, agent, principal, body, emit))
 
 
 def _stop(reason: str) -> dict[str, Any]:
@@ -111,15 +133,31 @@ def _usage(model_calls: int) -> dict[str, Any]:
     return {"message_type": "usage_statistics", "step_count": model_calls}
 
 
+STREAMED: dict[int | str, dict[str, Any]] = {200: {
+    "content": {"text/event-stream": {}},
+    "description": "with `streaming`: Server-Sent Events, one Letta message each, then [DONE]"}}
+
+
 def add_routes(app: FastAPI) -> None:
-    @app.post("/v1/agents/{agent_id}/messages", response_model=LettaResponseOut, tags=["messages"])
+    @app.post("/v1/agents/{agent_id}/messages", response_model=LettaResponseOut, tags=["messages"], responses=STREAMED)
     async def send_messages(agent_id: AgentId, body: MessagesIn, principal: Caller,
-                            service: Service) -> LettaResponseOut:
+                            service: Service) -> LettaResponseOut | StreamingResponse:
         """Run the agent on each message when it has a model (a `LettaResponse`); otherwise only record them.
-        One message at a time per agent: a message to a busy agent waits up to the lease wait, then 409."""
+        One message at a time per agent: a message to a busy agent waits up to the lease wait, then 409.
+        With `streaming: true` the reply comes as Server-Sent Events (memvec.service.streaming)."""
         in_scope(agent_id, principal)
+        if body.streaming:
+            return await _streamed(service, agent_id, principal, body)
         async with service.agent_slot(agent_id):
             return await run_in_threadpool(_send, service, agent_id, principal, body)
+
+    @app.post("/v1/agents/{agent_id}/messages/stream", tags=["messages"], response_class=StreamingResponse,
+              responses=STREAMED)
+    async def stream_messages(agent_id: AgentId, body: MessagesIn, principal: Caller,
+                              service: Service) -> StreamingResponse:
+        """Letta's streaming route: `/messages` with `streaming: true`."""
+        in_scope(agent_id, principal)
+        return await _streamed(service, agent_id, principal, body)
 
     @app.get("/v1/agents/{agent_id}/messages", response_model=list[dict[str, Any]], tags=["messages"])
     def list_messages(agent_id: AgentId, principal: Caller, service: Service,

@@ -261,6 +261,10 @@ class MessagesIn(Lenient):
     input: str | list[TextPart] | None = Field(default=None, description="one user message (Letta's shorthand)")
     session_id: str | None = Field(default=None, min_length=1, max_length=MAX_META_CHARS,
                                    description="memvec: the session cited on every message of this request")
+    streaming: bool = Field(default=False, description="answer Server-Sent Events as the reply happens "
+                                                       "(what /messages/stream always does)")
+    stream_tokens: bool = Field(default=False, description="with streaming: also the model's text in chunks "
+                                                           "as the provider streams it")
 
     @model_validator(mode="after")
     def _one_form(self) -> MessagesIn:

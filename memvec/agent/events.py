@@ -1,0 +1,24 @@
+"""What a client is shown of a reply, in order (Letta's message types map onto these kinds)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class Event(BaseModel):
+    """One step of a reply as a client shows it. A streamed reply also sends `partial` chunks: pieces
+    of one message's text that share its `stream_id`, before (or instead of) the whole event."""
+
+    kind: Literal["reasoning", "tool_call", "tool_return", "assistant"]
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    text: str = ""
+    name: str | None = None
+    arguments: str | None = None
+    tool_call_id: str | None = None
+    ok: bool = True
+    record_id: int | None = Field(default=None, description="the recall record that stores it, if one does")
+    stream_id: str | None = Field(default=None, description="the id every chunk of one streamed message shares")
+    partial: bool = Field(default=False, description="a chunk of a streamed message, not a whole event")
