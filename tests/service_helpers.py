@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -30,6 +32,30 @@ class InProcess:
 
     def stop(self) -> None:
         self.memory.close()
+
+
+@contextmanager
+def served_in_process(home: Path) -> Iterator[str]:
+    """memvec's app under uvicorn on a real port, in this process, so litellm's scripted provider
+    (registered here) answers the agents' model calls; yields the base URL."""
+    import uvicorn
+
+    from memvec import Memory
+    from memvec.embed import HashingEmbedder
+    from memvec.service.app import create_app
+
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        server = uvicorn.Server(uvicorn.Config(create_app(mem), host="127.0.0.1", port=free_port(),
+                                               log_level="warning"))
+        thread = threading.Thread(target=server.run)
+        thread.start()
+        while not server.started:
+            time.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{server.config.port}"
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
 
 
 class Server:

@@ -14,7 +14,7 @@ import letta_client
 import pytest
 from letta_client import Letta
 
-from tests.service_helpers import Server
+from tests.service_helpers import Server, served_in_process
 
 ADMIN = "letta-admin-0001"
 SCOPED = "letta-scope-0001"
@@ -176,28 +176,8 @@ def test_a_patched_passage_reads_back_as_its_current_version(client: Letta, serv
 
 @pytest.fixture
 def agent_server(tmp_path: Path) -> Iterator[str]:
-    """memvec's app under uvicorn on a real port, in this process so litellm's scripted provider
-    (registered here) answers the agent's model calls."""
-    import threading
-    import time
-
-    import uvicorn
-
-    from memvec import Memory
-    from memvec.embed import HashingEmbedder
-    from memvec.service.app import create_app
-    from tests.service_helpers import free_port
-
-    port = free_port()
-    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
-        server = uvicorn.Server(uvicorn.Config(create_app(mem), host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run)
-        thread.start()
-        while not server.started:
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-        server.should_exit = True
-        thread.join(timeout=30)
+    with served_in_process(tmp_path / "home") as url:
+        yield url
 
 
 def test_messages_create_returns_a_letta_response(agent_server: str) -> None:

@@ -6,7 +6,6 @@ event, and a client that leaves mid-stream leaving a whole transcript and a free
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from letta_client import Letta
 
 from memvec.agent.stream import decoded_prefix
 from tests.scripted_llm import SCRIPTED, STREAM_PIECE, ScriptedLLM, ToolCall, Turn, say
+from tests.service_helpers import served_in_process
 
 NOTE = "User likes green tea"
 ANSWER = 'Noted: you like "green tea" \u2014 I saved it.'
@@ -26,23 +26,8 @@ ANSWER = 'Noted: you like "green tea" \u2014 I saved it.'
 
 @pytest.fixture
 def agent_server(tmp_path: Path, llm: ScriptedLLM) -> Iterator[str]:
-    import uvicorn
-
-    from memvec import Memory
-    from memvec.embed import HashingEmbedder
-    from memvec.service.app import create_app
-    from tests.service_helpers import free_port
-
-    port = free_port()
-    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
-        server = uvicorn.Server(uvicorn.Config(create_app(mem), host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run)
-        thread.start()
-        while not server.started:
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-        server.should_exit = True
-        thread.join(timeout=30)
+    with served_in_process(tmp_path / "home") as url:
+        yield url
 
 
 def _script(llm: ScriptedLLM) -> None:
