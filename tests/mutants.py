@@ -353,6 +353,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      '            yield sse(error_payload(item), event="error")\n', "", "tests/test_streaming.py"),
     ("stream_tokens never streams from the provider", "memvec/agent/loop.py",
      "on_delta=relay.feed if relay else None", "on_delta=None", "tests/test_streaming.py"),
+    ("usage counts no tokens", "memvec/agent/loop.py", "on_usage=trace.count_tokens)", "on_usage=None)",
+     "tests/test_streaming.py"),
     ("an imported fact cites the old message ids", "memvec/engine/transfer.py",
      "[_cites_new_ids(row, id_map) for row in ready.passages]", "ready.passages", "tests/test_consolidation.py"),
 ]

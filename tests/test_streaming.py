@@ -51,6 +51,7 @@ def test_streaming_true_gives_each_step_in_order_then_the_stop_reason_and_usage(
         assert chunks[1].tool_call.name == "archival_memory_insert"  # type: ignore[union-attr]
         assert chunks[5].content == ANSWER  # type: ignore[union-attr]
         assert chunks[6].stop_reason == "end_turn" and chunks[7].step_count == 2  # type: ignore[union-attr]
+        assert chunks[7].total_tokens == chunks[7].prompt_tokens + chunks[7].completion_tokens  # type: ignore
         assert llm.streamed == 0, "whole steps: the provider is not asked to stream"
         assert letta.agents.passages.search(agent, query="green tea").results[0].content == NOTE
 
@@ -74,6 +75,8 @@ def test_stream_tokens_gives_the_assistant_text_in_pieces_through_litellms_strea
         first_call = kinds.index("tool_call_message")
         assert set(kinds[:first_call]) == {"reasoning_message"}
         assert kinds[-2:] == ["stop_reason", "usage_statistics"]
+        usage = chunks[-1]  # the provider's counts of its two streamed steps (100 + 10 tokens each)
+        assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (200, 20, 220)  # type: ignore
         assert kinds.index("tool_return_message") < kinds.index("assistant_message")
         listed = [(m.message_type, getattr(m, "content", None)) for m in letta.agents.messages.list(agent, order="asc")
                   if m.message_type in ("user_message", "assistant_message")]

@@ -31,19 +31,25 @@ Delta = Any  # litellm's streamed delta: `content` and `tool_calls` (each with `
 
 
 def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
-             timeout: float = DEFAULT_TIMEOUT_S, on_delta: Callable[[Delta], None] | None = None) -> Any:
+             timeout: float = DEFAULT_TIMEOUT_S, on_delta: Callable[[Delta], None] | None = None,
+             on_usage: Callable[[int, int], None] | None = None) -> Any:
     """One chat completion; returns litellm's message object (content and tool_calls). `timeout`:
     seconds the provider may take (litellm's own default is 10 minutes: a stuck provider would hold
     the agent's lease that long). With `on_delta` the provider streams: each delta is handed on as it
-    comes, and the message is assembled from them by litellm (tool calls included)."""
+    comes, and the message is assembled from them by litellm (tool calls included). `on_usage` is told
+    the call's prompt and completion tokens as the provider counted them (0 where it did not)."""
     kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout}
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = "auto"
     try:
         if on_delta is not None:
-            return _streamed(kwargs, messages, on_delta)
-        response = litellm_module().completion(**kwargs)
+            response = _streamed(kwargs, messages, on_delta)
+        else:
+            response = litellm_module().completion(**kwargs)
+        if on_usage is not None:
+            usage = getattr(response, "usage", None)
+            on_usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
         return response.choices[0].message
     except Exception as exc:  # litellm raises per-provider types; callers need one
         kind = type(exc).__name__
@@ -58,7 +64,7 @@ def _streamed(kwargs: dict[str, Any], messages: list[dict[str, Any]], on_delta: 
         chunks.append(chunk)
         if chunk.choices:
             on_delta(chunk.choices[0].delta)
-    return litellm.stream_chunk_builder(chunks, messages=messages).choices[0].message
+    return litellm.stream_chunk_builder(chunks, messages=messages)
 
 
 def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:

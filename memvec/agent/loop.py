@@ -41,12 +41,18 @@ class Trace(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     model_calls: int = 0
+    prompt_tokens: int = Field(default=0, description="as the provider counted them, over the reply's steps")
+    completion_tokens: int = 0
     tool_calls: int = 0
     page_ins: int = 0
     evicted_messages: int = 0
     pressure_warnings: int = 0
     max_tokens_in_context: int = 0
     stopped_by: StopReason | None = None
+
+    def count_tokens(self, prompt: int, completion: int) -> None:
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
 
     def add(self, step: Step) -> None:
         self.steps.append(step)
@@ -129,7 +135,8 @@ class Agent:
             trace.add(Step(kind="model_call", tokens_in_context=tokens, name=self.model))
             relay = TokenRelay(self.on_event) if self.stream_tokens and self.on_event else None
             message = llm.complete(self.model, context.messages(scratch), tools=tool_schemas(),
-                                   timeout=self.memory.config.llm_timeout_s, on_delta=relay.feed if relay else None)
+                                   timeout=self.memory.config.llm_timeout_s, on_delta=relay.feed if relay else None,
+                                   on_usage=trace.count_tokens)
             calls = list(message.tool_calls or [])
             if not calls:
                 if message.content:

@@ -95,7 +95,9 @@ def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], ses
     added = [record_id for reply in replies for record_id in reply.recorded]
     last = replies[-1].trace.stopped_by or "send_message"
     return LettaResponseOut(messages=out, stop_reason=_stop(STOP_REASONS[last]),
-                            usage=_usage(sum(r.trace.model_calls for r in replies)),
+                            usage=_usage(sum(r.trace.model_calls for r in replies),
+                                         sum(r.trace.prompt_tokens for r in replies),
+                                         sum(r.trace.completion_tokens for r in replies)),
                             recorded=[PassageOut.of(r) for r in service.memory.recall(agent).get_many(added)],
                             traces=[r.trace.model_dump(mode="json", exclude={"events"}) for r in replies])
 
@@ -129,8 +131,10 @@ def _stop(reason: str) -> dict[str, Any]:
     return {"message_type": "stop_reason", "stop_reason": reason}
 
 
-def _usage(model_calls: int) -> dict[str, Any]:
-    return {"message_type": "usage_statistics", "step_count": model_calls}
+def _usage(model_calls: int, prompt_tokens: int = 0, completion_tokens: int = 0) -> dict[str, Any]:
+    """Letta's usage statistics: steps, and the tokens the provider counted for the reply's steps."""
+    return {"message_type": "usage_statistics", "step_count": model_calls, "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
 
 
 STREAMED: dict[int | str, dict[str, Any]] = {200: {
