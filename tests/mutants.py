@@ -355,6 +355,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "on_delta=relay.feed if relay else None", "on_delta=None", "tests/test_streaming.py"),
     ("usage counts no tokens", "memvec/agent/loop.py", "on_usage=trace.count_tokens)", "on_usage=None)",
      "tests/test_streaming.py"),
+    ("Letta's /v1/agents/ gets a redirect", "memvec/service/front.py",
+     "        _without_trailing_slash(scope)\n", "", "tests/test_request_bodies.py"),
     ("an imported fact cites the old message ids", "memvec/engine/transfer.py",
      "[_cites_new_ids(row, id_map) for row in ready.passages]", "ready.passages", "tests/test_consolidation.py"),
 ]

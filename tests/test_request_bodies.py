@@ -120,3 +120,16 @@ def test_a_body_with_thousands_of_errors_is_answered_with_twenty_and_the_count(s
     found = int(detail[-1]["msg"].split()[1])
     assert found + 20 > 5_000 and detail[-1]["msg"] == f"and {found} more errors"
     assert _archival(service) == 0
+
+
+def test_the_api_answers_with_a_trailing_slash_without_a_redirect(service: InProcess) -> None:
+    async def calls() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=service.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost", headers=AUTH) as client:
+            return [await client.post("/v1/agents/", json={"name": "ana"}), await client.get("/v1/agents/"),
+                    await client.get("/v1/agents/ana/"), await client.get("/v1/agents/nobody/")]
+
+    created, listed, retrieved, missing = asyncio.run(calls())
+    assert created.status_code == 201 and listed.status_code == 200 and retrieved.status_code == 200
+    assert [a["id"] for a in listed.json()] == ["ana"] and retrieved.json()["id"] == "ana"
+    assert missing.status_code == 404

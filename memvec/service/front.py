@@ -97,6 +97,7 @@ class FrontDoor:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        _without_trailing_slash(scope)
         decision = self.gate(scope)
         if isinstance(decision, Refusal):
             await send_refusal(send, decision)
@@ -133,6 +134,16 @@ class FrontDoor:
             return None
 
         return await anyio.to_thread.run_sync(parse, limiter=limiter) if large else parse()
+
+
+def _without_trailing_slash(scope: Scope) -> None:
+    """`/v1/agents/` is `/v1/agents`: Letta's SDKs call the API with the slash, and the router's 307
+    to the other spelling cost every such call a second round trip (a POST's body sent twice)."""
+    path = scope["path"]
+    if path.startswith("/v1/") and path.endswith("/") and len(path) > len("/v1/"):
+        scope["path"] = path.rstrip("/")
+        if isinstance(scope.get("raw_path"), bytes):
+            scope["raw_path"] = scope["raw_path"].rstrip(b"/")
 
 
 def _too_large(limit: int) -> Refusal:
