@@ -44,7 +44,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "if not principal.may_see(agent):", "if False:", "tests/test_mcp.py"),
     ("an evicted index is dropped unsaved", "memvec/engine/engine.py",
      "                old.save()", "                pass", "tests/test_index_budget.py"),
-    ("an unavailable store answers 500, not 503", "memvec/service/app.py",
+    ("an unavailable store answers 500, not 503", "memvec/service/deps.py",
      '    StoreUnavailableError: (503, "store_unavailable"),\n', "", "tests/test_postgres_faults.py"),
     ("refusals invite letta-client to retry", "memvec/service/app.py",
      'headers = {"x-should-retry": "false"} if status in NO_RETRY else None', "headers = None",

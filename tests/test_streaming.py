@@ -145,3 +145,12 @@ def test_a_partial_json_string_decodes_as_far_as_it_is_whole(fragment: str, expe
 
 def test_the_scripted_model_is_reset_between_tests() -> None:
     assert SCRIPTED.fail_stream_after is None and SCRIPTED.stream_pause_s == 0.0
+
+
+def test_an_error_event_uses_the_words_of_the_same_error_in_a_plain_response() -> None:
+    from memvec.errors import CoreMemoryError, StoreUnavailableError
+    from memvec.service.streaming import error_payload
+
+    assert error_payload(StoreUnavailableError("down")) == {"error": "store_unavailable", "detail": "down"}
+    assert error_payload(CoreMemoryError("full"))["error"] == "core_memory_refused"
+    assert error_payload(RuntimeError("secret"))["error"] == "internal_error"

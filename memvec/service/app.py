@@ -19,21 +19,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
 from memvec.errors import (
-    AgentBusyError,
-    AgentExistsError,
-    CoreMemoryError,
-    InvalidInputError,
-    MemvecError,
     ModelCallError,
-    NotFoundError,
     StoreUnavailableError,
-    VersionConflictError,
 )
 from memvec.memory import Memory
 from memvec.service import docs_pages, routes_agents, routes_memory, routes_messages, ui
 from memvec.service.auth import KeyRing
 from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import Service, ServiceState
+from memvec.service.deps import ERROR_STATUS, Service, ServiceState
 from memvec.service.fairness import MAX_IN_FLIGHT_PER_KEY, FairShare
 from memvec.service.front import (
     ADMITTED,
@@ -70,18 +63,6 @@ def _error(status: int, kind: str, detail: Any, request: Request | None = None) 
     return JSONResponse({"error": kind, "detail": detail}, status_code=status, headers=headers)
 
 
-# most specific first: handlers are looked up along the exception's class hierarchy
-ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
-    StoreUnavailableError: (503, "store_unavailable"),
-    NotFoundError: (404, "not_found"),
-    AgentExistsError: (409, "already_exists"),
-    CoreMemoryError: (409, "core_memory_refused"),
-    VersionConflictError: (409, "version_conflict"),
-    AgentBusyError: (409, "agent_busy"),
-    InvalidInputError: (400, "bad_request"),
-    ModelCallError: (502, "model_error"),
-    MemvecError: (500, "internal_error"),
-}
 
 
 _ERROR_MEANINGS = {

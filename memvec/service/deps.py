@@ -14,10 +14,39 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request
 
-from memvec.errors import AgentBusyError, InvalidInputError, NotFoundError
+from memvec.errors import (
+    AgentBusyError,
+    AgentExistsError,
+    CoreMemoryError,
+    InvalidInputError,
+    MemvecError,
+    ModelCallError,
+    NotFoundError,
+    StoreUnavailableError,
+    VersionConflictError,
+)
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
 from memvec.types import AGENT_PATTERN, LABEL_PATTERN, AgentSettings, AgentState
+
+# most specific first: handlers are looked up along the exception's class hierarchy
+ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
+    StoreUnavailableError: (503, "store_unavailable"),
+    NotFoundError: (404, "not_found"),
+    AgentExistsError: (409, "already_exists"),
+    CoreMemoryError: (409, "core_memory_refused"),
+    VersionConflictError: (409, "version_conflict"),
+    AgentBusyError: (409, "agent_busy"),
+    InvalidInputError: (400, "bad_request"),
+    ModelCallError: (502, "model_error"),
+    MemvecError: (500, "internal_error"),
+}
+
+
+def error_kind(exc: MemvecError) -> str:
+    """The `error` word memvec answers `exc` with (its most specific entry in ERROR_STATUS)."""
+    return next(kind for error_type, (_, kind) in ERROR_STATUS.items() if isinstance(exc, error_type))
+
 
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
 BlockLabel = Annotated[str, Path(pattern=LABEL_PATTERN, description="a core block's label")]

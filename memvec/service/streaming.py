@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
 from memvec.errors import MemvecError, ModelCallError
-from memvec.service.deps import ServiceState
+from memvec.service.deps import ServiceState, error_kind
 from memvec.service.schemas import LettaResponseOut
 
 log = logging.getLogger("memvec.service")
@@ -42,8 +42,8 @@ def sse(payload: dict[str, Any], *, event: str | None = None) -> bytes:
 def error_payload(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, ModelCallError):
         return {"error": "model_error", "detail": exc.public}
-    if isinstance(exc, MemvecError):
-        return {"error": type(exc).__name__, "detail": str(exc)}
+    if isinstance(exc, MemvecError):  # the words the same error has in a plain response
+        return {"error": error_kind(exc), "detail": str(exc)}
     return {"error": "internal_error", "detail": "the reply failed (details in the server's log)"}
 
 
