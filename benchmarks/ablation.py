@@ -43,7 +43,7 @@ LEVERS: dict[str, dict[str, Any]] = {
     "all, vector weight 0.3": {"search": {"vector_weight": 0.3}},
     "all, vector weight 0.7": {"search": {"vector_weight": 0.7}},
     "all, RRF fusion": {"search": {"fusion": "rrf"}},
-    "all, candidates 5·k": {"search": {"candidate_factor": 5, "min_candidates": 20}},
+    "all, a pool of 50 candidates": {"search": {"candidate_pool": 50}},
 }
 # the first stage's levers: fusion without the learned ranker (its own report: make train-ranker)
 MODES = {"hybrid": {"mode": "hybrid", "rerank": False}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"}}

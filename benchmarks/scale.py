@@ -67,7 +67,7 @@ def queries(n: int) -> list[str]:
 
 def fill(home: Path, n: int, batch: int = 5_000) -> float:
     started = time.perf_counter()
-    with Memory.open(home, embedder=RandomEmbedder(DIM), index={"kind": "flat"}, search={"min_candidates": 50}) as mem:
+    with Memory.open(home, embedder=RandomEmbedder(DIM), index={"kind": "flat"}) as mem:
         for start in range(0, n, batch):
             texts = zipf_texts(min(batch, n - start), seed=start)
             mem.insert([NewRecord.model_validate({"agent": "big", "tier": "archival", "text": t,

@@ -29,11 +29,13 @@ class SearchSettings(BaseModel):
     fusion: Fusion = Fusion.CONVEX
     vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     rrf_k: int = Field(default=60, ge=1)
-    candidate_factor: int = Field(default=10, ge=1, description="over-fetch: k * factor candidates per method")
-    min_candidates: int = Field(default=50, ge=1)
+    candidate_pool: int = Field(
+        default=100, ge=1, le=10_000,
+        description="hybrid: how many candidates each method (vector, BM25) brings; a search for up to this many "
+                    "hits ranks the same pool, so its top hits are the same whatever k it asks; a larger k brings k")
     refine_factor: int = Field(
-        default=4, ge=1, description="vector mode on a compact index (-fp16, -sq8): fetch k * factor candidates "
-                                     "and rank them by the exact float32 vectors read from the store")
+        default=4, ge=1, description="vector mode on a compact index (-fp16, -sq8): fetch max(k, candidate_pool) * "
+                                     "factor candidates and rank them by the exact float32 vectors read from the store")
     rerank: bool = Field(default=True, description="hybrid: re-order the best fused candidates with the learned "
                                                    "ranker shipped in the package, when it was fitted for the home's "
                                                    "model and the fusion (convex; else plain fusion)")

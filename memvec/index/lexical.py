@@ -44,9 +44,12 @@ FORMAT = 3  # 1: terms as JSON strings, one int64 slot per posting; 2: no groups
 def top_k(ids: Ids, scores: Scores, k: int) -> tuple[Ids, Scores]:
     """The k best (ids, scores), best first, ties broken by the smaller (older) id."""
     if len(ids) > k:
-        keep = np.argpartition(-scores, k - 1)[:k]
+        # every score tied with the k-th best stays in, so the tie is broken by id and not by
+        # where argpartition happened to cut (the top 10 of a search must be the top 10 of its top 100)
+        kth = np.partition(-scores, k - 1)[k - 1]
+        keep = np.flatnonzero(-scores <= kth)
         ids, scores = ids[keep], scores[keep]
-    order = np.lexsort((ids, -scores))
+    order = np.lexsort((ids, -scores))[:k]
     return ids[order], scores[order]
 
 

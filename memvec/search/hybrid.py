@@ -82,12 +82,15 @@ def rank(index: SearchableTier, request: SearchRequest, settings: SearchSettings
 
 def _vector(index: SearchableTier, k: int, settings: SearchSettings, scope: Scope,
             query_vector: npt.NDArray[np.float32]) -> Ranked:
-    """Vector search; on a compact index the candidates are ranked again by their exact vectors
-    from the store (a few dozen rows), so quantization costs next to no recall."""
+    """Vector search over the same pool for any k up to candidate_pool (ties, say between repeated
+    texts, then break by id alike); on a compact index the pool's candidates are ranked again by
+    their exact vectors from the store, so quantization costs next to no recall."""
+    pool = max(k, settings.candidate_pool)
     if index.vector.quantizer is None:
-        ids, scores = index.vector.search(query_vector, k, scope.allowed, scope.excluded)
+        ids, scores = index.vector.search(query_vector, pool, scope.allowed, scope.excluded)
+        ids, scores = top_k(ids, scores, k)
         return Ranked(ids, scores, vector=scores)
-    candidates, _ = index.vector.search(query_vector, k * settings.refine_factor, scope.allowed, scope.excluded)
+    candidates, _ = index.vector.search(query_vector, pool * settings.refine_factor, scope.allowed, scope.excluded)
     ids, scores = top_k(candidates, index.exact_vectors(candidates) @ query_vector, k)
     return Ranked(ids, scores, vector=scores)
 
@@ -128,7 +131,9 @@ def _session_weight(request: SearchRequest, settings: SearchSettings, ranker: Ra
 
 def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
           query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> _Fused:
-    depth = max(request.k * settings.candidate_factor, settings.min_candidates)
+    # One pool for every k up to candidate_pool: fusion scales scores over the pool, so a pool that
+    # grew with k would change the order of the top hits (SciFact's top 10 differed at k=10 and k=100).
+    depth = max(request.k, settings.candidate_pool)
     vector_ids, _ = index.vector.search(query_vector, depth, scope.allowed, scope.excluded)
     lexical = index.lexical.query_scores(request.query)
     bm25_ids, _ = index.lexical.search_scored(lexical, depth, scope.allowed, scope.excluded)
@@ -184,10 +189,15 @@ def candidate_table(index: SearchableTier, request: SearchRequest, settings: Sea
 
 def _rerank(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
             query_vector: Scores) -> Ranked:
+    """The ranker re-orders the best `ranker.depth` fused candidates, whatever k is asked (so the top
+    hits do not depend on k); hits past that depth follow in fusion's order. A hit's score is the
+    ranker's, capped at the score of the hit above it, so scores never rise down the list."""
     ids, features = _featured(index, request, found, top, query_vector)
     learned = ranker.score(features, request.tier.value)
-    order = np.lexsort((ids, -learned))[:request.k]
-    return Ranked(ids[order], learned[order], vector=found.vector[top][order],
+    head = min(ranker.depth, len(ids))
+    order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))][:request.k]
+    shown = np.minimum.accumulate(learned[order]) if len(order) else learned[order]
+    return Ranked(ids[order], shown, vector=found.vector[top][order],
                   bm25=found.bm25[top][order], fused=found.fused[top][order], ranker=learned[order],
                   session_vector=found.session_vector[top][order], session_bm25=found.session_bm25[top][order])
 

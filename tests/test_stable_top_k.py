@@ -1,0 +1,75 @@
+"""A query's top hits are the same whatever k it asks: each method brings a fixed pool of candidates
+(SearchSettings.candidate_pool) for any k up to it, and the learned ranker re-orders the same best
+fused candidates whatever k is. Before, the pool grew with k and fusion scales scores over the pool,
+so asking for 100 hits changed the order of the first 10."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memvec import Memory, SearchRequest
+from memvec.embed import HashingEmbedder
+
+SUBJECTS = ["the boat", "my sister", "the garden", "our budget", "the new job", "a marathon", "the vet",
+            "grandma's recipe", "the roof", "a trip to Lisbon", "the piano", "tax forms"]
+VERBS = ["talked about", "worried about", "finally fixed", "planned", "laughed at", "paid for", "forgot",
+         "painted", "booked", "cancelled"]
+WHEN = ["yesterday", "last week", "in May", "on Sunday", "two months ago", "this morning"]
+QUERIES = ["what did we plan for the trip to Lisbon", "who paid for the roof", "when was the vet booked",
+           "marathon training last week", "grandma's recipe", "piano lessons on Sunday"]
+
+
+def turns(n: int, seed: int) -> list[tuple[str, str, str]]:
+    """(role, session, text): enough records that a pool grown with k would hold more than a fixed one."""
+    rng = random.Random(seed)
+    return [(rng.choice(["user", "assistant"]), f"s{i // 12}",
+             f"{rng.choice(SUBJECTS).capitalize()}: we {rng.choice(VERBS)} {rng.choice(SUBJECTS)} "
+             f"{rng.choice(WHEN)}.") for i in range(n)]
+
+
+def fill(mem: Memory, n: int, seed: int) -> None:
+    for turn, (role, session, text) in enumerate(turns(n, seed), start=1):
+        mem.recall("a").append(role, text, session_id=session, turn_id=turn)
+
+
+def top_ids(mem: Memory, query: str, k: int, **options: object) -> list[int]:
+    request = SearchRequest.model_validate({"agent": "a", "tier": "recall", "query": query, "k": k, **options})
+    return [hit.id for hit in mem.search(request)]
+
+
+SEARCHES = [{}, {"rerank": False}, {"fusion": "rrf"}, {"mode": "bm25"}, {"mode": "vector"}]
+
+
+@pytest.mark.parametrize("options", SEARCHES, ids=["default", "fusion", "rrf", "bm25", "vector"])
+def test_the_top_ten_is_the_same_at_k_10_and_k_100_with_the_real_model(real_memory: Memory, options: dict) -> None:
+    fill(real_memory, 600, seed=3)
+    for query in QUERIES:
+        ten, hundred = top_ids(real_memory, query, 10, **options), top_ids(real_memory, query, 100, **options)
+        assert len(hundred) == 100 and ten == hundred[:10], query
+
+
+def test_the_ranker_orders_its_depth_and_scores_never_rise(real_memory: Memory) -> None:
+    fill(real_memory, 300, seed=5)
+    for query in QUERIES:
+        hits = real_memory.recall("a").search(query, k=100)
+        assert all(h.scores.ranker is not None for h in hits)
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        # past the ranker's depth the hits keep fusion's order
+        fused = [h.scores.fused for h in hits[50:]]
+        assert fused == sorted(fused, reverse=True)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(120, 400), k=st.sampled_from([1, 5, 20, 60]),
+       query=st.sampled_from(QUERIES))
+def test_any_k_up_to_the_pool_gives_a_prefix_of_the_largest(tmp_path_factory: pytest.TempPathFactory, seed: int,
+                                                           n: int, k: int, query: str) -> None:
+    with Memory.open(tmp_path_factory.mktemp("home"), embedder=HashingEmbedder(64)) as mem:
+        fill(mem, n, seed)
+        for options in SEARCHES[1:]:
+            assert top_ids(mem, query, k, **options) == top_ids(mem, query, 100, **options)[:k]
