@@ -51,10 +51,13 @@ bench-quick: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks --quick --out benchmarks/results/quick $(BENCH_ARGS)
 
 # Scale (~30 min on 2 cores): one tier at 100k and 1M records (benchmarks/results/scale.md), then
-# 10,000 agents x 200 records behind one `memvec serve` with a budget of 1,000 indexes (agents.md).
+# 10,000 agents x 200 records behind one `memvec serve` with a budget of 1,000 indexes (agents.md);
+# then every LongMemEval_S question and SciFact training claim in every mode (families-full.md, ~2 h:
+# LongMemEval's ~68,000 turns of ~1,000 characters each are embedded; FAMILY_ARGS go to it).
 bench-full: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.scale $(BENCH_ARGS)
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.agents $(BENCH_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.families --full $(FAMILY_ARGS)
 
 # Peers side by side (txtai, chromadb) in their own environment, so they never touch memvec's.
 PEERS_VENV := .venv-peers

@@ -20,11 +20,14 @@ from benchmarks import (
     changing,
     cli_runs,
     datasets,
+    families,
     load,
+    longmemeval,
     near_duplicates,
     profiles,
     quality,
     report,
+    scifact,
     speed,
     staleness,
     stores,
@@ -43,6 +46,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     size.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of the harness (~1 min)")
     size.add_argument("--full", action="store_true", help="adds the 1M-record growth point (long)")
     parser.add_argument("--locomo", type=Path, default=datasets.DEFAULT_LOCOMO, help="LoCoMo JSON file")
+    parser.add_argument("--longmemeval", type=Path, default=longmemeval.DEFAULT_PATH,
+                        help="LongMemEval_S questions (JSONL)")
+    parser.add_argument("--scifact", type=Path, default=scifact.DEFAULT_PATH,
+                        help="SciFact in BEIR's layout (corpus.jsonl, queries-train.jsonl, qrels/train.tsv)")
     parser.add_argument("--model", default=qualified_model_id(DEFAULT_MODEL_NAME, None),
                         help="embedding model id (default: the packaged MiniLM on the default backend)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where latest.md/json and plots go")
@@ -81,6 +88,14 @@ def run_quality(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm)
         results[name] = {"scores": quality.score(rows), "curves": report.recall_curves(rows)}
         bar.update(1)
     return results
+
+
+def run_families(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
+    """LongMemEval_S and SciFact, every mode (a deterministic subset; `make bench-full` runs all)."""
+    found = families.run_all(args.longmemeval, args.scifact, "quick" if args.quick else "default", embedder,
+                             bar.set_description)
+    bar.update(1)
+    return found
 
 
 def run_lifecycle(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
@@ -148,14 +163,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("memvec").setLevel(logging.ERROR)  # index-kind switches log rebuild warnings
     try:
         datasets.load_locomo(args.locomo)
+        longmemeval.load(args.longmemeval)
+        scifact.task(args.scifact, folds=set())
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    stages = 4 + 1 + 1 + (1 if args.quick else 3 + int(args.full)) + 3 + 2 + 1
+    stages = 4 + 1 + 1 + 1 + (1 if args.quick else 3 + int(args.full)) + 3 + 2 + 1
     with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
-        results = {"quality": run_quality(args, embedder, bar), "lifecycle": run_lifecycle(args, embedder, bar),
+        results = {"quality": run_quality(args, embedder, bar), "families": run_families(args, embedder, bar),
+                   "lifecycle": run_lifecycle(args, embedder, bar),
                    "speed": run_speed(args, embedder, bar),
                    "backends": run_backends(args, bar), "profiles": run_profiles(args, bar)}
     results["meta"] = report.environment(embedder.inner, args)

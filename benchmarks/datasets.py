@@ -1,4 +1,5 @@
-"""Benchmark tasks: LoCoMo (real conversations) and two synthetic tasks generated with a fixed seed.
+"""Benchmark tasks: LoCoMo (real conversations) and two synthetic tasks generated with a fixed seed
+(LongMemEval_S and SciFact: benchmarks.longmemeval, benchmarks.scifact).
 
 A task is a corpus of records (text + citation key + date) and queries whose relevant answer is
 any record with one of the query's evidence keys.
@@ -35,6 +36,8 @@ class Query:
     text: str
     evidence: set[str]
     category: str = "all"
+    sessions: set[str] = field(default_factory=set)  # the sessions that hold the evidence, where known
+    asked_at: datetime | None = None  # when the question was asked, where the data says
 
 
 @dataclass

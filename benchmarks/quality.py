@@ -36,19 +36,26 @@ def run_task(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]] = 
              ranker: Ranker | str | None = "shipped", **settings: Any) -> Rows:
     """For each mode, (ranked keys, evidence, category) per query; `settings` go to Memory.open.
     `ranker`: the one the package ships, or another (for a conversation, one not fitted on it), or None."""
+    ranked = ranked_keys(task, embedder, modes, k, ranker, **settings)
+    return {name: [(keys, query.evidence, query.category) for keys, query in zip(lists, task.queries, strict=True)]
+            for name, lists in ranked.items()}
+
+
+def ranked_keys(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]], k: int = 10,
+                ranker: Ranker | str | None = "shipped", **settings: Any) -> dict[str, list[list[str]]]:
+    """For each mode, the citation keys of the top k of each query of `task`, in the queries' order."""
     agent = re.sub(r"[^A-Za-z0-9_.-]", "-", task.name)
     with tempfile.TemporaryDirectory() as tmp:
         mem = load_task(Path(tmp), embedder, task, agent, **settings)
         if ranker != "shipped":
             mem._engine.ranker = ranker if isinstance(ranker, Ranker) else None
         try:
-            out: dict[str, list[tuple[list[str], set[str], str]]] = defaultdict(list)
+            out: dict[str, list[list[str]]] = defaultdict(list)
             for query in task.queries:
                 for name, fields in modes.items():
                     request = SearchRequest.model_validate({"agent": agent, "tier": task.tier, "query": query.text,
                                                             "k": k, **fields})
-                    ranked = [h.citation.turn_id or "" for h in mem.search(request)]
-                    out[name].append((ranked, query.evidence, query.category))
+                    out[name].append([h.citation.turn_id or "" for h in mem.search(request)])
             return dict(out)
         finally:
             mem.close()

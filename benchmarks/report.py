@@ -13,7 +13,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from benchmarks import profiles
+from benchmarks import families, profiles
 from benchmarks.metrics import hit_at_k
 from memvec.embed import Embedder
 
@@ -302,6 +302,8 @@ def markdown(results: dict[str, Any]) -> str:
            f"(dim {meta['dim']}) · data `{meta['locomo']}`", "",
            "Medians and ratios come from this one run. Plots: `recall_at_k.png`, `latency_vs_n.png`.", ""]
     out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
+    if "families" in results:
+        out += families.markdown(results["families"])
     if "lifecycle" in results:
         out += _changing_section(results["lifecycle"]["changing facts"])
         out += _near_duplicates_section(results["lifecycle"]["near duplicates"])

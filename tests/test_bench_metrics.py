@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from benchmarks.metrics import (
     all_evidence_at_k,
     first_relevant_rank,
     hit_at_k,
+    ndcg_at_k,
     percentile,
     reciprocal_rank_at_k,
+    share_found_at_k,
     summarize,
 )
 
@@ -53,3 +57,19 @@ def test_percentile_nearest_rank() -> None:
     values = list(range(1, 101))
     assert (percentile(values, 50), percentile(values, 95), percentile(values, 99)) == (50, 95, 99)
     assert percentile([7.0], 99) == 7.0
+
+
+def test_ndcg_gains_by_rank_over_the_ideal() -> None:
+    # relevant at ranks 2 and 4 of the de-duplicated list (D1:1, D2:4, D3:9, D5:2); the ideal has them at 1 and 2
+    expected = (1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3))
+    assert ndcg_at_k(RANKED, {"D2:4", "D5:2"}, 10) == pytest.approx(expected)
+    assert ndcg_at_k(RANKED, {"D1:1"}, 10) == 1.0
+    assert ndcg_at_k(RANKED, {"D5:2"}, 3) == 0.0 and ndcg_at_k(RANKED, set(), 10) == 0.0
+    # more relevant keys than k: the ideal counts only k of them
+    assert ndcg_at_k(["a", "b"], {"a", "b", "c"}, 2) == 1.0
+
+
+def test_share_found_counts_each_relevant_key() -> None:
+    assert share_found_at_k(RANKED, {"D2:4", "X"}, 10) == 0.5
+    assert share_found_at_k(RANKED, {"D2:4", "D3:9"}, 2) == 0.5
+    assert share_found_at_k(RANKED, set(), 10) == 0.0

@@ -27,13 +27,19 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     report = (tmp_path / "latest.md").read_text()
     for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Facts that change",
                     "## Near-duplicates", "## Speed", "## Growth with N", "## Store backends", "## Embedding backends",
-                    "### Through the CLI on real conversation turns", "## Memory browser pages"):
+                    "### Through the CLI on real conversation turns", "## Memory browser pages", "## LongMemEval_S",
+                    "## SciFact"):
         assert heading in report
     results = json.loads((tmp_path / "latest.json").read_text())
     kv = results["quality"]["synthetic key-value"]["scores"]
     assert kv["bm25"]["overall"]["recall@10"] > kv["vector"]["overall"]["recall@10"]
     para = results["quality"]["synthetic paraphrase"]["scores"]
     assert para["vector"]["overall"]["recall@10"] > para["bm25"]["overall"]["recall@10"]
+    documents = results["families"]["SciFact"]["scores"]
+    assert documents["bm25"]["overall"]["ndcg@10"] > documents["token"]["overall"]["ndcg@10"]
+    assert documents["default"]["overall"]["n"] == 20
+    chats = results["families"]["LongMemEval_S"]["scores"]
+    assert chats["default"]["overall"]["n"] == 1 and set(chats["default"]["overall"]) >= {"ndcg@10", "session_all@5"}
     changed = results["lifecycle"]["changing facts"]
     assert changed["versioned"]["current"]["recall@1"] > changed["append-only"]["current"]["recall@1"]
     assert changed["versioned"]["current"]["outdated_in_top5"] == 0 < changed["append-only"]["current"][
