@@ -24,8 +24,17 @@ from memvec.cli_common import Context, open_when_store_is_up, serve_http
 @click.pass_obj
 def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file: Path | None,
         log_level: str) -> None:
-    """Serve an agent's memory as a Model Context Protocol server: core_memory_read/append/replace,
-    archival_memory_insert/search, conversation_search/record, and the core-memory resource.
+    """Serve an agent's memory as a Model Context Protocol server.
+
+    \b
+    Tools (Letta's names and arguments where Letta has the tool):
+      core blocks   core_memory_read, core_memory_append, core_memory_replace,
+                    memory_insert, memory_replace, memory_rethink, memory_finish_edits
+      archival      archival_memory_insert, archival_memory_update, archival_memory_search,
+                    archival_memory_list, archival_memory_delete
+      conversation  conversation_search, conversation_record
+      both tiers    memory_forget
+    and the resource memvec://core-memory. An argument a tool does not take is a tool error.
     Nothing is written to stdout but the protocol."""
     from memvec.mcp_server.server import build_server, http_app
     from memvec.service.auth import KeyRing

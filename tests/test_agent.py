@@ -93,13 +93,16 @@ def test_core_memory_edits_persist_and_errors_come_back_as_tool_errors(home: Pat
                   call("core_memory_append", label="nonexistent", content="x"), check_error,
                   call("core_memory_append", label="human", content="x" * 5000),
                   call("archival_memory_search", top_k=3),  # missing query
+                  call("archival_memory_insert", content="untagged?", tag=["pets"]),  # a typo: refused, not dropped
                   call("no_such_tool"), say("Done.")]
     reply = Agent(mem, "bot").reply("I'm Ana.")
     assert "no core memory block 'nonexistent'" in seen[0]["error"]
     failed = [s for s in reply.trace.steps if s.kind == "tool" and not s.ok]
     assert [s.name for s in failed] == ["core_memory_append", "core_memory_append", "archival_memory_search",
-                                        "no_such_tool"]
+                                        "archival_memory_insert", "no_such_tool"]
     assert "limit is 2000" in (failed[1].detail or "")
+    assert "'tag' (did you mean 'tags'?)" in (failed[3].detail or "")
+    assert mem.archival("bot").list() == []
     assert reply.message == "Done."
     mem.close()
     with open_memory(home) as mem:

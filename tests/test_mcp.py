@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,14 @@ from mcp.client.streamable_http import streamable_http_client
 from memvec import Memory
 from memvec.embed import HashingEmbedder
 from memvec.mcp_server.server import build_server
-from memvec.types import Tier
+from memvec.types import AgentSettings, Tier
+from tests.letta_tool_schemas import LETTA_TOOLS
 from tests.service_helpers import Server, free_port
 
 TOOLS = {"core_memory_read", "core_memory_append", "core_memory_replace", "archival_memory_insert",
          "archival_memory_update", "archival_memory_search", "conversation_search", "conversation_record",
-         "memory_insert", "memory_replace", "memory_rethink", "memory_finish_edits"}
+         "memory_insert", "memory_replace", "memory_rethink", "memory_finish_edits", "archival_memory_list",
+         "archival_memory_delete", "memory_forget"}
 REAL_MODEL = "onnx-int8:all-MiniLM-L6-v2"
 
 
@@ -131,6 +134,87 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(mcp_memory: Memory) -> 
     assert "its limit is 2000" in texts[6]
     assert mcp_memory._store.count("alice", Tier.ARCHIVAL) == 0
     assert mcp_memory.core("alice").get("human").value == ""
+
+
+def admitted(schema: dict[str, Any]) -> set[str] | list[str]:
+    """The JSON types a property admits (null left out), or the values of its enum."""
+    types: set[str] = set()
+    for option in schema.get("anyOf", [schema]):
+        if "enum" in option:
+            return list(option["enum"])
+        if option.get("type") not in (None, "null"):
+            types.add(option["type"])
+    return types
+
+
+def test_the_tools_take_lettas_arguments_by_name_and_type(mcp_memory: Memory) -> None:
+    """Compared with Letta's own tool signatures, pinned in tests/letta_tool_schemas.py: every argument
+    Letta's tool takes is taken, with the same JSON type, and nothing Letta leaves optional is required."""
+    async def session(client: Client) -> Any:
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t.input_schema for t in run_client(build_server(mcp_memory, "alice"), session)}
+    for name, letta in LETTA_TOOLS.items():
+        schema = tools[name]
+        assert set(schema.get("required", [])) <= set(letta["required"]), name
+        for argument, expected in letta["arguments"].items():
+            assert argument in schema["properties"], f"{name} lacks Letta's {argument!r}"
+            found = admitted(schema["properties"][argument])
+            assert found == expected if isinstance(expected, list) else expected in found, (name, argument, found)
+
+
+def test_an_unknown_argument_is_a_tool_error_that_names_the_right_one(mcp_memory: Memory) -> None:
+    async def session(client: Client) -> list[tuple[bool, str]]:
+        return [await call(client, "archival_memory_insert", content="Miso is a cat", tag=["pets"]),
+                await call(client, "archival_memory_search", query="cat", start_date="2024-01-01"),
+                await call(client, "memory_finish_edits", verbose=True)]
+
+    (typo, old_name, extra) = run_client(build_server(mcp_memory, "alice"), session)
+    assert typo[0] and "'tag' (did you mean 'tags'?)" in typo[1]
+    assert old_name[0] and "did you mean 'start_datetime'?" in old_name[1]
+    assert extra[0] and "takes no argument 'verbose'" in extra[1]
+    assert mcp_memory._store.count("alice", Tier.ARCHIVAL) == 0
+
+
+def test_time_range_search_tag_modes_list_delete_and_forget(mcp_memory: Memory) -> None:
+    recall = mcp_memory.recall("alice")
+    mcp_memory.create_agent(AgentSettings(name="alice"))
+    for day, text in ((3, "We planned the Lisbon trip"), (10, "The vet visit went fine"), (20, "Piano at noon")):
+        recall.append("user", text, session_id=f"s{day}", created_at=datetime(2024, 1, day, 12, tzinfo=UTC))
+    archival = mcp_memory.archival("alice")
+    both = archival.insert("Miso is a grey cat", tags=["pets", "cats"]).record.id
+    archival.insert("Rex is a dog", tags=["pets"])
+    archival.insert("Lisbon in May", tags=["travel"], session_id="trip")
+
+    async def session(client: Client) -> dict[str, tuple[bool, str]]:
+        return {"range": await call(client, "conversation_search", start_date="2024-01-05", end_date="2024-01-31"),
+                "any": await call(client, "archival_memory_search", query="pet", tags=["pets", "cats"]),
+                "all": await call(client, "archival_memory_search", query="pet", tags=["pets", "cats"],
+                                  tag_match_mode="all"),
+                "list": await call(client, "archival_memory_list", limit=2),
+                "delete": await call(client, "archival_memory_delete", id=both),
+                "delete again": await call(client, "archival_memory_delete", id=both),
+                "forget nothing": await call(client, "memory_forget"),
+                "forget": await call(client, "memory_forget", tier="archival", session_id="trip")}
+
+    out = run_client(build_server(mcp_memory, "alice"), session)
+    texts = {key: json.loads(text) for key, (error, text) in out.items() if not error}
+    assert [r["text"] for r in texts["range"]["results"]] == ["The vet visit went fine", "Piano at noon"]
+    assert len(texts["any"]["results"]) == 2 and [r["id"] for r in texts["all"]["results"]] == [both]
+    assert [r["text"] for r in texts["list"]["results"]] == ["Lisbon in May", "Rex is a dog"]
+    assert texts["delete"] == {"ok": True, "id": both, "deleted_versions": 1}
+    assert out["delete again"][0] and out["forget nothing"][0] and "needs ids or a filter" in out["forget nothing"][1]
+    assert texts["forget"] == {"ok": True, "deleted": 1}
+    assert [r.text for r in archival.list()] == ["Rex is a dog"]
+    assert len(recall.list()) == 3, "forgetting archival passages leaves the conversation"
+
+
+def test_destructive_tools_say_so(mcp_memory: Memory) -> None:
+    async def session(client: Client) -> Any:
+        return (await client.list_tools()).tools
+
+    hints = {t.name: t.annotations.destructive_hint for t in run_client(build_server(mcp_memory, "alice"), session)}
+    assert {name for name, destructive in hints.items() if destructive} == {"archival_memory_delete", "memory_forget"}
 
 
 # -- real processes ------------------------------------------------------------------------------

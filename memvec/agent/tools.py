@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memvec.errors import MemvecError
 from memvec.memory import Memory
-from memvec.memory_tools import TOOLS, ToolContext
+from memvec.memory_tools import TOOLS, ToolContext, unknown_arguments
 from memvec.types import describe_validation_error
 
 SEARCH_TOOLS = frozenset(name for name, tool in TOOLS.items() if tool.page_in)
@@ -80,6 +80,8 @@ class ToolBox:
                 message = SendMessageArgs.model_validate(raw).message
                 return ToolOutcome(json.dumps({"ok": True}), heartbeat=False, sent_message=message)
             tool = LOOP_TOOLS[name]
+            if isinstance(raw, dict) and (problem := unknown_arguments(tool, raw)) is not None:
+                return _error(problem)
             args = tool.arguments.model_validate(raw)
         except ValidationError as exc:
             return _error(f"bad arguments for {name}: {describe_validation_error(exc)}")

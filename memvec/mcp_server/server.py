@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Scope
 from memvec.errors import MemvecError
 from memvec.mcp_server.tools import agent_context, tool_function
 from memvec.memory import Memory
-from memvec.memory_tools import TOOLS, CoreReadArgs, core_memory_read
+from memvec.memory_tools import TOOLS, CoreReadArgs, core_memory_read, unknown_arguments
 from memvec.service.auth import KeyRing
 from memvec.service.front import ADMITTED, Admission, FrontDoor, Gate, Refusal, header
 from memvec.types import describe_validation_error
@@ -47,13 +47,25 @@ def _as_tool_error(method: Callable[..., str]) -> Callable[..., str]:
     return call
 
 
+class MemoryServer(MCPServer):
+    """The SDK drops arguments a tool's schema does not name before the call; here they are a tool
+    error instead, as in the agent loop (a typo like `tag` for `tags` would store the passage untagged)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = TOOLS.get(name)
+        problem = unknown_arguments(tool, arguments) if tool is not None else None
+        if problem is not None:
+            raise ToolError(problem)
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(memory: Memory, agent: str) -> MCPServer:
     context = agent_context(memory, agent)
-    server: MCPServer = MCPServer(name="memvec", version="0.1.0", instructions=INSTRUCTIONS,
-                                  description=f"memvec memory of agent {context.agent!r}")
+    server: MCPServer = MemoryServer(name="memvec", version="0.1.0", instructions=INSTRUCTIONS,
+                                     description=f"memvec memory of agent {context.agent!r}")
     for name, tool in TOOLS.items():
         server.add_tool(_as_tool_error(tool_function(tool, context)), name=name, description=tool.description,
-                        annotations=ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=False),
+                        annotations=ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=tool.destructive),
                         structured_output=False)
 
     @server.resource("memvec://core-memory", name="core_memory", mime_type="application/json",

@@ -2,9 +2,8 @@
 
 The SDK reads a tool's input schema from its function's signature, so each function gets one built
 from the tool's arguments model: the same fields, limits and descriptions the agent loop's model
-sees. The call is validated again by that model, so both surfaces accept the same input; the one
-difference is the SDK's: it drops arguments the schema does not name before the call (the loop
-refuses them).
+sees. The call is validated again by that model, so both surfaces accept the same input; arguments
+the schema does not name are refused before the SDK would drop them (`server.MemoryServer`).
 """
 
 from __future__ import annotations
