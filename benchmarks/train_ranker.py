@@ -32,7 +32,7 @@ from memvec import SearchRequest
 from memvec.config import SearchSettings
 from memvec.embed import load_embedder, split_model_id
 from memvec.embed.locate import DEFAULT_MODEL_ALIASES
-from memvec.search.rerank import FEATURES, RANKER_FILE, RANKER_VERSION, Ranker, probabilities
+from memvec.search.rerank import FEATURES, RANKER_FILE, RANKER_VERSION, Ranker, context_support, probabilities
 from memvec.search.trees import TreeEnsemble, from_nested_trees
 
 DEPTH = 50
@@ -66,6 +66,7 @@ class Question:
     features: Matrix
     keys: list[str]  # each candidate's citation key, best fused first
     evidence: set[str]
+    context: dict[str, float]  # what kind of records the candidates are (rerank.CONTEXT)
 
 
 def questions_of(task: Task, conversation: str, embedder: Any, search: dict[str, Any] | None = None
@@ -80,10 +81,10 @@ def questions_of(task: Task, conversation: str, embedder: Any, search: dict[str,
         try:
             for query in task.queries:
                 request = SearchRequest.model_validate({"agent": agent, "tier": task.tier, "query": query.text})
-                ids, features = mem._engine.candidate_features(request, DEPTH)
+                ids, features, context = mem._engine.candidate_features(request, DEPTH)
                 by_id = {r.id: r.citation.turn_id or "" for r in mem._store.get(agent, ids.tolist())}
                 out.append(Question(conversation, task.tier, features, [by_id.get(int(i), "") for i in ids],
-                                    query.evidence))
+                                    query.evidence, context))
         finally:
             mem.close()
     return out
@@ -108,10 +109,12 @@ def fit_tier(questions: list[Question], features: tuple[str, ...] = FEATURES) ->
 
 
 def fit(questions: list[Question], models: tuple[str, ...]) -> Ranker:
-    """One model per tier, each fitted on that tier's questions."""
+    """One model per tier, each fitted on that tier's questions, and the kind of candidate sets it
+    then ranks (those like its questions' candidate sets)."""
     tiers = {tier: fit_tier([q for q in questions if q.tier == tier]) for tier in TIERS}
+    support = {tier: context_support([q.context for q in questions if q.tier == tier]) for tier in TIERS}
     return Ranker(version=RANKER_VERSION, features=FEATURES, models=models, tiers=tiers, depth=DEPTH,
-                  fusion=SearchSettings().fusion.value, session_weight=SESSION_WEIGHT)
+                  fusion=SearchSettings().fusion.value, session_weight=SESSION_WEIGHT, support=support)
 
 
 def ranked_keys(question: Question, model: TreeEnsemble, columns: list[int]) -> list[str]:

@@ -32,6 +32,7 @@ TURNS = [  # (speaker, session, text)
     ("Caroline", "3", "I am researching adoption agencies because I want to be a mom."),
     ("Melanie", "3", "Running helps me clear my head after long days at work."),
 ]
+CONTEXT_OF_TURNS = {"length_log": 2.5, "in_session": 1.0}
 QUERIES = ["What did Caroline research?", "When did Melanie paint a sunrise?", "Where does Melanie camp?",
            "What support group did Caroline attend?"]
 
@@ -128,7 +129,7 @@ def test_the_ranker_reorders_by_its_features(conversation: Memory) -> None:
     """Planting a bug in a feature (the speaker named in the query) changes the ranking, so the
     ranker reads what it is given; the order then follows the ranker's own scores."""
     request = {"agent": "conv", "tier": "recall", "query": "What did Caroline research?", "k": 8}
-    ids, features = conversation._engine.candidate_features(SearchRequest.model_validate(request), 50)
+    ids, features, _ = conversation._engine.candidate_features(SearchRequest.model_validate(request), 50)
     ranker = conversation._engine.ranker
     assert ranker is not None and features.shape == (len(ids), len(FEATURES))
     learned = ranker.score(features, "recall")
@@ -141,7 +142,7 @@ def test_the_ranker_reorders_by_its_features(conversation: Memory) -> None:
 def test_text_features_read_the_candidates_and_the_query(conversation: Memory) -> None:
     def column(query: str, name: str) -> dict[str, float]:
         request = SearchRequest.model_validate({"agent": "conv", "tier": "recall", "query": query, "k": 8})
-        ids, features = conversation._engine.candidate_features(request, 50)
+        ids, features, _ = conversation._engine.candidate_features(request, 50)
         texts = {r.id: r.text for r in conversation._store.get("conv", ids.tolist())}
         return {texts[int(i)]: float(features[n, FEATURES.index(name)]) for n, i in enumerate(ids)}
 
@@ -192,7 +193,8 @@ def synthetic_questions(seed: int) -> list[Question]:
         features = rng.normal(size=(20, len(FEATURES)))
         keys = [f"k{i}" for i in range(20)]
         relevant = int(np.argmax(features[:, 0] + 0.5 * rng.normal(size=20)))
-        questions.append(Question(f"c{n % 3}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]}))
+        questions.append(Question(f"c{n % 3}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]},
+                                  CONTEXT_OF_TURNS))
     return questions
 
 
@@ -208,6 +210,7 @@ def test_fitting_is_deterministic_and_the_file_round_trips(tmp_path: Path) -> No
     # the signal the data was made from is the one the trees split on most
     model = first.tiers["recall"]
     assert int(np.argmax(np.bincount(model.feature[model.feature >= 0], minlength=len(FEATURES)))) == 0
+    assert loaded.support == {tier: rerank.context_support([CONTEXT_OF_TURNS]) for tier in ("recall", "archival")}
 
 
 def test_a_closer_record_never_scores_lower() -> None:
@@ -219,7 +222,8 @@ def test_a_closer_record_never_scores_lower() -> None:
         features = rng.normal(size=(30, len(FEATURES)))
         keys = [f"k{i}" for i in range(30)]
         relevant = int(np.argmin(np.abs(features[:, FEATURES.index("vector")] - 0.5)))
-        questions.append(Question(f"c{n % 4}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]}))
+        questions.append(Question(f"c{n % 4}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]},
+                                  CONTEXT_OF_TURNS))
     ranker = fit(questions, ("m",))
     rows = np.repeat(rng.normal(size=(20, len(FEATURES))), 41, axis=0)
     rows[:, FEATURES.index("vector")] = np.tile(np.linspace(-3, 3, 41), 20)
@@ -273,3 +277,43 @@ def test_the_shipped_file_names_its_features_models_and_version(shipped_file: di
     assert shipped_file["models"] == [REAL_MODEL, "onnx:all-MiniLM-L6-v2"]  # both ONNX precisions
     assert set(shipped_file["tiers"]) == {"archival", "recall"}
     assert shipped_file["version"] == rerank.RANKER_VERSION
+
+
+def test_the_shipped_ranker_ranks_the_records_it_was_fitted_on_and_not_others(shipped_file: dict[str, Any]) -> None:
+    """Its support (per tier, the context of the fitted candidate sets) holds conversation turns
+    like LoCoMo's and excludes documents without sessions and turns many times longer."""
+    ranker = Ranker.from_json(shipped_file)
+    for tier in ("recall", "archival"):
+        assert set(ranker.support[tier]) == set(rerank.CONTEXT)
+        length = ranker.support[tier]["length_log"]
+        assert ranker.fits({"length_log": sum(length) / 2, "in_session": 1.0}, tier)
+        assert not ranker.fits({"length_log": sum(length) / 2, "in_session": 0.0}, tier)
+        assert not ranker.fits({"length_log": length[1] + 1.0, "in_session": 1.0}, tier)
+
+
+def test_support_is_the_fitted_range_widened_by_its_margin() -> None:
+    contexts = [{"length_log": 2.0, "in_session": 1.0}, {"length_log": 3.0, "in_session": 0.9}]
+    support = rerank.context_support(contexts)
+    assert support["length_log"] == pytest.approx((2.0 - np.log(2), 3.0 + np.log(2)))
+    assert support["in_session"] == pytest.approx((0.7, 1.2))
+    lengths = np.array([3.0, 20.0, 7.0], dtype=np.float32)
+    context = rerank.candidate_context(lengths, np.array([4, -1, 2]))
+    assert context == pytest.approx({"length_log": float(np.log1p(7.0)), "in_session": 2 / 3})
+
+
+def test_a_ranker_without_support_ranks_everything_and_support_round_trips(shipped_file: dict[str, Any]) -> None:
+    bare = Ranker.from_json({key: value for key, value in shipped_file.items() if key != "support"})
+    assert bare.fits({"length_log": 99.0, "in_session": 0.0}, "recall")
+    again = Ranker.from_json(json.loads(json.dumps(Ranker.from_json(shipped_file).to_json())))
+    assert again.support == Ranker.from_json(shipped_file).support
+
+
+def test_documents_without_sessions_rank_by_fusion_alone(real_memory: Memory) -> None:
+    for text in ("Boosted trees rank candidates by features.", "FAISS searches vectors by inner product.",
+                 "BM25 scores words by their rarity and frequency.", "Caroline researched adoption agencies."):
+        real_memory.archival("docs").insert(text)
+    fill(real_memory, "docs")
+    documents = real_memory.archival("docs").search("what ranks candidates", k=4)
+    assert documents and all(h.scores.ranker is None for h in documents)
+    turns = real_memory.recall("docs").search("What did Caroline research?", k=4)
+    assert turns and all(h.scores.ranker is not None for h in turns)

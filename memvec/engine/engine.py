@@ -328,9 +328,11 @@ class Engine:
             return None
         return self.ranker
 
-    def candidate_features(self, request: SearchRequest, depth: int) -> tuple[npt.NDArray[np.int64], Matrix]:
-        """The best `depth` fused candidates of a hybrid search and their ranker features, computed
-        exactly as a search computes them (`make train-ranker` fits the ranker on these)."""
+    def candidate_features(self, request: SearchRequest, depth: int
+                           ) -> tuple[npt.NDArray[np.int64], Matrix, dict[str, float]]:
+        """The best `depth` fused candidates of a hybrid search, their ranker features and the
+        candidate set's context, computed exactly as a search computes them (`make train-ranker`
+        fits the ranker and its support on these)."""
         index = self.tier_index(request.agent, request.tier)
         scope = self._scope(request, index)
         query_vector = index.embedder.embed_query(request.query)

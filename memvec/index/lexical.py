@@ -284,6 +284,14 @@ class BM25Index:
         out[found] = scored.scores[at[found]]
         return out
 
+    def lengths_for(self, ids: Sequence[int] | Ids) -> Scores:
+        """The indexed length (weighted tokens) of each of `ids` (0 for ids it does not hold)."""
+        slots = self._slot_of.rows_for(np.asarray(ids, dtype=np.int64))
+        out = np.zeros(len(slots), dtype=np.float32)
+        held = slots >= 0
+        out[held] = np.frombuffer(self._slot_lens, dtype=np.float32)[slots[held]]
+        return out
+
     def search(self, query: str, k: int, allowed: Ids | None = None,
                excluded: Ids | None = None) -> tuple[Ids, Scores]:
         """Top-k (ids, scores) with a positive score, best first: among `allowed` when given, never `excluded`."""

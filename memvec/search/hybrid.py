@@ -17,7 +17,7 @@ from memvec.index.lexical import QueryScores, top_k
 from memvec.index.tokenize import plain_tokens
 from memvec.search.fuse import convex, rrf
 from memvec.search.parts import SearchableTier
-from memvec.search.rerank import Candidates, Matrix, Ranker, feature_matrix
+from memvec.search.rerank import Candidates, Matrix, Ranker, candidate_context, feature_matrix
 from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
 
 Ids = npt.NDArray[np.int64]
@@ -107,6 +107,7 @@ class _Fused:
     session_bm25: Scores
     lexical: QueryScores
     ranker: Ranker | None  # the ranker that will re-order them (None: fusion alone ranks)
+    context: dict[str, float]  # what kind of records the candidates are (rerank.CONTEXT)
 
 
 def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
@@ -143,8 +144,10 @@ def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSetting
     session_vector, session_bm25 = _session_scores(index, union, vector, bm25, query_vector, lexical)
     # A query sharing no word with any candidate is outside what the ranker was fitted on (every
     # LoCoMo question shares some): its text features would re-order what only the vector can judge,
-    # so it ranks by fusion alone, fused as fusion alone fuses.
-    if not (len(union) and bm25.max() > 0):
+    # so it ranks by fusion alone, fused as fusion alone fuses. So do candidates unlike the ones it
+    # was fitted on (documents without sessions, turns much longer than the fitted ones).
+    context = candidate_context(index.lexical.lengths_for(union), index.sessions.rows_for(union))
+    if not (len(union) and bm25.max() > 0) or (ranker is not None and not ranker.fits(context, request.tier.value)):
         ranker = None
     weight = _session_weight(request, settings, ranker)
     with_vector, with_bm25 = (vector + weight * session_vector, bm25 + weight * session_bm25) if weight > 0 else (
@@ -155,7 +158,7 @@ def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSetting
     else:
         vector_weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
         fused = convex(with_vector, with_bm25, vector_weight)
-    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, ranker)
+    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, ranker, context)
 
 
 def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
@@ -180,21 +183,27 @@ def _session_scores(index: SearchableTier, union: Ids, vector: Scores, bm25: Sco
 
 def candidate_table(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
                     query_vector: npt.NDArray[np.float32], depth: int, ranker: Ranker | None = None
-                    ) -> tuple[Ids, Matrix]:
-    """The best `depth` fused candidates and their ranker features (what the ranker is fitted on),
-    fused as a search with `ranker` fuses them."""
+                    ) -> tuple[Ids, Matrix, dict[str, float]]:
+    """The best `depth` fused candidates, their ranker features (what the ranker is fitted on) and
+    the candidate set's context (what its support is made of), fused as a search with `ranker` fuses them."""
     found = _fuse(index, request, settings, scope, query_vector, ranker)
-    return _featured(index, request, found, np.lexsort((found.union, -found.fused))[:depth], query_vector)
+    ids, features = _featured(index, request, found, np.lexsort((found.union, -found.fused))[:depth], query_vector)
+    return ids, features, found.context
 
 
 def _rerank(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
             query_vector: Scores) -> Ranked:
     """The ranker re-orders the best `ranker.depth` fused candidates, whatever k is asked (so the top
-    hits do not depend on k); hits past that depth follow in fusion's order. A hit's score is the
-    ranker's, capped at the score of the hit above it, so scores never rise down the list."""
-    ids, features = _featured(index, request, found, top, query_vector)
+    hits do not depend on k: their features are read among those candidates only); hits past that
+    depth follow in fusion's order. A hit's score is the ranker's, capped at the score of the hit
+    above it, so scores never rise down the list."""
+    head = min(ranker.depth, len(top))
+    ids, features = _featured(index, request, found, top[:head], query_vector)
     learned = ranker.score(features, request.tier.value)
-    head = min(ranker.depth, len(ids))
+    if len(top) > head:  # the tail's own scores, read among every candidate shown
+        learned = np.r_[learned, ranker.score(_featured(index, request, found, top, query_vector)[1][head:],
+                                              request.tier.value)]
+        ids = found.union[top]
     order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))][:request.k]
     shown = np.minimum.accumulate(learned[order]) if len(order) else learned[order]
     return Ranked(ids[order], shown, vector=found.vector[top][order],

@@ -12,15 +12,16 @@ fitted with (`make train-ranker` refits it); another model's ranker ships beside
 rank LoCoMo better, and their output is bounded by the leaves they learned, so a tier far from the
 fitted data (two records, one speaker) cannot push a score past what was seen; a model with
 pairwise products of the features did, and put an unrelated turn first on a two-record tier. A
-home on any other model, a search with RRF fusion, a query sharing no word with any candidate, or
-a package without the file ranks by plain fusion.
+home on any other model, a search with RRF fusion, a query sharing no word with any candidate, a
+candidate set unlike the ones it was fitted on (its `support`: documents without sessions, turns
+far longer than LoCoMo's), or a package without the file ranks by plain fusion.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from functools import lru_cache
 from importlib import resources
@@ -150,6 +151,34 @@ def probabilities(logits: Matrix) -> Scores:
     return result
 
 
+# What kind of records a search's candidates are, to tell whether the ranker was fitted on their
+# like: the median indexed length (log of BM25 tokens) and the share of them that belong to a
+# session. Trees fitted on short conversation turns re-ordered SciFact's abstracts (no sessions) and
+# LongMemEval's long chat turns worse than fusion alone; there search ranks by fusion.
+CONTEXT = ("length_log", "in_session")
+# How far past the range seen in fitting a candidate set may lie and still be ranked: candidates
+# half as long or twice as long as any fitted (log 2), and a fifth of them more or fewer in sessions.
+CONTEXT_MARGIN = {"length_log": round(float(np.log(2.0)), 6), "in_session": 0.2}
+
+
+def candidate_context(lengths: Scores, sessions: Ids) -> dict[str, float]:
+    """The CONTEXT of a candidate set: `lengths` (indexed tokens) and `sessions` (rows, -1: none)."""
+    if len(lengths) == 0:
+        return {"length_log": 0.0, "in_session": 0.0}
+    return {"length_log": float(np.median(np.log1p(lengths))), "in_session": float(np.mean(sessions >= 0))}
+
+
+def context_support(contexts: list[dict[str, float]]) -> dict[str, tuple[float, float]]:
+    """The range each CONTEXT statistic may take for a ranker fitted on candidate sets like these:
+    what was seen, widened by CONTEXT_MARGIN."""
+    support = {}
+    for name in CONTEXT:
+        values = [c[name] for c in contexts]
+        low, high = (min(values), max(values)) if values else (0.0, 0.0)
+        support[name] = (round(low - CONTEXT_MARGIN[name], 6), round(high + CONTEXT_MARGIN[name], 6))
+    return support
+
+
 @dataclass(frozen=True)
 class Ranker:
     """One model per tier (conversation turns and distilled passages rank differently), the feature
@@ -162,12 +191,19 @@ class Ranker:
     depth: int
     fusion: str = "convex"  # the first stage it was fitted on: its fused scores are features
     session_weight: float = 1.0  # and that stage's session weight (search uses it unless told otherwise)
+    # per tier, the range of each CONTEXT statistic it ranks (absent: every candidate set)
+    support: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
 
 
     def applies_to(self, model_id: str, fusion: str) -> bool:
         """Fitted for this embedding model and this fusion (RRF's fused scores live on another
         scale than convex fusion's, so the trees would read them wrongly)."""
         return model_id in self.models and fusion == self.fusion and self.features == FEATURES
+
+    def fits(self, context: dict[str, float], tier: str) -> bool:
+        """Whether candidates of this `context` are like those the tier's trees were fitted on."""
+        ranges = self.support.get(tier, {})
+        return all(low <= context[name] <= high for name, (low, high) in ranges.items())
 
     def score(self, features: Matrix, tier: str) -> Scores:
         """The probability-like score of each row (a sigmoid of the log-odds, so 0..1)."""
@@ -177,6 +213,8 @@ class Ranker:
         return {"format": RANKER_FORMAT, "version": self.version, "features": list(self.features),
                 "models": list(self.models), "depth": self.depth, "fusion": self.fusion,
                 "session_weight": self.session_weight,
+                "support": {tier: {name: list(bounds) for name, bounds in sorted(ranges.items())}
+                            for tier, ranges in sorted(self.support.items())},
                 "tiers": {tier: model.to_json() for tier, model in sorted(self.tiers.items())}}
 
     @classmethod
@@ -190,9 +228,11 @@ class Ranker:
         tiers = {tier: TreeEnsemble.from_json(m) for tier, m in data["tiers"].items()}
         if any(model.features_used > len(features) for model in tiers.values()):
             raise ValueError("a ranker tree splits on a feature the file does not list")
+        support = {tier: {name: (float(low), float(high)) for name, (low, high) in ranges.items() if name in CONTEXT}
+                   for tier, ranges in data.get("support", {}).items()}
         return cls(version=int(data["version"]), features=features, models=tuple(data["models"]), tiers=tiers,
                    depth=int(data["depth"]), fusion=str(data["fusion"]),
-                   session_weight=float(data["session_weight"]))
+                   session_weight=float(data["session_weight"]), support=support)
 
     @classmethod
     def load(cls, path: Path) -> Ranker:
