@@ -31,6 +31,10 @@ def agent_create(obj: Context, name: str, llm: str | None, persona: str, human: 
     """Create (or update) agent NAME."""
     settings = AgentSettings.model_validate({"name": name, "model": llm, "context_window": context_window,
                                              "max_steps": max_steps, "page_in_budget": page_in_budget})
+    from memvec.agent.models import model_problem  # litellm only when a model is named
+
+    if llm and (problem := model_problem(llm)) is not None:
+        raise click.BadParameter(problem, param_hint="--model")
     with obj.open() as mem:
         mem.create_agent(settings, exist_ok=True, actor="cli")
         for label, value in (("persona", persona), ("human", human)):

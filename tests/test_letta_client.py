@@ -65,7 +65,7 @@ def test_list_pages_with_the_clients_cursor(client: Letta) -> None:
 def test_modify_and_delete(client: Letta) -> None:
     agent = client.agents.create(name="mod-me", model="openai/gpt-4o-mini")
     changed = client.agents.update(agent.id, tags=["a", "b"], description="changed", metadata={"team": "x"},
-                                   system="Be brief.", model="anthropic/claude-3-5-haiku", context_window_limit=16000)
+                                   system="Be brief.", model="anthropic/claude-haiku-4-5", context_window_limit=16000)
     assert changed.tags == ["a", "b"] and changed.description == "changed" and changed.metadata == {"team": "x"}
     assert changed.system == "Be brief." and changed.llm_config.api_model_endpoint_type == "anthropic"
     assert changed.llm_config.context_window == 16000

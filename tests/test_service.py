@@ -369,16 +369,18 @@ def test_an_agent_known_only_by_its_records_exists_for_create_and_import(tmp_pat
         assert mem.archival("ana").count() == 1 and mem.core("ana").blocks() == []
 
 
-def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path) -> None:
+def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fastapi.testclient import TestClient
 
     from memvec import Memory
     from memvec.embed import HashingEmbedder
     from memvec.service.app import create_app
 
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")  # a known model at an address nobody answers
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, \
             TestClient(create_app(mem), base_url="http://localhost") as api:
-        api.post("/v1/agents", json={"name": "bot", "model": "no-such-provider-xyz/model"})
+        assert api.post("/v1/agents", json={"name": "bot", "model": "openai/gpt-4o-mini"}).status_code == 201
         response = api.post("/v1/agents/bot/messages", json={"messages": [{"content": "hi"}]})
         assert response.status_code == 502 and response.json()["error"] == "model_error"
         assert "details in the server's log" in response.json()["detail"]  # not the provider's own text
@@ -429,3 +431,33 @@ def test_a_short_key_in_the_keys_file_stops_serve_with_a_message(tmp_path: Path)
     result = run_cli("--model", "hash:64", "serve", "--keys-file", str(keys_file), home=tmp_path / "home",
                      check=False, timeout=60)
     assert result.returncode == 2 and "at least 8 characters" in result.stderr
+
+
+def test_a_model_litellm_cannot_call_is_refused_at_create_and_update(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from memvec import Memory
+    from memvec.embed import HashingEmbedder
+    from memvec.service.app import create_app
+
+    for variable in ("MEMVEC_ALLOW_UNLISTED_MODELS", "OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, \
+            TestClient(create_app(mem), base_url="http://localhost") as api:
+        no_provider = api.post("/v1/agents", json={"name": "a", "model": "gpt4o-mini"})
+        assert no_provider.status_code == 400 and "write it as provider/model" in no_provider.json()["detail"]
+        typo = api.post("/v1/agents", json={"name": "a", "model": "openai/gpt4o-mini"})
+        assert typo.status_code == 400 and "did you mean openai/gpt-4o-mini" in typo.json()["detail"]
+        assert mem.agents() == [], "a refused create writes nothing"
+        assert api.post("/v1/agents", json={"name": "a", "model": "openai/gpt-4o-mini"}).status_code == 201
+        refused = api.patch("/v1/agents/a", json={"model": "openai/gpt4o-mini"})
+        assert refused.status_code == 400 and mem.get_agent("a")[0].model == "openai/gpt-4o-mini"
+        # names that are the user's own: a local server's, or a deployment's
+        for own in ("ollama/my-finetune", "azure/team-deployment", "hosted_vllm/whatever"):
+            assert api.patch("/v1/agents/a", json={"model": own}).status_code == 200, own
+        monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:8080/v1")  # an OpenAI-compatible server of yours
+        assert api.patch("/v1/agents/a", json={"model": "openai/llama-3-8b"}).status_code == 200
+        monkeypatch.delenv("OPENAI_API_BASE")
+        monkeypatch.setenv("MEMVEC_ALLOW_UNLISTED_MODELS", "1")  # a model newer than the installed litellm
+        assert api.patch("/v1/agents/a", json={"model": "openai/gpt-9-mini"}).status_code == 200

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from fastapi import FastAPI, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
+from memvec.agent.models import model_problem
 from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.errors import InvalidInputError
 from memvec.memory import Memory
@@ -94,6 +95,7 @@ def add_agent_routes(app: FastAPI) -> None:
         if not principal.may_see(name):
             raise HTTPException(403, f"this key may not create agent {name!r}")
         settings = AgentSettings.model_validate({"name": name, **_settings_changes(body)})
+        _check_model(settings.model)
         blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
         memory.create_agent(settings, blocks=blocks, actor=principal.actor)
         return agent_out(memory, *visible_agent(name, principal, service))
@@ -132,6 +134,8 @@ def add_agent_routes(app: FastAPI) -> None:
         if body.name is not None and body.name != agent_id:
             raise InvalidInputError("an agent's name is its id: renaming is not supported")
         changes = _settings_changes(body)
+        if (model := changes.get("model")) != settings.model:  # a model set before the check stays usable
+            _check_model(model if isinstance(model, str) else None)
         service.memory.update_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
         return agent_out(service.memory, *visible_agent(agent_id, principal, service))
 
@@ -142,6 +146,13 @@ def add_agent_routes(app: FastAPI) -> None:
         async with service.agent_slot(agent_id):
             records = await run_in_threadpool(_delete_agent, service, agent_id, principal)
         return Deleted(message=f"agent {agent_id!r} deleted with {records} records")
+
+
+def _check_model(model: str | None) -> None:
+    """A 400 for a model litellm could not call (memvec.agent.models), before anything is written."""
+    problem = model_problem(model) if model else None
+    if problem is not None:
+        raise InvalidInputError(problem)
 
 
 def _delete_agent(service: ServiceState, agent: str, principal: Principal) -> int:
