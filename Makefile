@@ -43,7 +43,8 @@ lint: install
 	# the layers and the one door (contracts in pyproject.toml [tool.importlinter])
 	$(VENV)/bin/lint-imports
 
-# The benchmark (default run < 10 min on 2 cores): writes benchmarks/results/latest.{md,json} and plots.
+# The benchmark (~40 min on 2 cores, 12 of them LongMemEval_S and SciFact): writes
+# benchmarks/results/latest.{md,json} and plots.
 bench: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks $(BENCH_ARGS)
 
