@@ -26,11 +26,14 @@ XSS = "<script>alert(1)</script> Gardening notes <img src=x onerror=alert(2)> to
 PASSAGES = [
     {"text": "Caroline moved to Lisbon in 2023 to study marine biology.", "tags": ["moves"],
      "citation": {"session_id": "session-7", "turn_id": "turn-42", "source_url": "https://example.com/chat/7"}},
-    {"text": "Melanie paints landscapes on weekends and sells them at the market.", "tags": ["hobbies"]},
-    {"text": "The quarterly budget report for the lighthouse project is due on Friday.", "tags": ["work"]},
-    {"text": "Caroline's sister lives in Porto and visits every summer.", "tags": ["family"]},
-    {"text": XSS, "tags": ["garden"]},
-]
+    {"text": "Melanie paints landscapes on weekends and sells them at the market.", "tags": ["hobbies"],
+     "citation": {"session_id": "session-3"}},
+    {"text": "The quarterly budget report for the lighthouse project is due on Friday.", "tags": ["work"],
+     "citation": {"session_id": "session-5"}},
+    {"text": "Caroline's sister lives in Porto and visits every summer.", "tags": ["family"],
+     "citation": {"session_id": "session-7"}},
+    {"text": XSS, "tags": ["garden"], "citation": {"session_id": "session-9"}},
+]  # facts taken from conversations (each cites its session), like those the shipped ranker was fitted on
 
 
 def chromium_path() -> str:
@@ -114,7 +117,8 @@ def test_sign_in_find_an_agent_and_search_with_citation_and_score_parts(browser:
     assert "session-7" in citation and "turn-42" in citation
     assert first.locator("dl.citation a").get_attribute("href") == "https://example.com/chat/7"
     parts = first.locator("table.bars th").all_inner_texts()
-    # the real model's home ranks with the shipped learned ranker: its bar is there beside the fusion's parts
+    # facts from conversations on the real model rank with the shipped learned ranker: its bar is there
+    # beside the fusion's parts
     assert {"vector", "BM25", "fused", "ranker"} <= set(parts), parts
     assert first.locator("table.bars meter").count() == len(parts)
     screenshot(page, "ui-search", tmp_path)
