@@ -107,7 +107,6 @@ class _Fused:
     session_bm25: Scores
     lexical: QueryScores
     ranker: Ranker | None  # the ranker that will re-order them (None: fusion alone ranks)
-    context: dict[str, float]  # what kind of records the candidates are (rerank.CONTEXT)
 
 
 def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
@@ -146,8 +145,8 @@ def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSetting
     # LoCoMo question shares some): its text features would re-order what only the vector can judge,
     # so it ranks by fusion alone, fused as fusion alone fuses. So do candidates unlike the ones it
     # was fitted on (documents without sessions, turns much longer than the fitted ones).
-    context = candidate_context(index.lexical.lengths_for(union), index.sessions.rows_for(union))
-    if not (len(union) and bm25.max() > 0) or (ranker is not None and not ranker.fits(context, request.tier.value)):
+    if not (len(union) and bm25.max() > 0) or (
+            ranker is not None and not ranker.fits(_context(index, union), request.tier.value)):
         ranker = None
     weight = _session_weight(request, settings, ranker)
     with_vector, with_bm25 = (vector + weight * session_vector, bm25 + weight * session_bm25) if weight > 0 else (
@@ -158,7 +157,12 @@ def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSetting
     else:
         vector_weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
         fused = convex(with_vector, with_bm25, vector_weight)
-    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, ranker, context)
+    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, ranker)
+
+
+def _context(index: SearchableTier, union: Ids) -> dict[str, float]:
+    """What kind of records the candidates are (rerank.CONTEXT): read only where a ranker may apply."""
+    return candidate_context(index.lexical.lengths_for(union), index.sessions.rows_for(union))
 
 
 def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
@@ -188,7 +192,7 @@ def candidate_table(index: SearchableTier, request: SearchRequest, settings: Sea
     the candidate set's context (what its support is made of), fused as a search with `ranker` fuses them."""
     found = _fuse(index, request, settings, scope, query_vector, ranker)
     ids, features = _featured(index, request, found, np.lexsort((found.union, -found.fused))[:depth], query_vector)
-    return ids, features, found.context
+    return ids, features, _context(index, found.union)
 
 
 def _rerank(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
