@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos train-ranker screenshots
+.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos train-ranker screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -15,9 +15,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# two workers (pytest-xdist); tests that stop PostgreSQL take turns with those using it (conftest.postgres_turn)
+# two workers (pytest-xdist), one thread each for the model and FAISS (MEMVEC_THREADS) so they do not
+# fight over the cores; tests that stop PostgreSQL take turns with those using it (conftest.postgres_turn)
 test: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2
+	HF_HUB_OFFLINE=1 MEMVEC_THREADS=1 $(PY) -m pytest -q -n 2
+
+# unit and in-process tests only: no real model, no server process, no PostgreSQL, no browser
+test-fast: install
+	HF_HUB_OFFLINE=1 MEMVEC_THREADS=1 $(PY) -m pytest -q -n 2 -m "not slow and not postgres and not postgres_outage"
 
 # Plant known bugs one at a time in a scratch copy and show the suite catches each (not part of CI).
 mutants: install

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,17 @@ from memvec.embed import DEFAULT_MODEL_NAME, load_embedder, qualified_model_id
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+SECTIONS = ("quality", "families", "lifecycle", "speed", "backends", "profiles")
+
+
+def _sections(value: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    unknown = [name for name in names if name not in SECTIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"sections are {', '.join(SECTIONS)}; not {', '.join(unknown) or 'none'}")
+    return names
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     size = parser.add_mutually_exclusive_group()
@@ -53,6 +65,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", default=qualified_model_id(DEFAULT_MODEL_NAME, None),
                         help="embedding model id (default: the packaged MiniLM on the default backend)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where latest.md/json and plots go")
+    parser.add_argument("--only", type=_sections, default=SECTIONS, metavar="SECTION,...",
+                        help=f"run these sections only (of {','.join(SECTIONS)}; default: all)")
     parser.add_argument("--pg", default=stores.DEFAULT_PG, metavar="URL",
                         help="PostgreSQL server for the store comparison (a fresh schema is made and dropped)")
     return parser.parse_args(argv)
@@ -125,7 +139,7 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
     backends["staleness"] = staleness.measure(args.pg, writes=20 if args.quick else 200)
     bar.update(1)
     bar.set_description("HTTP load: 1, 8, 32 clients")
-    http = load.run(args.model, preload=200 if args.quick else 2000, seconds=1.0 if args.quick else 6.0)
+    http = load.run(args.model, preload=200 if args.quick else 2000, seconds=0.5 if args.quick else 6.0)
     bar.update(1)
     bar.set_description("memory browser pages: server time at 10k records per tier")
     ui = ui_pages.run(embedder.inner, n=500 if args.quick else 10_000, repeats=5 if args.quick else 30)
@@ -151,8 +165,10 @@ def run_backends(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
 def run_profiles(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
     """The default model against the quality profile's (all-mpnet-base-v2): quality and speed."""
     bar.set_description("quality profile: LoCoMo and speed per model")
-    samples = datasets.load_locomo(args.locomo)[:1 if args.quick else None]
-    result = profiles.run(samples, n=500 if args.quick else 10_000, n_queries=30 if args.quick else 200,
+    samples = datasets.load_locomo(args.locomo)
+    if args.quick:  # mpnet on 2 cores is the cost: a few sessions show the harness works
+        samples = [{**datasets.first_sessions(samples[0], 2), "qa": samples[0]["qa"][:20]}]
+    result = profiles.run(samples, n=100 if args.quick else 10_000, n_queries=20 if args.quick else 200,
                           fitted=not args.quick)
     bar.update(1)
     return result
@@ -160,7 +176,6 @@ def run_profiles(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.getLogger("memvec").setLevel(logging.ERROR)  # index-kind switches log rebuild warnings
     try:
         datasets.load_locomo(args.locomo)
         longmemeval.load(args.longmemeval)
@@ -168,15 +183,35 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    quiet = logging.getLogger("memvec")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # index-kind switches log rebuild warnings
+    try:
+        return _run(args)
+    finally:
+        quiet.setLevel(level)  # a caller's logging (a test's caplog) is as it was
+
+
+def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    stages = 4 + 1 + 1 + 1 + (1 if args.quick else 3 + int(args.full)) + 3 + 2 + 1
-    with tqdm(total=stages, file=sys.stderr, unit="stage") as bar:
-        results = {"quality": run_quality(args, embedder, bar), "families": run_families(args, embedder, bar),
-                   "lifecycle": run_lifecycle(args, embedder, bar),
-                   "speed": run_speed(args, embedder, bar),
-                   "backends": run_backends(args, bar), "profiles": run_profiles(args, bar)}
+    sections: dict[str, Callable[[], dict[str, Any]]] = {
+        "quality": lambda: run_quality(args, embedder, bar), "families": lambda: run_families(args, embedder, bar),
+        "lifecycle": lambda: run_lifecycle(args, embedder, bar), "speed": lambda: run_speed(args, embedder, bar),
+        "backends": lambda: run_backends(args, bar), "profiles": lambda: run_profiles(args, bar)}
+    stages = {"quality": 4, "families": 1, "lifecycle": 1, "speed": 1 + (1 if args.quick else 3 + int(args.full)) + 3,
+              "backends": 2, "profiles": 1}
+    results: dict[str, Any] = {}
+    section_seconds: dict[str, float] = {}
+    with tqdm(total=sum(stages[name] for name in args.only), file=sys.stderr, unit="stage") as bar:
+        for name, run in sections.items():
+            if name not in args.only:
+                continue
+            section_started = time.perf_counter()
+            results[name] = run()
+            section_seconds[name] = round(time.perf_counter() - section_started, 1)
     results["meta"] = report.environment(embedder.inner, args)
+    results["meta"]["section_seconds"] = section_seconds  # every section run, with what it took
     results["meta"]["seconds"] = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.json").write_text(json.dumps(results, indent=1, default=str))

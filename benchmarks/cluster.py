@@ -32,7 +32,7 @@ from benchmarks.load import free_port, wait_healthy
 from benchmarks.metrics import percentile
 from benchmarks.report import write_report
 from benchmarks.stores import DEFAULT_PG, pg_schema
-from memvec.router import nginx_config
+from memvec.router import FAIL_TIMEOUT_S, nginx_config
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX_MAIN = """daemon off;
@@ -232,9 +232,9 @@ def summary(calls: list[Call]) -> dict[str, Any]:
             "by_kind": {k: sum(1 for c in calls if c.kind == k) for k in ("insert", "search", "message")}}
 
 
-def server_loss(pg_url: str = DEFAULT_PG, agents: int = 9, seconds: float = 6.0) -> dict[str, Any]:
+def server_loss(pg_url: str = DEFAULT_PG, agents: int = 9, seconds: float = 6.0, servers: int = 3) -> dict[str, Any]:
     """SIGKILL the server that serves the most agents a third of the way into the load."""
-    with running_cluster(pg_url) as cluster:
+    with running_cluster(pg_url, size=servers) as cluster:
         names = setup_agents(cluster.url, agents)
         owners = {a: cluster.owner(a) for a in names}
         victim = max(cluster.members, key=lambda m: sum(1 for o in owners.values() if o is m))
@@ -270,17 +270,20 @@ def _recovery(calls: list[Call], moved: list[str], killed_at: float) -> dict[str
             "search_before_ms_median": percentile(before, 50) if before else float("nan")}
 
 
-def rolling_restart(pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 1.0) -> dict[str, Any]:
-    """SIGTERM each server in turn under load, wait for it to exit, start it again, then the next."""
+def rolling_restart(pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 1.0, servers: int = 3
+                    ) -> dict[str, Any]:
+    """SIGTERM each server in turn under load, wait for it to exit, start it again and, once it is
+    healthy, nginx's fail_timeout (until then nginx still counts it as down: with two servers,
+    stopping the other one sooner leaves none), then the next."""
     drained = []
-    with running_cluster(pg_url, drain_s=drain_s) as cluster:
+    with running_cluster(pg_url, size=servers, drain_s=drain_s) as cluster:
         names = setup_agents(cluster.url, agents)
         started = time.monotonic()
         with Load(cluster.url, names) as load:
             time.sleep(1.0)
             for member in cluster.members:
                 drained.append(_restart(cluster, member))
-                time.sleep(1.0)
+                time.sleep(FAIL_TIMEOUT_S + 0.5)
         calls = [c for c in load.calls if c.started >= started]
         return {"servers": cluster.size, "agents": agents, "drain_s": drain_s, "health_503_while_draining":
                 all(d["health_503"] for d in drained), "exit_s_median": percentile([d["exit_s"] for d in drained], 50),

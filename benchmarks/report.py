@@ -301,24 +301,34 @@ def markdown(results: dict[str, Any]) -> str:
            f"{meta['memory_gib']} GiB · Python {meta['python']} · {versions} · model `{meta['model']}` "
            f"(dim {meta['dim']}) · data `{meta['locomo']}`", "",
            "Medians and ratios come from this one run. Plots: `recall_at_k.png`, `latency_vs_n.png`.", ""]
-    out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
+    if "section_seconds" in meta:
+        out += ["Sections run: " + ", ".join(f"{name} {seconds:.0f}s" for name, seconds in
+                                            meta["section_seconds"].items()) + ".", ""]
+    if "quality" in results:
+        out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
     if "families" in results:
         out += families.markdown(results["families"])
     if "lifecycle" in results:
         out += _changing_section(results["lifecycle"]["changing facts"])
         out += _near_duplicates_section(results["lifecycle"]["near duplicates"])
-    out += _speed_section(results["speed"]) + _growth_section(results["speed"]["growth"])
-    if "stores" in results["speed"]:
-        out += _stores_section(results["speed"]["stores"])
-    if "http" in results["speed"]:
-        out += _http_section(results["speed"]["http"])
-    if "ui" in results["speed"]:
-        out += _ui_section(results["speed"]["ui"])
+    if "speed" in results:
+        out += _speed_sections(results["speed"])
     if "backends" in results:
         out += _backends_section(results["backends"])
     if "profiles" in results:
         out += profiles.markdown(results["profiles"])
     return "\n".join(out) + "\n"
+
+
+def _speed_sections(speed: dict[str, Any]) -> list[str]:
+    out = _speed_section(speed) + _growth_section(speed["growth"])
+    if "stores" in speed:
+        out += _stores_section(speed["stores"])
+    if "http" in speed:
+        out += _http_section(speed["http"])
+    if "ui" in speed:
+        out += _ui_section(speed["ui"])
+    return out
 
 
 def plots(results: dict[str, Any], out_dir: Path) -> None:
@@ -327,7 +337,13 @@ def plots(results: dict[str, Any], out_dir: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    quality = results["quality"]
+    if "quality" in results:
+        _recall_plot(plt, results["quality"], out_dir)
+    if "speed" in results:
+        _latency_plot(plt, results["speed"]["growth"], out_dir)
+
+
+def _recall_plot(plt: Any, quality: dict[str, Any], out_dir: Path) -> None:
     fig, axes = plt.subplots(1, len(quality), figsize=(5 * len(quality), 4), sharey=True)
     for ax, (name, task) in zip(axes, quality.items(), strict=True):
         for mode in SHOWN_MODES:
@@ -341,7 +357,8 @@ def plots(results: dict[str, Any], out_dir: Path) -> None:
     fig.savefig(out_dir / "recall_at_k.png", dpi=110)
     plt.close(fig)
 
-    growth = results["speed"]["growth"]
+
+def _latency_plot(plt: Any, growth: list[dict[str, Any]], out_dir: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     ns = [p["n"] for p in growth]
     for key, label in (("flat_vector_ms", "flat, vector"), ("flat_hybrid_ms", "flat, hybrid"),

@@ -50,8 +50,13 @@ def _port_ok(port: str) -> bool:
     return 1 <= int(port) <= 65535
 
 
+# after a failed attempt nginx sends a server nothing for this long, even once it is back: a rolling
+# restart waits this long after a server is healthy before stopping the next (docs/deployment.md)
+FAIL_TIMEOUT_S = 5
+
+
 def nginx_config(upstreams: Sequence[str], *, listen: str = "80", max_fails: int = 1,
-                 fail_timeout_s: int = 5) -> str:
+                 fail_timeout_s: int = FAIL_TIMEOUT_S) -> str:
     """The configuration for `upstreams` (`host:port` of each `memvec serve`), listening on `listen`."""
     if not upstreams:
         raise InvalidInputError("name at least one upstream server (host:port)")

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -39,12 +39,20 @@ def postgres_turn(request: pytest.FixtureRequest) -> Iterator[None]:
     if not outage and request.node.get_closest_marker("postgres") is None:
         yield
         return
-    with open(Path(tempfile.gettempdir()) / "memvec-tests-postgres.lock", "a") as lock:
+    folder = Path(tempfile.gettempdir())
+    with open(folder / "memvec-tests-postgres.gate", "a") as gate, open(folder / "memvec-tests-postgres.lock",
+                                                                          "a") as lock:
+        # a gate in front of the shared lock: an outage test closes it while it waits for the tests
+        # already sharing to finish, so a stream of new sharers cannot keep it waiting for minutes
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        if not outage:
+            fcntl.flock(gate, fcntl.LOCK_UN)
         fcntl.flock(lock, fcntl.LOCK_EX if outage else fcntl.LOCK_SH)
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 @pytest.fixture
@@ -121,16 +129,28 @@ def postgres_cluster(action: str) -> None:
                        check=False, capture_output=True, timeout=120)
 
 
+def unavailable(message: str) -> NoReturn:
+    """Skip locally with the reason; fail in CI (CI=true), where every part must be there: CI must
+    never go green with a part untested."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def require_data(path: Path) -> Path:
+    """A file or folder of ../shared/data (see its README)."""
+    if not path.exists():
+        unavailable(f"{path} is missing (see ../shared/data/README)")
+    return path
+
+
 def require_postgres(url: str) -> None:
     """Skip (locally, with the reason) or fail (in CI, where CI=true) when PostgreSQL is down and
     cannot be started: CI must never go green with PostgreSQL untested."""
     problem = start_postgres(url)
     if not problem:
         return
-    message = f"PostgreSQL at {url} is not available and could not be started: {problem}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    unavailable(f"PostgreSQL at {url} is not available and could not be started: {problem}")
 
 
 def run_cli(*args: str, home: Path, check: bool = True, timeout: float = 300,

@@ -14,7 +14,7 @@ import pytest
 from letta_client import Letta
 
 from memvec import Memory
-from tests.conftest import SHARED_DATA, run_cli
+from tests.conftest import SHARED_DATA, require_data, run_cli
 from tests.service_helpers import Server
 
 AGENT_FILES = SHARED_DATA / "letta-agent-files"
@@ -23,8 +23,7 @@ FILES = ["memgpt_agent_with_convo.af", "deep_research_agent.af"]
 
 def load(name: str) -> dict[str, Any]:
     path = AGENT_FILES / name
-    if not path.exists():
-        pytest.skip(f"{path} is missing (see ../shared/data/README)")
+    require_data(path)
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 

@@ -3,7 +3,6 @@ it is scored, on the real files (they are read, not embedded: the smoke run of `
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,17 +10,20 @@ import pytest
 from benchmarks import longmemeval, scifact
 from benchmarks.datasets import Query
 from benchmarks.families import LONGMEMEVAL, SCIFACT, family_tasks
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, require_data
 
 LONGMEMEVAL_FILE = SHARED_DATA / "longmemeval" / "longmemeval-s-dev.jsonl"
 SCIFACT_DIR = SHARED_DATA / "scifact"
-# CI has the shared data: there a missing file fails the tests instead of skipping them
-needs_data = pytest.mark.skipif(not (LONGMEMEVAL_FILE.exists() and SCIFACT_DIR.exists())
-                                and os.environ.get("CI", "").lower() != "true", reason="../shared/data is absent")
 
 
-@needs_data
-def test_a_longmemeval_question_becomes_its_haystack_and_its_evidence() -> None:
+@pytest.fixture
+def needs_data() -> None:
+    """CI has the shared data: there a missing file fails the tests instead of skipping them."""
+    require_data(LONGMEMEVAL_FILE)
+    require_data(SCIFACT_DIR)
+
+
+def test_a_longmemeval_question_becomes_its_haystack_and_its_evidence(needs_data: None) -> None:
     question = longmemeval.subset(longmemeval.load(LONGMEMEVAL_FILE), per_type=1)[0]
     task = longmemeval.task(question)
     turns = sum(len(session) for session in question["haystack_sessions"])
@@ -34,8 +36,7 @@ def test_a_longmemeval_question_becomes_its_haystack_and_its_evidence() -> None:
                                               for d in task.docs)
 
 
-@needs_data
-def test_the_subsets_are_deterministic_and_skip_abstention_questions() -> None:
+def test_the_subsets_are_deterministic_and_skip_abstention_questions(needs_data: None) -> None:
     questions = longmemeval.load(LONGMEMEVAL_FILE)
     default = longmemeval.subset(questions, longmemeval.PER_TYPE_DEFAULT)
     assert default == longmemeval.subset(questions, longmemeval.PER_TYPE_DEFAULT)
@@ -47,8 +48,7 @@ def test_the_subsets_are_deterministic_and_skip_abstention_questions() -> None:
     assert len(smoke["haystack_sessions"]) < len(default[0]["haystack_sessions"])
 
 
-@needs_data
-def test_scifact_claims_keep_their_judged_abstracts_and_folds_split_them() -> None:
+def test_scifact_claims_keep_their_judged_abstracts_and_folds_split_them(needs_data: None) -> None:
     every = scifact.task(SCIFACT_DIR)
     assert len(every.docs) == 5183 and len(every.queries) == 809
     folds = [scifact.task(SCIFACT_DIR, {fold}).queries for fold in range(scifact.FOLDS)]

@@ -1,36 +1,36 @@
-"""The benchmark harness runs end to end (quick sizes, real model) and writes its report."""
+"""The benchmark harness runs end to end (quick sizes, real model) and writes its report. Its
+sections run as three tests so two workers share them, and only the one that measures the stores
+holds PostgreSQL (conftest.postgres_turn)."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from benchmarks.__main__ import main
 from benchmarks.stores import DEFAULT_PG
-from tests.conftest import LOCOMO, start_postgres
+from tests.conftest import LOCOMO, require_data, start_postgres
 
-# shares the PostgreSQL server with the other tests so marked (conftest.postgres_turn)
-pytestmark = pytest.mark.postgres
+
+def quick_run(tmp_path: Path, sections: str) -> tuple[str, dict[str, Any]]:
+    require_data(LOCOMO)
+    assert main(["--quick", "--only", sections, "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "latest.json").read_text())
+    assert list(results["meta"]["section_seconds"]) == sections.split(",")
+    return (tmp_path / "latest.md").read_text(), results
 
 
 @pytest.mark.slow
-@pytest.mark.postgres  # its store and staleness sections use PostgreSQL: never while a test stops it
-def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
-    if not LOCOMO.exists():
-        pytest.skip(f"{LOCOMO} is absent")
-    postgres_problem = start_postgres(DEFAULT_PG)
-    assert not (postgres_problem and os.environ.get("CI", "").lower() == "true"), postgres_problem
-    assert main(["--quick", "--out", str(tmp_path)]) == 0
-    report = (tmp_path / "latest.md").read_text()
+def test_quick_quality_families_and_lifecycle(tmp_path: Path) -> None:
+    report, results = quick_run(tmp_path, "quality,families,lifecycle")
     for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Facts that change",
-                    "## Near-duplicates", "## Speed", "## Growth with N", "## Store backends", "## Embedding backends",
-                    "### Through the CLI on real conversation turns", "## Memory browser pages", "## LongMemEval_S",
-                    "## SciFact"):
+                    "## Near-duplicates", "## LongMemEval_S", "## SciFact"):
         assert heading in report
-    results = json.loads((tmp_path / "latest.json").read_text())
+    assert "## Speed" not in report and "Sections run: quality" in report
     kv = results["quality"]["synthetic key-value"]["scores"]
     assert kv["bm25"]["overall"]["recall@10"] > kv["vector"]["overall"]["recall@10"]
     para = results["quality"]["synthetic paraphrase"]["scores"]
@@ -46,6 +46,19 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
         "outdated_in_top5"]
     repeats = results["lifecycle"]["near duplicates"]["memvec"]["0.8"]
     assert repeats["precision"] >= 0.99 and repeats["recall"] > 0.5
+    assert (tmp_path / "recall_at_k.png").stat().st_size > 10_000
+    assert not (tmp_path / "latency_vs_n.png").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.postgres  # its store and staleness measures use PostgreSQL: never while a test stops it
+def test_quick_speed_stores_http_and_pages(tmp_path: Path) -> None:
+    postgres_problem = start_postgres(DEFAULT_PG)
+    assert not (postgres_problem and os.environ.get("CI", "").lower() == "true"), postgres_problem
+    report, results = quick_run(tmp_path, "speed")
+    for heading in ("## Speed", "## Growth with N", "## Store backends", "## Memory browser pages"):
+        assert heading in report
+    assert "## Retrieval quality" not in report
     backends = results["speed"]["stores"]
     assert backends["sqlite"]["records"] == backends["n"]
     if postgres_problem:
@@ -54,10 +67,6 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
         assert backends["postgresql"]["records"] == backends["n"]
         assert backends["staleness"]["first_search_pct"] == 100  # read-your-writes across servers
         assert "Staleness between two `memvec serve`" in report
-    compared = results["backends"]["compare"]["backends"]
-    assert compared["onnx-int8"]["cosine_to_torch"]["mean"] >= 0.99
-    for run in results["backends"]["cli"]:
-        assert run["ingest_records_per_s"] > 0 and all(level["errors"] == 0 for level in run["serve"])
     assert all(level["errors"] == 0 for op in ("search", "insert") for level in results["speed"]["http"][op])
     workers = results["speed"]["http"]["workers"]
     assert [(r["workers"], r["clients"]) for r in workers] == [(1, 8), (1, 32), (2, 8), (2, 32)]
@@ -65,8 +74,26 @@ def test_quick_benchmark_writes_report_json_and_plots(tmp_path: Path) -> None:
     pages = results["speed"]["ui"]["pages"]
     assert {"agents", "search archival (hybrid + ranker)", "recall, last page", "health"} <= set(pages)
     assert all(page["p50"] > 0 and page["kb"] > 0 for page in pages.values())
-    assert (tmp_path / "recall_at_k.png").stat().st_size > 10_000
     assert (tmp_path / "latency_vs_n.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_quick_backends_and_profiles(tmp_path: Path) -> None:
+    report, results = quick_run(tmp_path, "backends,profiles")
+    for heading in ("## Embedding backends", "### Through the CLI on real conversation turns", "## Quality profile"):
+        assert heading in report
+    compared = results["backends"]["compare"]["backends"]
+    assert compared["onnx-int8"]["cosine_to_torch"]["mean"] >= 0.99
+    for run in results["backends"]["cli"]:
+        assert run["ingest_records_per_s"] > 0 and all(level["errors"] == 0 for level in run["serve"])
+    measured = [row for row in results["profiles"]["rows"] if "speed" in row]
+    assert len(measured) == 2 and all(row["locomo"] for row in measured)
+
+
+def test_an_unknown_section_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--quick", "--only", "quality,sped"])
+    assert exited.value.code == 2 and "not sped" in capsys.readouterr().err
 
 
 def test_missing_locomo_gives_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

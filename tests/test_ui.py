@@ -21,7 +21,7 @@ from memvec.service.auth import KeyRing
 from memvec.service.ui import session
 from memvec.service.ui.pages_search import score_bars
 from memvec.types import AgentSettings, Citation, Hit, MethodScores, Tier
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, require_data
 
 ADMIN, SCOPED = "ui-admin-key-000001", "ui-bob-key-00000001"
 KEYS = KeyRing.parse([("admin", ADMIN), ("scoped", f"{SCOPED}=bob")])
@@ -260,8 +260,7 @@ def test_the_health_page_lists_a_page_of_agents_at_a_time(memory: Memory) -> Non
 
 def test_a_letta_agent_file_uploads_through_the_import_form(memory: Memory) -> None:
     path = SHARED_DATA / "letta-agent-files" / "memgpt_agent_with_convo.af"
-    if not path.exists():
-        pytest.skip(f"{path} is missing (see ../shared/data/README)")
+    require_data(path)
     client = browser(memory)
     token = csrf_of(client.get("/ui/agents").text)
     imported = client.post("/ui/agents/import", data={"name": "from-letta", "csrf_token": token},
