@@ -89,6 +89,10 @@ def test_blocks_list_retrieve_update_by_label(client: Letta) -> None:
     assert client.agents.retrieve(agent.id).blocks[0].value == "Name: Chad"
     with pytest.raises(letta_client.UnprocessableEntityError, match="the block limit is 2000"):
         client.agents.blocks.update("human", agent_id=agent.id, value="x" * 2_001)
+    # letta-client 0.1.x read the whole core memory (`core_memory.retrieve`) as Letta's Memory
+    memory = client.get(f"/v1/agents/{agent.id}/core-memory", cast_to=object)
+    assert isinstance(memory, dict) and set(memory) == {"blocks", "file_blocks", "prompt_template", "agent_type"}
+    assert memory["blocks"][0]["value"] == "Name: Chad" and memory["file_blocks"] == []
 
 
 def test_refusals_are_not_retried(server: Server, client: Letta) -> None:

@@ -162,6 +162,13 @@ def _delete_agent(service: ServiceState, agent: str, principal: Principal) -> in
 
 
 def add_block_routes(app: FastAPI) -> None:
+    @app.get("/v1/agents/{agent_id}/core-memory", response_model=MemoryOut, tags=["core memory"])
+    def get_core_memory(agent_id: AgentId, principal: Caller, service: Service) -> MemoryOut:
+        """The agent's whole core memory as Letta's Memory (letta-client 0.1.x `core_memory.retrieve`)."""
+        settings, _ = visible_agent(agent_id, principal, service)
+        blocks = [BlockOut.of(agent_id, b) for b in service.memory.core(agent_id).blocks()]
+        return MemoryOut(blocks=blocks, agent_type=settings.agent_type)
+
     @app.get("/v1/agents/{agent_id}/core-memory/blocks", response_model=list[BlockOut], tags=["core memory"])
     def list_blocks(agent_id: AgentId, principal: Caller, service: Service,
                     after: Annotated[str | None, Query(description="cursor: blocks after this block id")] = None,

@@ -119,8 +119,12 @@ class EmbeddingConfigOut(BaseModel):
 
 
 class MemoryOut(BaseModel):
+    """Letta's Memory: the agent's blocks (memvec attaches no files, and renders no prompt template)."""
+
     blocks: list[BlockOut]
     agent_type: str
+    file_blocks: list[dict[str, Any]] = Field(default_factory=list)
+    prompt_template: str = ""
 
 
 class AgentOut(BaseModel):
