@@ -14,6 +14,7 @@ from memvec.errors import (
 )
 from memvec.memory import Memory
 from memvec.types import (
+    VERSION,
     Citation,
     CoreBlock,
     Fusion,
@@ -27,7 +28,7 @@ from memvec.types import (
     Tier,
 )
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 __all__ = [
     "AgentExistsError", "Citation", "CoreBlock", "CoreMemoryError", "Fusion", "Hit", "IndexFileError", "InsertResult",

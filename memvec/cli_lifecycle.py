@@ -1,15 +1,18 @@
 """Records changing and leaving memory: `memvec update`/`history` (versions of a passage), `memvec forget`
-(by criteria), `memvec sweep` (by expiry) and `memvec consolidate` (sleep-time, by the agent's model)."""
+(by criteria), `memvec sweep` (by expiry) and `memvec consolidate` (sleep-time, by the agent's model);
+the whole home copied out and back: `memvec backup` and `memvec restore`."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import click
 
 from memvec.agent.consolidate import consolidate as run_consolidation
 from memvec.cli_common import TIER, Context, dump, print_json
 from memvec.consolidation_format import ConsolidationRun
+from memvec.memory import Memory
 from memvec.types import Tier
 
 
@@ -135,3 +138,41 @@ def _describe(run: ConsolidationRun) -> str:
     for block in run.blocks:
         lines.append(f"  block {block.label}: {block.old!r} -> {block.new!r}  ({block.reason})")
     return "\n".join(lines)
+
+
+@click.command()
+@click.argument("dest", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def backup(obj: Context, dest: Path, as_json: bool) -> None:
+    """Copy the home's store into the new or empty folder DEST while servers keep running (SQLite's
+    online backup: what is still in the write-ahead log is included), with DEST/backup.json (version,
+    schema, model, counts, sha256). Indexes are not copied: `memvec restore` rebuilds them. A
+    PostgreSQL store is backed up with pg_dump (docs/operations.md)."""
+    with obj.open(recorded_model=True) as mem:
+        manifest = mem.backup(dest)
+    if as_json:
+        print_json(dump(manifest))
+    else:
+        click.echo(f"backed up {manifest.records} record(s) of {manifest.agents} agent(s) to {dest} "
+                   f"({manifest.bytes} bytes, sha256 {manifest.sha256[:12]}...)")
+
+
+@click.command()
+@click.argument("src", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def restore(obj: Context, src: Path, as_json: bool) -> None:
+    """Make the home (--home / MEMVEC_HOME, which must not have a store yet) from the backup folder
+    SRC: its copy is checked against its manifest, put in place, and every index rebuilt, so
+    `memvec verify` passes at once. The home keeps the backup's model."""
+    config = obj.config()
+    with Memory.restore(src, config.home, store=config.store) as mem:
+        result = mem.stats()
+    records = sum(p.records for p in result.partitions)
+    if as_json:
+        print_json({"home": result.home, "model": result.model_id, "records": records,
+                    "indexes": len(result.partitions)})
+    else:
+        click.echo(f"restored {records} record(s) into {result.home}; {len(result.partitions)} index(es) rebuilt, "
+                   f"model {result.model_id}")

@@ -36,10 +36,12 @@ from memvec.index.files import MANIFEST_FILE, Manifest, read_manifest
 from memvec.reports import IndexBehind, NotLoaded, PartitionStats, RebuildReport, Stats, VerifyProblem, VerifyReport
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
+from memvec.store.backup import BackupManifest, backup_store, restore_store
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.recall import RecallMemory
 from memvec.types import (
+    VERSION,
     AgentName,
     AgentSettings,
     AgentState,
@@ -284,6 +286,25 @@ class Memory:
     def _partitions(self, agent: str | None) -> list[tuple[str, Tier]]:
         parts = self._store.partitions()
         return [p for p in parts if agent is None or p[0] == agent]
+
+    def backup(self, dest: str | os.PathLike[str]) -> BackupManifest:
+        """A consistent copy of the home's SQLite store into the new or empty folder `dest`, taken
+        while servers keep writing, with its manifest (`backup.json`: version, schema, model,
+        counts, sha256). Indexes are derived: :meth:`restore` rebuilds them."""
+        return backup_store(self._store, Path(dest), memvec_version=VERSION, model_key=MODEL_META_KEY)
+
+    @classmethod
+    def restore(cls, src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None, *,
+                embedder: Embedder | None = None, **settings: Any) -> Memory:
+        """Open a new home made from the backup folder `src` (checked against its manifest; a home
+        that already has a store is refused), its indexes rebuilt from the restored store."""
+        config = MemoryConfig.resolve(home=home, **settings)
+        if config.store is not None:
+            raise InvalidInputError("restore makes a SQLite home; a PostgreSQL store is restored with pg_restore")
+        restore_store(Path(src), prepare_home(config.home) / STORE_FILE)
+        memory = cls(config, embedder=embedder)
+        memory.rebuild()
+        return memory
 
     def rebuild(self, *, agent: str | None = None, model: str | None = None,
                 backend: Backend | None = None) -> list[RebuildReport]:

@@ -6,6 +6,7 @@ characters after stripping, at most MAX_TAGS tags of 1..MAX_TAG_CHARS characters
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import unicodedata
@@ -40,6 +41,17 @@ IndexKindSetting = Literal["auto"] | IndexKind
 INDEX_KIND_SETTINGS: tuple[str, ...] = ("auto", *get_args(IndexKind))
 AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LABEL_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"  # a core block's label
+
+
+def _installed_version() -> str:
+    """The version pip installed (pyproject.toml's, the one place it is written)."""
+    try:
+        return importlib.metadata.version("memvec")
+    except importlib.metadata.PackageNotFoundError:  # a source tree run without installing
+        return "0+source"
+
+
+VERSION = _installed_version()
 
 
 class Tier(StrEnum):

@@ -19,6 +19,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("a rolling restart stops the next server as soon as the last one is healthy", "benchmarks/cluster.py",
+     "time.sleep(FAIL_TIMEOUT_S + 0.5)", "time.sleep(1.0)", "tests/test_cluster.py"),
+    ("a backup copies the store file and leaves its write-ahead log", "memvec/store/sqlite.py",
+     "                self._db.backup(target)", "                __import__('shutil').copyfile(self.path, path)",
+     "tests/test_backup.py"),
+    ("a restore leaves the indexes unbuilt", "memvec/memory.py",
+     "        memory = cls(config, embedder=embedder)\n        memory.rebuild()",
+     "        memory = cls(config, embedder=embedder)", "tests/test_backup.py"),
+    ("a restore takes a damaged copy", "memvec/store/backup.py",
+     "or _sha256(copy) != manifest.sha256", "or not manifest.sha256", "tests/test_backup.py"),
+    ("a restore writes over a home's store", "memvec/store/backup.py",
+     "    if any(store_path.parent.glob(store_path.name + \"*\")):", "    if False:", "tests/test_backup.py"),
     ("hybrid drops BM25-only candidates", "memvec/search/hybrid.py",
      "np.union1d(vector_ids, bm25_ids)", "np.unique(vector_ids)", "tests/test_headline.py"),
     ("hybrid drops vector-only candidates", "memvec/search/hybrid.py",

@@ -24,7 +24,7 @@ from memvec.memory import Memory
 from memvec.memory_tools import TOOLS, CoreReadArgs, core_memory_read, unknown_arguments
 from memvec.service.auth import KeyRing
 from memvec.service.front import ADMITTED, Admission, FrontDoor, Gate, Refusal, header
-from memvec.types import describe_validation_error
+from memvec.types import VERSION, describe_validation_error
 
 INSTRUCTIONS = ("Long-term memory for one agent, MemGPT style. Core memory blocks are always-true facts "
                 "(read them first); archival memory holds passages; conversation (recall) memory holds past "
@@ -61,7 +61,7 @@ class MemoryServer(MCPServer):
 
 def build_server(memory: Memory, agent: str) -> MCPServer:
     context = agent_context(memory, agent)
-    server: MCPServer = MemoryServer(name="memvec", version="0.1.0", instructions=INSTRUCTIONS,
+    server: MCPServer = MemoryServer(name="memvec", version=VERSION, instructions=INSTRUCTIONS,
                                      description=f"memvec memory of agent {context.agent!r}")
     for name, tool in TOOLS.items():
         server.add_tool(_as_tool_error(tool_function(tool, context)), name=name, description=tool.description,

@@ -42,7 +42,7 @@ from memvec.service.front import (
 )
 from memvec.service.origin import foreign_origin, foreign_request
 from memvec.service.schemas import ErrorOut, Health
-from memvec.types import describe_validation_error
+from memvec.types import VERSION, describe_validation_error
 
 API_DESCRIPTION = """Vector-search memory for LLM agents: core, recall and archival tiers with citations.
 
@@ -157,7 +157,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     loopback ones (memvec.service.origin); `body_timeout_s`: how long a request's body may take (408);
     `max_in_flight_per_key`: one key's requests served at once (429 past it; memvec.service.fairness)."""
     # indexes are saved by whoever runs the app (memvec serve: cli_common.serve_http) when it stops
-    app = FastAPI(title="memvec", version="0.1.0", responses=ERROR_RESPONSES,
+    app = FastAPI(title="memvec", version=VERSION, responses=ERROR_RESPONSES,
                   description=API_DESCRIPTION, docs_url=None, redoc_url=None)  # docs_pages serves them
     app.router.route_class = OffLoopBodyRoute  # before any route is added: every route gets it
     app.state.service = ServiceState(memory, keys or KeyRing({}))

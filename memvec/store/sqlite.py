@@ -7,6 +7,7 @@ so a crash leaves either all of a batch or none of it.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -127,6 +128,17 @@ class SQLiteStore(SQLStore):
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except sqlite3.Error as exc:
                 log.warning("checkpointing %s failed (the next delete or close tries again): %s", self.path, exc)
+
+    def copy_to(self, path: Path) -> None:
+        """SQLite's online backup: the committed state, WAL included, as one snapshot in a new file."""
+        with self._lock, self._errors():
+            target = sqlite3.connect(path)
+            try:
+                self._db.backup(target)
+            finally:
+                target.close()
+        with open(path, "rb+") as copy:
+            os.fsync(copy.fileno())
 
     def schema_version(self) -> int:
         return int(self._query("SELECT MAX(version) AS version FROM schema_migrations")[0]["version"])
