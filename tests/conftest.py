@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,23 @@ if TYPE_CHECKING:
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOCOMO = SHARED_DATA / "locomo" / "locomo-dev.json"
+
+
+REAL_MODEL_FIXTURES = {"minilm", "minilm_int8", "real_memory"}
+SERVER_PROCESS = re.compile(r"\bServer\b")  # tests.service_helpers.Server: a real `memvec serve` process
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that gets the real model or a server process from a fixture is `slow`, marked or not,
+    so `make test-fast` cannot pick it up by an oversight."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("slow") is not None:
+            continue
+        fixtures = [d for defs in info.name2fixturedefs.values() for d in defs]
+        if REAL_MODEL_FIXTURES & set(item.fixturenames) or any(
+                SERVER_PROCESS.search(str(getattr(d.func, "__annotations__", {}).get("return", ""))) for d in fixtures):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

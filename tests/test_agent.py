@@ -39,6 +39,7 @@ def cite_from_search(messages: list[dict[str, Any]]) -> Turn:
     return say(f"{hit['text']} [session {citation['session_id']}, turn {citation['turn_id']}]")
 
 
+@pytest.mark.slow
 def test_fact_evicted_by_pressure_is_found_later_and_cited(home: Path, llm: ScriptedLLM) -> None:
     mem = open_memory(home)
     make_agent(mem, context_window=700, keep_last=2)
@@ -150,6 +151,7 @@ def test_a_poisoned_archival_record_is_retrieved_flagged_and_fenced(home: Path, 
     mem.close()
 
 
+@pytest.mark.slow
 def test_summary_replaces_evicted_messages_and_context_stays_in_window(home: Path, llm: ScriptedLLM) -> None:
     mem = open_memory(home)
     window = 800
@@ -207,6 +209,7 @@ def test_guard_leaves_ordinary_memories_alone(text: str) -> None:
     assert not poisoning_signals(text)
 
 
+@pytest.mark.slow
 def test_importing_the_agent_keeps_litellm_offline() -> None:
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     code = "import os, memvec.agent.llm as l; l.litellm_module(); print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'])"

@@ -105,6 +105,7 @@ def test_a_broken_agent_file_writes_nothing(server: Server) -> None:
 
 
 @pytest.mark.parametrize("name", FILES)
+@pytest.mark.slow
 def test_memvec_import_on_the_command_line(tmp_path: Path, name: str) -> None:
     home, data = tmp_path / "home", with_conversation(load(name))
     path = tmp_path / name

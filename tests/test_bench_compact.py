@@ -3,9 +3,12 @@ keeps the exact top 10, sq8 quarters them and keeps 95% of it."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.compact import markdown, run
 
 
+@pytest.mark.slow
 def test_compact_benchmark_small() -> None:
     result = run(2_000, n_queries=30)
     rows = {r["kind"]: r for r in result["rows"]}

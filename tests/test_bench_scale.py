@@ -3,6 +3,8 @@ many-agents run drives a real server past its budget without errors."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import agents, scale
 from memvec.index.tokenize import tokenize
 
@@ -15,6 +17,7 @@ def test_scale_text_has_stopwords_a_common_word_and_a_unique_token() -> None:
     assert 0.2 < sum("diary" in t for t in texts) / len(texts) < 0.3
 
 
+@pytest.mark.slow
 def test_one_tier_small() -> None:
     point = scale.run(3_000, n_queries=20)
     assert point["n"] == 3_000 and point["ingest_s"] > 0
@@ -26,6 +29,7 @@ def test_one_tier_small() -> None:
     assert "| 3,000 | flat (built from the store) |" in scale.markdown([point])
 
 
+@pytest.mark.slow
 def test_many_agents_small() -> None:
     result = agents.run(agents=30, per_agent=20, requests=150)
     assert result["budget"] == 3 and result["errors"] == 0
@@ -35,6 +39,7 @@ def test_many_agents_small() -> None:
     assert "Errors: 0." in agents.markdown(result)
 
 
+@pytest.mark.slow
 def test_crossover_table_small() -> None:
     rows = scale.crossover(sizes=(3_000,), n_queries=20)
     assert rows[0]["n"] == 3_000 and rows[0]["flat_p50_ms"] > 0 and rows[0]["hnsw_build_s"] > 0

@@ -125,6 +125,7 @@ operations = st.lists(st.one_of(
 
 @settings(max_examples=80, deadline=None)
 @given(ops=operations, query=st.lists(words, min_size=1, max_size=3), recent=st.sampled_from([1, 5, 50_000]))
+@pytest.mark.slow
 def test_property_any_history_scores_like_the_reference(tmp_path_factory: pytest.TempPathFactory,
                                                          ops: list[tuple[str, int, str]], query: list[str],
                                                          recent: int) -> None:

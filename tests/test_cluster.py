@@ -38,6 +38,7 @@ def require_nginx() -> None:
     unavailable(message)
 
 
+@pytest.mark.slow
 def test_the_documented_nginx_file_is_the_generated_one(tmp_path: Path) -> None:
     blocks = re.findall(r"```nginx\n(.*?)```", DEPLOYMENT.read_text(), flags=re.S)
     upstreams, listen = DOCUMENTED
@@ -87,6 +88,7 @@ def test_a_rolling_restart_fails_no_request() -> None:
     assert found["lost"] == 0 and found["stored_twice"] == 0, found
 
 
+@pytest.mark.slow
 def test_sigterm_with_drain_reports_draining_keeps_serving_then_saves_and_exits(tmp_path: Path) -> None:
     server = Server(tmp_path / "home", serve_args=["--drain-seconds", "2"]).start()
     with httpx.Client(base_url=server.url, timeout=30) as api:
@@ -120,6 +122,7 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
+@pytest.mark.slow
 def test_workers_share_one_port_and_one_home_and_stop_together(tmp_path: Path) -> None:
     server = Server(tmp_path / "home", serve_args=["--workers", "2"]).start()
     try:
@@ -158,6 +161,7 @@ def _check_workers(server: Server, tmp_path: Path) -> None:
 
 
 
+@pytest.mark.slow
 def test_a_draining_server_closes_without_cutting_a_request_it_let_in(tmp_path: Path) -> None:
     """Clients opening a new connection for every insert while the server drains and closes: each
     request is answered, or its connection is refused before anything was sent (safe to send
@@ -240,6 +244,7 @@ def test_a_listener_that_stops_admitting_still_hands_over_what_it_let_in() -> No
         socket.create_connection(("127.0.0.1", port), timeout=2)
 
 
+@pytest.mark.slow
 def test_verify_on_a_member_that_never_served_an_agent_says_not_loaded(tmp_path: Path) -> None:
     """Two homes on one store stand for two cluster members: the one that never loaded an agent's
     index reports it as not loaded (exit 0), not as broken; --repair builds it."""

@@ -250,6 +250,7 @@ def test_consolidation_over_http(tmp_path: Path, llm: ScriptedLLM) -> None:
         assert api.post(f"{base}/99/undo", headers=admin).status_code == 404
 
 
+@pytest.mark.slow
 def test_two_servers_consolidating_one_agent_at_once_write_one_run(tmp_path: Path, llm: ScriptedLLM) -> None:
     """A run holds the agent's lease: a second server asked to consolidate the same agent meanwhile
     waits for it, then finds nothing new (two runs from the same messages would write every fact twice)."""

@@ -72,6 +72,7 @@ def test_a_sweep_purges_what_nobody_read_from_every_file(tmp_path: Path) -> None
     assert not any(b"canary-b2e8" in p.read_bytes() for p in home.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_expiry_over_http_and_on_the_command_line(tmp_path: Path, memory: Memory) -> None:
     with TestClient(create_app(memory), base_url="http://localhost") as api:
         api.post("/v1/agents", json={"name": "ana"})

@@ -58,6 +58,7 @@ def test_what_was_forgotten_is_in_no_file_of_the_home(tmp_path: Path) -> None:
     assert leaked == []
 
 
+@pytest.mark.slow
 def test_forget_over_http_is_scoped_and_validated(memory: Memory) -> None:
     fill(memory)
     keys = KeyRing.parse([("t", "admin-key-0123456789"), ("t", "bob-key-0123456789=bob")])

@@ -78,6 +78,7 @@ def nested(depth: int, inner: str = "1") -> str:
 
 # -- 1. keys ------------------------------------------------------------------------------
 @pytest.mark.parametrize("entry", ["k-123456=", "k-123456=|", "k-123456= | ", "k-123456=not a name!"])
+@pytest.mark.slow
 def test_a_key_with_an_empty_or_bad_scope_stops_the_server(tmp_path: Path, entry: str) -> None:
     # a server that accepted the key would run until the timeout fails the test
     started = subprocess.run(
@@ -310,6 +311,7 @@ def test_the_guard_leaves_ordinary_conversation_alone() -> None:
 
 
 # -- 8. every server saves on SIGTERM -----------------------------------------------------
+@pytest.mark.slow
 def test_mcp_over_http_saves_its_indexes_on_sigterm(tmp_path: Path) -> None:
     from tests.test_mcp import McpHttp, call
 
@@ -330,6 +332,7 @@ def test_mcp_over_http_saves_its_indexes_on_sigterm(tmp_path: Path) -> None:
 
 
 # -- 9. CLI errors ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_ingest_of_a_file_that_is_not_utf8_json_exits_2(tmp_path: Path) -> None:
     home = tmp_path / "home"
     for name, content in (("latin1.jsonl", '{"text": "café"}\n'.encode("latin-1")),
@@ -342,6 +345,7 @@ def test_ingest_of_a_file_that_is_not_utf8_json_exits_2(tmp_path: Path) -> None:
         assert f"{path}:1: the line is not" in result.stderr and "internal" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_home_that_cannot_be_a_home_exits_2(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
@@ -350,6 +354,7 @@ def test_a_home_that_cannot_be_a_home_exits_2(tmp_path: Path) -> None:
         assert result.returncode == 2 and str(home) in result.stderr, result.stderr
 
 
+@pytest.mark.slow
 def test_a_read_only_home_exits_2(tmp_path: Path) -> None:
     home = tmp_path / "ro"
     home.mkdir()

@@ -38,6 +38,7 @@ def rank_of(memory: Memory, query: str, text: str, mode: str, k: int = NOTES + 6
     return texts.index(text) if text in texts else None
 
 
+@pytest.mark.slow
 def test_hybrid_finds_a_record_only_bm25_ranks_high(crowded: Memory) -> None:
     vector_rank = rank_of(crowded, CODE_QUERY, CODE, "vector")
     assert vector_rank is not None and vector_rank >= 50  # beyond the vector side's candidates
@@ -45,6 +46,7 @@ def test_hybrid_finds_a_record_only_bm25_ranks_high(crowded: Memory) -> None:
     assert next(h.text for h in crowded.archival("a").search(CODE_QUERY, k=3)) == CODE
 
 
+@pytest.mark.slow
 def test_hybrid_finds_a_record_only_the_vectors_find(crowded: Memory) -> None:
     assert rank_of(crowded, ECHO_QUERY, ECHO, "bm25") is None
     assert rank_of(crowded, ECHO_QUERY, ECHO, "vector") == 0

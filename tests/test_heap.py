@@ -29,6 +29,7 @@ print(held, small, rss())
 
 
 @pytest.mark.skipif(_malloc_trim() is None, reason="no glibc malloc_trim here")
+@pytest.mark.slow
 def test_big_index_changes_return_freed_memory_and_small_ones_do_not() -> None:
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True).stdout
     held, small, trimmed = (int(x) for x in out.split())

@@ -41,6 +41,7 @@ def answers(mem: Memory) -> list[list[tuple[int, float]]]:
     return out
 
 
+@pytest.mark.slow
 def test_a_small_budget_answers_exactly_like_no_budget(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "free", embedder=HashingEmbedder(32)) as free:
         fill(free, random.Random(7))
@@ -71,6 +72,7 @@ def test_an_evicted_index_is_saved_and_catches_up_on_reload(tmp_path: Path) -> N
         assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": []}
 
 
+@pytest.mark.slow
 def test_serve_keeps_to_its_budget(tmp_path: Path) -> None:
     srv = Server(tmp_path / "home", env={"MEMVEC_MAX_LOADED_INDEXES": "3"}).start()
     try:
@@ -94,6 +96,7 @@ steps = st.lists(st.tuples(st.sampled_from(["insert", "insert", "delete", "searc
 
 @settings(max_examples=25, deadline=None)
 @given(plan=steps, budget=st.integers(1, 3), save_every=st.sampled_from([1, 4, 2000]))
+@pytest.mark.slow
 def test_property_eviction_under_concurrent_searches_and_writes(tmp_path_factory: pytest.TempPathFactory,
                                                                  plan: list[tuple[str, int]], budget: int,
                                                                  save_every: int) -> None:

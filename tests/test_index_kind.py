@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memvec import Memory, NewRecord, SearchRequest, Tier
 from memvec.embed import HashingEmbedder
 from memvec.index.files import read_manifest
@@ -24,6 +26,7 @@ def top(mem: Memory, query: str) -> list[int]:
     return [h.id for h in mem.search(SearchRequest(agent="ana", tier="archival", query=query, k=10, mode="vector"))]
 
 
+@pytest.mark.slow
 def test_auto_switches_at_the_threshold_and_back_below_half(tmp_path: Path) -> None:
     embedder = HashingEmbedder(64)
     with Memory.open(tmp_path, embedder=embedder, index={"auto_hnsw_from": BIG}) as mem:
@@ -57,6 +60,7 @@ def test_a_fixed_kind_is_kept_whatever_the_size(tmp_path: Path) -> None:
         assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": []}
 
 
+@pytest.mark.slow
 def test_vector_search_on_a_compact_index_ranks_by_the_exact_vectors(tmp_path: Path) -> None:
     """hnsw-sq8 finds candidates; their float32 vectors from the store rank them: the same top 10,
     with the same scores, as exact search (the hashing embedder gives many exact ties)."""

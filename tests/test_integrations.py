@@ -116,6 +116,7 @@ def test_a_retriever_needs_exactly_one_source(memory: Memory) -> None:
         LlamaIndexRetriever(memory=memory, agent="no spaces allowed")
 
 
+@pytest.mark.slow
 def test_memvec_never_imports_the_frameworks() -> None:
     code = ("import sys, memvec, memvec.cli, memvec.service.app, memvec.mcp_server.server, memvec.agent;"
             "bad = [m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'llama_index')];"

@@ -40,6 +40,7 @@ def test_a_lease_is_held_by_one_holder_until_released_or_expired(memory: Memory)
     assert not store.renew_lease("ana", "server-b", later, 30)
 
 
+@pytest.mark.slow
 def test_a_held_lease_makes_a_second_holder_wait_then_give_up(memory: Memory) -> None:
     with memory.agent_lease("ana", ttl_s=0.3) as holder:
         time.sleep(0.5)  # past the ttl: the renewer keeps it
@@ -68,6 +69,7 @@ def send(client: TestClient, text: str) -> int:
                        json={"messages": [{"role": "user", "content": text}]}).status_code
 
 
+@pytest.mark.slow
 def test_one_agents_messages_sent_to_two_servers_at_once_never_interleave(home: Path, llm: ScriptedLLM) -> None:
     first, second, memories = two_servers(home)
     try:
@@ -93,6 +95,7 @@ def test_one_agents_messages_sent_to_two_servers_at_once_never_interleave(home: 
             mem.close()
 
 
+@pytest.mark.slow
 def test_a_reply_that_cannot_get_the_lease_is_refused_with_a_retry(home: Path, llm: ScriptedLLM) -> None:
     first, _, memories = two_servers(home, lease_wait_s=0.2)
     try:
@@ -110,6 +113,7 @@ def test_a_reply_that_cannot_get_the_lease_is_refused_with_a_retry(home: Path, l
             mem.close()
 
 
+@pytest.mark.slow
 def test_messages_recorded_by_two_servers_at_once_are_all_kept_with_distinct_turns(home: Path) -> None:
     """An agent without a model only records: its turn ids are handed out under the lease, so
     concurrent messages (the same text included) to two servers are each stored once, with their own turn."""
@@ -145,6 +149,7 @@ def test_messages_recorded_by_two_servers_at_once_are_all_kept_with_distinct_tur
             mem.close()
 
 
+@pytest.mark.slow
 def test_a_repeated_message_in_the_same_turn_says_it_was_not_created(home: Path) -> None:
     first, _, memories = two_servers(home)
     try:
@@ -163,6 +168,7 @@ def test_a_repeated_message_in_the_same_turn_says_it_was_not_created(home: Path)
             mem.close()
 
 
+@pytest.mark.slow
 def test_a_message_to_a_busy_agent_in_the_same_server_waits_at_most_the_lease_wait(
         home: Path, llm: ScriptedLLM) -> None:
     """The in-process wait (one event loop, as in a server) ends where the cross-server one does

@@ -119,6 +119,7 @@ def test_a_scoped_key_sees_only_its_agents(server: Server, client: Letta) -> Non
         stranger.agents.list()
 
 
+@pytest.mark.slow
 def test_agents_written_through_the_python_api_are_agents_of_the_service(tmp_path: Path) -> None:
     from memvec import Memory
     from memvec.embed import HashingEmbedder

@@ -104,6 +104,7 @@ def test_turned_off_only_exact_repeats_merge(tmp_path: Path, minilm_int8: object
         assert not archival.insert("Ana lives in Lisbon.").created
 
 
+@pytest.mark.slow
 def test_a_repeat_over_http_the_tool_and_the_cli(memory: Memory, tmp_path: Path) -> None:
     client = TestClient(create_app(memory, KeyRing.parse([("t", "admin-key-0123456789")])))
     headers = {"Authorization": "Bearer admin-key-0123456789"}

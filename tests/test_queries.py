@@ -48,6 +48,7 @@ def run_concurrently(batcher: Embedder, texts: list[str], threads: int = 16) -> 
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=30), min_size=2, max_size=60, unique=True))
+@pytest.mark.slow
 def test_the_batcher_returns_each_caller_its_own_vector(texts: list[str]) -> None:
     inner = SlowBatchEmbedder(32)
     batcher = MicroBatcher(inner)

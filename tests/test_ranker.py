@@ -198,6 +198,7 @@ def synthetic_questions(seed: int) -> list[Question]:
     return questions
 
 
+@pytest.mark.slow
 def test_fitting_is_deterministic_and_the_file_round_trips(tmp_path: Path) -> None:
     questions = synthetic_questions(7)
     first, second = fit(questions, ("m",)), fit(questions, ("m",))

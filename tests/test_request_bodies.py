@@ -69,6 +69,7 @@ def _batch(size_bytes: int, *, last: dict[str, Any] | None = None) -> dict[str, 
     return {"passages": passages}
 
 
+@pytest.mark.slow
 def test_a_large_body_is_parsed_and_validated_in_a_worker_thread_and_parsed_once(
         service: InProcess, monkeypatch: pytest.MonkeyPatch) -> None:
     parsed = _spy(monkeypatch, front, "load_json")

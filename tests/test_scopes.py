@@ -81,6 +81,7 @@ def ui_client(mem: Memory, key: str) -> tuple[TestClient, str]:
 
 
 @pytest.mark.parametrize(("method", "path"), walked_routes(), ids=lambda v: v)
+@pytest.mark.slow
 def test_a_key_scoped_to_another_agent_sees_nothing_of_it(home_with_ana: tuple[Memory, dict[str, str]],
                                                           method: str, path: str) -> None:
     mem, values = home_with_ana

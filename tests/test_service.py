@@ -147,6 +147,7 @@ def test_agents_blocks_passages_and_citations(server: InProcess) -> None:
     ("POST", "/v1/agents/ana/messages", {"messages": [{"role": "wizard", "content": "hi"}]}),
     ("POST", "/v1/agents/import", {"format": "something-else"}),
 ])
+@pytest.mark.slow
 def test_malformed_input_gets_a_4xx_json_error(server: InProcess, method: str, path: str, body: Any) -> None:
     api = client(server)
     make_agent(api, "ana")
@@ -164,6 +165,7 @@ def test_oversized_body_is_refused(server: InProcess) -> None:
     assert response.status_code == 413
 
 
+@pytest.mark.slow
 def test_openapi_docs_are_served(server: InProcess) -> None:
     spec = client(server, None).get("/openapi.json").json()
     assert "/v1/agents/{agent_id}/archival-memory/search" in spec["paths"]
@@ -185,6 +187,7 @@ def expected_fused(hits: list[dict[str, Any]], fusion: str, vector_weight: float
     return list(vector_weight * scaled(vector) + (1 - vector_weight) * scaled(bm25))
 
 
+@pytest.mark.slow
 def test_search_takes_the_ranking_overrides(server: InProcess) -> None:
     api = client(server)
     make_agent(api, "ana")
@@ -255,6 +258,7 @@ def test_parallel_clients_lose_no_write_and_see_no_torn_result(live_server: Serv
         assert hits[0]["content"].startswith(f"note w{worker}n7 ")
 
 
+@pytest.mark.slow
 def test_sigkill_under_write_load_keeps_every_acknowledged_write(tmp_path: Path) -> None:
     home = tmp_path / "home"
     srv = Server(home).start()
@@ -270,6 +274,7 @@ def test_sigkill_under_write_load_keeps_every_acknowledged_write(tmp_path: Path)
     assert run_cli("--model", "hash:64", "verify", home=home).returncode == 0
 
 
+@pytest.mark.slow
 def test_sigkill_while_indexes_are_being_saved(tmp_path: Path) -> None:
     """Indexes saved every 25 changes under write load, the server SIGKILLed three times at a random
     moment (saves are then in flight most of the time): after each restart every acknowledged write
@@ -296,6 +301,7 @@ def test_sigkill_while_indexes_are_being_saved(tmp_path: Path) -> None:
     assert verify.returncode == 0 and json.loads(verify.stdout) == clean, verify.stdout
 
 
+@pytest.mark.slow
 def test_export_imported_into_a_fresh_home_returns_the_same_results(tmp_path: Path) -> None:
     source = Server(tmp_path / "a").start()
     api = client(source)
@@ -369,6 +375,7 @@ def test_an_agent_known_only_by_its_records_exists_for_create_and_import(tmp_pat
         assert mem.archival("ana").count() == 1 and mem.core("ana").blocks() == []
 
 
+@pytest.mark.slow
 def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fastapi.testclient import TestClient
 
@@ -392,6 +399,7 @@ def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path, monkeypatch
     {"turn": -88070043351910252208173017464832},  # beyond a 64-bit column: found by schemathesis
     {"turn": -1}, {"in_context": [-348]}, {"in_context": [2**70]}, {"summary": "\ud800"},
 ])
+@pytest.mark.slow
 def test_import_refuses_an_impossible_agent_state(server: InProcess, state: dict[str, Any]) -> None:
     body = {"format": "memvec-agent-export", "version": 1, "exported_at": "2024-01-01T00:00:00Z",
             "embedding_model": "hash:64", "agent": {"name": "imp"}, "state": state}
@@ -401,6 +409,7 @@ def test_import_refuses_an_impossible_agent_state(server: InProcess, state: dict
     assert client(server).get("/v1/agents/imp").status_code == 404  # nothing half-imported
 
 
+@pytest.mark.slow
 def test_keys_file_with_multi_agent_scopes(tmp_path: Path) -> None:
     """Keys from MEMVEC_API_KEYS_FILE (comments and blank lines ignored) and MEMVEC_API_KEYS together;
     `KEY=ana|bob` reaches both agents and nothing else."""
@@ -425,6 +434,7 @@ def test_keys_file_with_multi_agent_scopes(tmp_path: Path) -> None:
         srv.stop()
 
 
+@pytest.mark.slow
 def test_a_short_key_in_the_keys_file_stops_serve_with_a_message(tmp_path: Path) -> None:
     keys_file = tmp_path / "keys.txt"
     keys_file.write_text("short\n")

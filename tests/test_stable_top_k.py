@@ -67,6 +67,7 @@ def test_the_ranker_orders_its_depth_and_scores_never_rise(real_memory: Memory) 
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(120, 400), k=st.sampled_from([1, 5, 20, 60]),
        query=st.sampled_from(QUERIES))
+@pytest.mark.slow
 def test_any_k_up_to_the_pool_gives_a_prefix_of_the_largest(tmp_path_factory: pytest.TempPathFactory, seed: int,
                                                            n: int, k: int, query: str) -> None:
     with Memory.open(tmp_path_factory.mktemp("home"), embedder=HashingEmbedder(64)) as mem:

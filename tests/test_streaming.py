@@ -56,6 +56,7 @@ def test_streaming_true_gives_each_step_in_order_then_the_stop_reason_and_usage(
         assert letta.agents.passages.search(agent, query="green tea").results[0].content == NOTE
 
 
+@pytest.mark.slow
 def test_stream_tokens_gives_the_assistant_text_in_pieces_through_litellms_streaming(
         agent_server: str, llm: ScriptedLLM) -> None:
     _script(llm)
@@ -83,6 +84,7 @@ def test_stream_tokens_gives_the_assistant_text_in_pieces_through_litellms_strea
         assert listed == [("user_message", "I like green tea"), ("assistant_message", ANSWER)]
 
 
+@pytest.mark.slow
 def test_a_provider_failure_mid_stream_is_an_error_event_and_stores_nothing(
         agent_server: str, llm: ScriptedLLM) -> None:
     llm.script = [say(ANSWER)]
@@ -98,6 +100,7 @@ def test_a_provider_failure_mid_stream_is_an_error_event_and_stores_nothing(
         assert list(letta.agents.messages.list(agent)) == [], "a turn the model never finished keeps nothing"
 
 
+@pytest.mark.slow
 def test_a_client_that_leaves_mid_stream_leaves_a_whole_transcript_and_a_free_agent(
         agent_server: str, llm: ScriptedLLM) -> None:
     _script(llm)
@@ -124,6 +127,7 @@ def test_a_client_that_leaves_mid_stream_leaves_a_whole_transcript_and_a_free_ag
         assert [p.text for p in letta.agents.passages.list(agent)] == [NOTE], "the reply's write, once"
 
 
+@pytest.mark.slow
 def test_sse_lines_are_json_and_end_with_done(agent_server: str, llm: ScriptedLLM) -> None:
     llm.script = [say("hi")]
     with Letta(base_url=agent_server) as letta:

@@ -89,6 +89,7 @@ def _read_all(sock: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+@pytest.mark.slow
 def test_a_flood_of_messages_to_one_agent_leaves_another_agents_search_answering(tmp_path: Path) -> None:
     server = Server(tmp_path / "home", keys=f"{ADMIN},{SCOPED}=flood,{OTHER}=quiet", module="tests.scripted_serve",
                     env={"MEMVEC_TEST_MODEL_DELAY_S": "0.3"}).start()
@@ -143,6 +144,7 @@ def test_a_keyless_server_refuses_other_sites_and_rebound_host_names(keyless: Se
     assert sorted(a["name"] for a in httpx.get(f"{url}/v1/agents").json()) == ["cli", "mine"]
 
 
+@pytest.mark.slow
 def test_a_forgotten_secret_is_in_no_file_of_the_home_while_serving_and_after_sigterm(tmp_path: Path) -> None:
     server = Server(tmp_path / "home").start()
     secret = "canary-9d2f-secret"

@@ -76,6 +76,7 @@ def test_pages_need_a_session_and_sign_in_sets_a_strict_http_only_cookie(memory:
     assert anonymous.get("/ui/agents").status_code == 200
 
 
+@pytest.mark.slow
 def test_a_session_cookie_behind_https_is_secure(memory: Memory) -> None:
     proxied = TestClient(create_app(memory, KEYS), headers={"x-forwarded-proto": "https"})  # TLS ends at a proxy
     cookies = proxied.get("/ui/login").headers.get_list("set-cookie")
@@ -130,6 +131,7 @@ def test_a_scoped_key_sees_and_touches_only_its_agents(memory: Memory) -> None:
     assert "alice" not in client.get("/ui/health").text
 
 
+@pytest.mark.slow
 def test_every_form_without_its_token_changes_nothing(memory: Memory) -> None:
     client = browser(memory)
     token = csrf_of(client.get("/ui/agents/alice").text)
@@ -271,6 +273,7 @@ def test_a_letta_agent_file_uploads_through_the_import_form(memory: Memory) -> N
     assert {b.label for b in memory.core("from-letta").blocks()} >= {"persona", "human"}
 
 
+@pytest.mark.slow
 def test_signing_out_ends_the_session_on_every_server_of_the_store(memory: Memory, tmp_path: Path) -> None:
     """A copy of the cookie taken before signing out no longer opens a page, here or on another server."""
     client = browser(memory, KEYS, ADMIN)

@@ -44,6 +44,7 @@ def hnsw_recall(index: VectorIndex, data: np.ndarray, ids: np.ndarray, queries: 
     return hits / (k * len(queries))
 
 
+@pytest.mark.slow
 def test_hnsw_recall_against_brute_force_is_at_least_095() -> None:
     data, queries = unit_vectors(20000, 64, 3), unit_vectors(200, 64, 4)
     ids = np.arange(1, 20001, dtype=np.int64)
@@ -54,6 +55,7 @@ def test_hnsw_recall_against_brute_force_is_at_least_095() -> None:
 
 @pytest.mark.parametrize(("kind", "floor", "bytes_saved"), [
     ("flat-fp16", 0.99, 2), ("hnsw-fp16", 0.95, 2), ("flat-sq8", 0.95, 3), ("hnsw-sq8", 0.95, 3)])
+@pytest.mark.slow
 def test_compact_recall_against_exact_float32(kind: str, floor: float, bytes_saved: int) -> None:
     """Half (fp16) or a quarter (sq8) of the memory per vector, and the top 10 still agrees with
     exact float32 search."""
@@ -69,6 +71,7 @@ def test_compact_recall_against_exact_float32(kind: str, floor: float, bytes_sav
 
 
 @pytest.mark.parametrize("kind", ["flat-sq8", "hnsw-sq8"])
+@pytest.mark.slow
 def test_sq8_learns_usable_bounds_from_a_single_first_vector(kind: str) -> None:
     """A tier that starts with one record: its bounds must not clip the vectors that follow."""
     data, queries = unit_vectors(5000, 64, 9), unit_vectors(100, 64, 10)

@@ -132,6 +132,7 @@ def test_delete_and_forget_take_every_version(tmp_path: Path) -> None:
     assert leaked == []
 
 
+@pytest.mark.slow
 def test_update_and_history_on_the_command_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
 
@@ -251,6 +252,7 @@ def test_an_export_carries_every_version_and_an_import_restores_them_linked(memo
                                                                     "Ana lives in Oslo."]
 
 
+@pytest.mark.slow
 def test_a_version_leaves_search_when_its_valid_to_passes(memory: Memory) -> None:
     import time
     from datetime import timedelta
@@ -288,6 +290,7 @@ def test_a_new_version_keeps_the_deadline_unless_it_sets_one_and_cannot_begin_be
     assert [r.valid_to is None for r in archival.history(current.id)] == [False, False, False, True]
 
 
+@pytest.mark.slow
 def test_patch_takes_a_deadline_and_refuses_an_interval_that_would_invert(memory: Memory) -> None:
     client = TestClient(create_app(memory, KeyRing.parse([("t", "admin-key-0123456789")])))
     headers = {"Authorization": "Bearer admin-key-0123456789"}
