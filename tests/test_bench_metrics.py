@@ -73,3 +73,10 @@ def test_share_found_counts_each_relevant_key() -> None:
     assert share_found_at_k(RANKED, {"D2:4", "X"}, 10) == 0.5
     assert share_found_at_k(RANKED, {"D2:4", "D3:9"}, 2) == 0.5
     assert share_found_at_k(RANKED, set(), 10) == 0.0
+
+
+def test_every_load_client_sends_at_least_one_request_however_late_it_starts() -> None:
+    from benchmarks.load import run_level
+
+    result = run_level("http://127.0.0.1:9", 4, 0.0, lambda api, worker, i: 200, 200)  # deadline already passed
+    assert result["requests"] == 4 and result["errors"] == 0 and result["p50_ms"] >= 0
