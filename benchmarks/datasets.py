@@ -63,14 +63,14 @@ def _sessions(conversation: dict) -> list[tuple[int, list[dict], datetime | None
             for n in numbers]
 
 
-def first_sessions(sample: dict, sessions: int) -> dict:
-    """The sample with only its first `sessions` sessions (and their observations): a smoke-run size.
-    Questions about later sessions stay and simply miss."""
+def first_sessions(sample: dict, sessions: int, questions: int | None = None) -> dict:
+    """The sample with only its first `sessions` sessions (and their observations) and, if given,
+    its first `questions` questions: a smoke-run size. Questions about later sessions stay and simply miss."""
     conversation = {key: value for key, value in sample["conversation"].items()
                     if not (m := re.match(r"session_(\d+)", key)) or int(m.group(1)) <= sessions}
     observation = {key: value for key, value in sample.get("observation", {}).items()
                    if int(re.findall(r"\d+", key)[0]) <= sessions}
-    return {**sample, "conversation": conversation, "observation": observation}
+    return {**sample, "conversation": conversation, "observation": observation, "qa": sample["qa"][:questions]}
 
 
 def _turn_text(turn: dict) -> str:
