@@ -1,0 +1,76 @@
+// A Letta app's calls through @letta-ai/letta-client, unchanged, against memvec serve.
+// Reads MEMVEC_URL and MEMVEC_KEY; prints one JSON object of what it saw, for the Python test to judge.
+// Any error the SDK raises ends the run with its status and message (exit 1).
+import Letta from '@letta-ai/letta-client';
+
+const client = new Letta({ baseURL: process.env.MEMVEC_URL, apiKey: process.env.MEMVEC_KEY, maxRetries: 0 });
+const seen = {};
+
+async function agents() {
+  const made = await client.agents.create({
+    name: 'ts-agent', model: 'scripted/echo', tags: ['ts'],
+    memory_blocks: [{ label: 'human', value: 'Name: Ana' }, { label: 'persona', value: 'I am Sam.' }],
+  });
+  seen.created = { id: made.id, name: made.name, labels: made.memory.blocks.map((b) => b.label) };
+  const listed = [];
+  for await (const agent of client.agents.list({ tags: ['ts'] })) listed.push(agent.id);
+  seen.listed = listed;
+  seen.retrieved = (await client.agents.retrieve(made.id)).name;
+  const changed = await client.agents.update(made.id, { description: 'changed', tags: ['ts', 'more'] });
+  seen.updated = { description: changed.description, tags: changed.tags };
+  return made.id;
+}
+
+async function blocks(agentId) {
+  const labels = [];
+  for await (const block of client.agents.blocks.list(agentId)) labels.push(block.label);
+  seen.block_labels = labels;
+  seen.block_value = (await client.agents.blocks.retrieve('human', { agent_id: agentId })).value;
+  const updated = await client.agents.blocks.update('human', { agent_id: agentId, value: 'Name: Ana Lima' });
+  seen.block_updated = updated.value;
+}
+
+async function passages(agentId) {
+  const made = await client.agents.passages.create(agentId, { text: 'Ana keeps bees in Lisbon', tags: ['home'] });
+  await client.agents.passages.create(agentId, { text: 'The meeting moved to Friday' });
+  seen.passages = (await client.agents.passages.list(agentId)).map((p) => p.text);
+  const found = await client.agents.passages.search(agentId, { query: 'who keeps bees?', top_k: 1 });
+  seen.search = found.results.map((r) => r.content);
+  await client.agents.passages.delete(made[0].id, { agent_id: agentId });
+  seen.after_delete = (await client.agents.passages.list(agentId)).map((p) => p.text);
+}
+
+async function streaming(agentId) {
+  const stream = await client.agents.messages.create(agentId, { input: 'hello', streaming: true, stream_tokens: true });
+  const events = [];
+  for await (const chunk of stream) {
+    events.push({ type: chunk.message_type, id: chunk.id ?? null, text: chunk.content ?? null,
+                  tool: chunk.tool_call?.name ?? null, stop: chunk.stop_reason ?? null, steps: chunk.step_count ?? null });
+  }
+  seen.stream = events;
+  const transcript = [];
+  for await (const message of client.agents.messages.list(agentId, { order: 'asc' })) {
+    transcript.push({ type: message.message_type, id: message.id, text: message.content ?? null });
+  }
+  seen.transcript = transcript;
+}
+
+async function main() {
+  const agentId = await agents();
+  await blocks(agentId);
+  await passages(agentId);
+  await streaming(agentId);
+  await client.agents.delete(agentId);
+  try {
+    await client.agents.retrieve(agentId);
+    seen.after_agent_delete = 'found';
+  } catch (err) {
+    seen.after_agent_delete = err.status;
+  }
+  console.log(JSON.stringify(seen));
+}
+
+main().catch((err) => {
+  console.error(`${err.constructor.name}: ${err.status ?? ''} ${err.message}`);
+  process.exit(1);
+});
