@@ -151,7 +151,7 @@ def run_backends(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
     """Torch vs ONNX vs ONNX int8 in this run: agreement, LoCoMo quality, CLI on real turns."""
     samples = datasets.load_locomo(args.locomo)
     if args.quick:  # torch on 2 cores is what takes the time: a few sessions show the harness works
-        samples = [datasets.first_sessions(samples[0], 3, questions=40)]
+        samples = [datasets.first_sessions(samples[0], 2, questions=20)]
     bar.set_description("backends: vectors, LoCoMo quality, cold start")
     compared = backends.compare(samples, quick=args.quick)
     bar.update(1)

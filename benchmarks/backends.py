@@ -59,7 +59,8 @@ def compare(samples: list[dict], name: str = "all-MiniLM-L6-v2", *, quick: bool 
         else:
             row["cosine_to_torch"] = _agreement(vectors, reference)
         row["locomo"] = _locomo_quality(MeasuredEmbedder(embedder), samples)
-        row["cold_search"] = cold_search(model_id, runs=1 if quick else 3)
+        if not quick or backend == "onnx-int8":  # quick: the default's cold start only
+            row["cold_search"] = cold_search(model_id, runs=1 if quick else 3)
         result["backends"][backend] = row
     return result
 

@@ -167,6 +167,11 @@ def _rss(cold: dict[str, float]) -> str:
     return f"{cold['peak_rss_mib']:.0f}" if "peak_rss_mib" in cold else "not measured"
 
 
+def _cold_seconds(backend: dict[str, Any]) -> float | str:
+    """--quick starts a cold search on the default backend only."""
+    return round(backend["cold_search"]["seconds"], 2) if "cold_search" in backend else "not measured"
+
+
 def _backends_section(backends: dict[str, Any]) -> list[str]:
     compare = backends["compare"]
     rows = []
@@ -176,7 +181,7 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
                      f"{agreement['mean']:.4f} / {agreement['min']:.4f}" if agreement else "reference",
                      b["locomo"]["recall"]["recall@10"], b["locomo"]["recall"]["mrr@10"],
                      b["locomo"]["archival"]["recall@10"], b["locomo"]["archival"]["mrr@10"],
-                     round(b["cold_search"]["seconds"], 2), _rss(b["cold_search"])])
+                     _cold_seconds(b), _rss(b.get("cold_search", {}))])
     out = ["## Embedding backends (one run, same model)", "",
            f"Vectors of all {compare['turns']:,} LoCoMo turns from each backend, compared with torch's; LoCoMo "
            "hybrid (default) quality per tier with each backend; cold `memvec search` = a new process from "
