@@ -18,7 +18,7 @@ install: $(STAMP)
 # two workers (pytest-xdist), one thread each for the model and FAISS (MEMVEC_THREADS) so they do not
 # fight over the cores; tests that stop PostgreSQL take turns with those using it (conftest.postgres_turn)
 test: install
-	HF_HUB_OFFLINE=1 MEMVEC_THREADS=1 $(PY) -m pytest -q -n 2
+	HF_HUB_OFFLINE=1 MEMVEC_THREADS=1 $(PY) -m pytest -q -n 2 --dist worksteal
 
 # unit and in-process tests only: no real model, no server process, no PostgreSQL, no browser
 test-fast: install

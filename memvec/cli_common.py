@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import logging
 import socket
 import threading
 import time
@@ -17,16 +18,19 @@ from pydantic import BaseModel
 
 from memvec.config import MemoryConfig
 from memvec.errors import InvalidInputError, StoreUnavailableError
+from memvec.logs import LogFormat
+from memvec.logs import configure as configure_logging
 from memvec.memory import Memory
 from memvec.service.listener import SETTLE_S, stop_admitting
 from memvec.service.protocol import HEADER_TIMEOUT_S, with_header_timeout
-from memvec.types import Tier
+from memvec.types import VERSION, Tier
 
 if TYPE_CHECKING:
     from memvec.service.auth import KeyRing
 
 
 TIER = click.Choice([t.value for t in Tier])
+server_log = logging.getLogger("memvec.server")
 
 
 class Context:
@@ -58,7 +62,7 @@ def open_when_store_is_up(obj: Context, wait: bool, **settings: Any) -> Memory:
         except StoreUnavailableError as exc:
             if not wait:
                 raise
-            click.echo(f"memvec: the store is unavailable ({exc}); retrying in {delay:g} s", err=True)
+            server_log.warning("the store is unavailable (%s); retrying in %g s", exc, delay)
             time.sleep(delay)
             delay = min(delay * 2, 30.0)
 
@@ -81,8 +85,8 @@ def input_lines(path: Path) -> Iterator[bytes]:
 
 
 def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int, log_level: str,
-               drain_s: float = 0.0, draining: threading.Event | None = None, reuse_port: bool = False,
-               header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
+               log_format: LogFormat = "text", drain_s: float = 0.0, draining: threading.Event | None = None,
+               reuse_port: bool = False, header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
     """Run an HTTP server (the REST service or MCP over HTTP) until SIGTERM or SIGINT, then save
     the indexes before the process exits, whichever signal stopped it. With `drain_s`, the first
     signal sets `draining` (health answers 503, so a balancer stops sending) and the server goes on
@@ -94,6 +98,12 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
     import uvicorn
 
     class SavingServer(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                server_log.info("listening on http://%s:%d: memvec %s, home %s, store %s, model %s", host, port,
+                                VERSION, memory.home, memory.store_location, memory.model_id)
+
         # uvicorn re-raises the stopping signal after serve() returns, so SIGTERM would kill the
         # process before any code after run() (or a `with` block's exit) could save and close: the
         # store is closed here (SQLite checkpoints its WAL, so forgotten text is left in no file)
@@ -106,7 +116,7 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
                 super().handle_exit(sig, frame)
                 return
             draining.set()
-            click.echo(f"memvec: stopping: health answers 503 for {drain_s:g} s, then the server closes", err=True)
+            server_log.info("stopping: health answers 503 for %g s, then the server closes", drain_s)
             timer = threading.Timer(drain_s, self.close_gently, args=(sig, frame))
             timer.daemon = True
             timer.start()
@@ -120,9 +130,10 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
             finally:  # whatever happened, the server must still stop
                 super().handle_exit(sig, frame)
 
+    configure_logging(log_level, log_format)
     _warn_if_open(keys, host)
-    server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level,
-                                         http=with_header_timeout(header_timeout_s)))
+    server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level, log_config=None,
+                                         access_log=False, http=with_header_timeout(header_timeout_s)))
     server.run(sockets=[_shared_socket(host, port)] if reuse_port else None)
 
 
@@ -140,13 +151,13 @@ def _shared_socket(host: str, port: int) -> socket.socket:
 
 def _warn_if_open(keys: KeyRing, host: str) -> None:
     if keys.open:
-        click.echo("memvec: no API keys configured: anyone who can reach the server can read and write "
-                   "every agent", err=True)
+        server_log.warning("no API keys configured: anyone who can reach the server can read and write every "
+                           "agent")
         if not _is_loopback(host):
-            click.echo(f"memvec: WARNING: serving without keys on {host}, not only on this machine; set "
-                       "MEMVEC_API_KEYS or --keys-file", err=True)
+            server_log.warning("serving without keys on %s, not only on this machine; set MEMVEC_API_KEYS or "
+                               "--keys-file", host)
     else:
-        click.echo(f"memvec: {len(keys.keys)} API key(s) configured", err=True)
+        server_log.info("%d API key(s) configured", len(keys.keys))
 
 
 def _is_loopback(host: str) -> bool:

@@ -13,7 +13,9 @@ from typing import Any
 import click
 
 from memvec.agent.sleep import SleepSchedule
-from memvec.cli_common import Context, open_when_store_is_up, serve_http
+from memvec.cli_common import Context, open_when_store_is_up, serve_http, server_log
+from memvec.logs import LogFormat
+from memvec.logs import configure as configure_logging
 
 QUICK_EXIT_S = 30.0  # a worker that exits by itself this soon after its start would only fail again
 
@@ -26,6 +28,7 @@ class ServeOptions:
     port: int
     keys_file: Path | None
     log_level: str
+    log_format: LogFormat
     wait_for_store: bool
     max_loaded_indexes: int | None
     consolidate_every: float | None
@@ -42,8 +45,13 @@ class ServeOptions:
 @click.option("--port", type=int, default=8283, show_default=True)
 @click.option("--keys-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="API keys, one per line (KEY or KEY=agent1|agent2); also MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+              help="info: a startup line and one line per request (method, route, status, duration, request "
+                   "id, key id); warning: failures only.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              envvar="MEMVEC_LOG_FORMAT", help="Log lines on stderr as text or one JSON object each "
+                                               "[env MEMVEC_LOG_FORMAT].")
 @click.option("--wait-for-store/--no-wait-for-store", default=True, show_default=True,
               help="When the store (PostgreSQL) is down at start: retry with backoff until it is back, or exit 4.")
 @click.option("--max-loaded-indexes", type=click.IntRange(min=1), default=None, metavar="N",
@@ -72,14 +80,15 @@ class ServeOptions:
               metavar="N", help="Requests of one API key served at once; more are answered 429 with Retry-After, "
                                 "so one tenant cannot take the server.")
 @click.pass_obj
-def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, wait_for_store: bool,
+def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level: str, log_format: LogFormat,
+          wait_for_store: bool,
           max_loaded_indexes: int | None, consolidate_every: float | None, drain_seconds: float,
           workers: int, allowed_hosts: tuple[str, ...], header_timeout: float, body_timeout: float,
           max_requests_per_key: int) -> None:
     """Serve the memory home over HTTP (REST API under /v1, memory browser under /ui, OpenAPI docs at
     /docs). While the store is unreachable requests answer 503 with Retry-After and /v1/health
     reports it (503)."""
-    options = ServeOptions(host, port, keys_file, log_level, wait_for_store, max_loaded_indexes,
+    options = ServeOptions(host, port, keys_file, log_level, log_format, wait_for_store, max_loaded_indexes,
                            consolidate_every, drain_seconds, reuse_port=workers > 1,
                            allowed_hosts=frozenset(allowed_hosts or _environment_hosts()),
                            header_timeout=header_timeout, body_timeout=body_timeout,
@@ -99,16 +108,18 @@ def serve_one(obj: Context, options: ServeOptions) -> None:
     from memvec.service.app import create_app
     from memvec.service.auth import KeyRing
 
+    configure_logging(options.log_level, options.log_format)
     keys = KeyRing.from_environment(options.keys_file)
     budget = {"max_loaded_indexes": options.max_loaded_indexes} if options.max_loaded_indexes else {}
     with open_when_store_is_up(obj, options.wait_for_store, query_batching=True, **budget) as mem:
-        click.echo(f"memvec: embedding with {mem.model_id} (dim {mem.embedding_dim})", err=True)  # loads it now
+        server_log.info("embedding with %s (dim %d)", mem.model_id, mem.embedding_dim)  # loads the model now
         every = options.consolidate_every
         schedule = SleepSchedule(mem, every * 60).start() if every else None
         try:
             app = create_app(mem, keys, allowed_hosts=options.allowed_hosts, body_timeout_s=options.body_timeout,
                              max_in_flight_per_key=options.max_requests_per_key)
             serve_http(app, mem, keys, host=options.host, port=options.port, log_level=options.log_level,
+                       log_format=options.log_format,
                        drain_s=options.drain_seconds, draining=app.state.service.draining,
                        reuse_port=options.reuse_port, header_timeout_s=options.header_timeout)
         finally:
@@ -126,6 +137,7 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
     which each worker gets once (and drains, saves and exits as a single server would)."""
     from memvec.service.auth import KeyRing
 
+    configure_logging(options.log_level, options.log_format)
     KeyRing.from_environment(options.keys_file)  # a bad key entry stops here, once, not in every worker
     spawn = multiprocessing.get_context("spawn")  # no fork of a process holding threads and a model
     # the first worker alone runs the consolidation schedule: one run per interval, not one per worker
@@ -143,7 +155,7 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
     try:
         for process in running:
             process.start()
-        click.echo(f"memvec: {workers} workers on {options.host}:{options.port}", err=True)
+        server_log.info("%d workers on %s:%d", workers, options.host, options.port)
         started = [time.monotonic()] * workers
         while not stopping:
             for n, process in enumerate(running):
@@ -153,7 +165,7 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
                 if exited_by_itself and time.monotonic() - started[n] < QUICK_EXIT_S:  # cannot start: port, home
                     stop(signal.SIGTERM, None)
                     raise click.ClickException(f"worker {n} exited at start ({process.exitcode}); see above")
-                click.echo(f"memvec: worker {n} exited ({process.exitcode}); starting it again", err=True)
+                server_log.warning("worker %d exited (%s); starting it again", n, process.exitcode)
                 running[n] = spawn.Process(target=_worker, args=(obj, plans[n]), daemon=False)
                 running[n].start()
                 started[n] = time.monotonic()

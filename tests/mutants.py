@@ -19,6 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("the access log writes the request path (agent names, query text) instead of the route",
+     "memvec/service/access_log.py", 'return getattr(route, "path", None) or "(no route)"',
+     'return str(scope["path"])', "tests/test_logs.py"),
+    ("a caller's X-Request-ID is replaced by a new one", "memvec/service/access_log.py",
+     "return offered if offered and _PLAIN_ID.fullmatch(offered) else uuid.uuid4().hex", "return uuid.uuid4().hex",
+     "tests/test_logs.py"),
+    ("lines logged while serving lose the request id", "memvec/logs.py",
+     "record.request_id = REQUEST_ID.get()", 'record.request_id = ""', "tests/test_logs.py"),
     ("a rolling restart stops the next server as soon as the last one is healthy", "benchmarks/cluster.py",
      "time.sleep(FAIL_TIMEOUT_S + 0.5)", "time.sleep(1.0)", "tests/test_cluster.py"),
     ("a backup copies the store file and leaves its write-ahead log", "memvec/store/sqlite.py",

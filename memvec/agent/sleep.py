@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 
 from memvec.agent.consolidate import consolidate
 from memvec.errors import MemvecError
+from memvec.logs import REQUEST_ID
 from memvec.memory import Memory
 
 log = logging.getLogger("memvec.consolidate")
@@ -37,6 +39,7 @@ class SleepSchedule:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.every_s):
+            REQUEST_ID.set(f"consolidation-{uuid.uuid4().hex[:12]}")  # this thread's lines, per round
             self.consolidate_all()
 
     def consolidate_all(self) -> None:

@@ -24,6 +24,7 @@ from memvec.errors import (
 )
 from memvec.memory import Memory
 from memvec.service import docs_pages, routes_agents, routes_memory, routes_messages, ui
+from memvec.service.access_log import AccessLog
 from memvec.service.auth import KeyRing
 from memvec.service.body import OffLoopBodyRoute
 from memvec.service.deps import ERROR_STATUS, Service, ServiceState
@@ -164,7 +165,8 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     install_error_handlers(app)
     app.add_middleware(FrontDoor, gate=key_gate(app.state.service.keys, allowed_hosts=allowed_hosts),
                        body_timeout_s=body_timeout_s)
-    app.add_middleware(FairShare, keys=app.state.service.keys, limit=max_in_flight_per_key)  # outermost
+    app.add_middleware(FairShare, keys=app.state.service.keys, limit=max_in_flight_per_key)
+    app.add_middleware(AccessLog, keys=app.state.service.keys)  # outermost: every request, refused ones too
     add_health_route(app)
     docs_pages.add_routes(app, title="memvec")
     routes_agents.add_routes(app)

@@ -1,0 +1,71 @@
+"""One log line per request (logger `memvec.access`, INFO): method, route template, status,
+duration, request id and the key's id (never the key, the query string or the body).
+
+The request id is the caller's `X-Request-ID` when it is a plain token (letters, digits, `._:-`, at
+most 128), else a new one; it is sent back in the response's `X-Request-ID` and set for every line
+logged while the request is served (memvec.service.logs.REQUEST_ID)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memvec.logs import REQUEST_ID
+from memvec.service.auth import KeyRing
+from memvec.service.front import header
+
+access = logging.getLogger("memvec.access")
+_PLAIN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def request_id_of(scope: Scope) -> str:
+    offered = header(scope, b"x-request-id")
+    return offered if offered and _PLAIN_ID.fullmatch(offered) else uuid.uuid4().hex
+
+
+def route_of(scope: Scope) -> str:
+    """The matched route's template (`/v1/agents/{agent_id}`): bounded, unlike the path itself."""
+    route = scope.get("route")
+    return getattr(route, "path", None) or "(no route)"
+
+
+class AccessLog:
+    """Outermost: sees every request, refused ones included."""
+
+    def __init__(self, app: ASGIApp, *, keys: KeyRing) -> None:
+        self.app, self.keys = app, keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = request_id_of(scope)
+        token = REQUEST_ID.set(request_id)
+        started, status = time.perf_counter(), 0
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"x-request-id", request_id.encode())]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            if access.isEnabledFor(logging.INFO):
+                self._log(scope, status, time.perf_counter() - started)
+            REQUEST_ID.reset(token)
+
+    def _log(self, scope: Scope, status: int, seconds: float) -> None:
+        principal = None if self.keys.open else self.keys.principal_of_header(header(scope, b"authorization"))
+        client = scope.get("client")
+        access.info("%s %s %s", scope["method"], route_of(scope), status or "(no response)", extra={
+            "method": scope["method"], "route": route_of(scope), "status": status,
+            "duration_ms": round(1000 * seconds, 2), "key_id": principal.key_id if principal else "-",
+            "client": client[0] if client else "-"})
