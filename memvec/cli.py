@@ -18,12 +18,12 @@ import click
 from pydantic import ValidationError
 
 from memvec.cli_agents import agent, blocks, chat, import_command
-from memvec.cli_common import TIER, Context, dump, input_lines, print_json
+from memvec.cli_common import TIER, TIMESTAMP, Context, dump, existing_agent, input_lines, print_json
 from memvec.cli_lifecycle import backup, consolidate, forget, history, restore, sweep, update
 from memvec.cli_mcp import mcp
 from memvec.cli_serve import router_config, serve
 from memvec.embed import BACKENDS
-from memvec.errors import InvalidInputError, MemvecError, NotFoundError, StoreUnavailableError
+from memvec.errors import InvalidInputError, MemvecError, NotFoundError, PortInUseError, StoreUnavailableError
 from memvec.limits import JSONLimitError, load_json
 from memvec.types import (
     INDEX_KIND_SETTINGS,
@@ -37,7 +37,7 @@ from memvec.types import (
     describe_validation_error,
 )
 
-EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY, EXIT_UNAVAILABLE = 1, 2, 3, 4
+EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY, EXIT_UNAVAILABLE, EXIT_NOT_FOUND, EXIT_PORT_IN_USE = 1, 2, 3, 4, 5, 6
 INGEST_BATCH = 256
 _INGEST_FIELDS = {"text", "role", "session_id", "turn_id", "source_url", "tags", "created_at"}
 
@@ -88,10 +88,10 @@ def _citation(session: str | None, turn: str | None, source: str | None) -> dict
 @click.option("--turn", help="Citation: turn id within the session.")
 @click.option("--source", help="Citation: source URL.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
-@click.option("--created-at", type=click.DateTime(), help="When it was said/written (default: now, UTC).")
-@click.option("--expires-at", type=click.DateTime(), help="From then on (UTC) it is never returned and is purged.")
-@click.option("--valid-from", type=click.DateTime(), help="Event time: since when it holds (default: --created-at).")
-@click.option("--valid-to", type=click.DateTime(), help="Event time: until when it holds (default: open).")
+@click.option("--created-at", type=TIMESTAMP, help="When it was said/written (default: now, UTC).")
+@click.option("--expires-at", type=TIMESTAMP, help="From then on (UTC) it is never returned and is purged.")
+@click.option("--valid-from", type=TIMESTAMP, help="Event time: since when it holds (default: --created-at).")
+@click.option("--valid-to", type=TIMESTAMP, help="Event time: until when it holds (default: open).")
 @click.option("--supersedes", type=int, help="Id of the current version this record replaces (see `memvec update`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored record as JSON.")
 @click.pass_obj
@@ -218,9 +218,9 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 @click.option("--all-tags", is_flag=True, help="Require all --tag values instead of any.")
 @click.option("--role", "roles", multiple=True, help="Only records with this role (repeatable).")
 @click.option("--session", help="Only records of this session id.")
-@click.option("--since", type=click.DateTime(), help="Only records created at or after this time (UTC).")
-@click.option("--until", type=click.DateTime(), help="Only records created at or before this time (UTC).")
-@click.option("--as-of", type=click.DateTime(),
+@click.option("--since", type=TIMESTAMP, help="Only records created at or after this time (UTC).")
+@click.option("--until", type=TIMESTAMP, help="Only records created at or before this time (UTC).")
+@click.option("--as-of", type=TIMESTAMP,
               help="The versions that held at this event time (UTC), superseded ones included (default: current).")
 @click.option("--queries", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help='Batch mode: JSONL of {"id", "query"}; prints one {"id", "hits"} line per query.')
@@ -244,7 +244,9 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
                                              "session_weight": session_weight, "rerank": rerank,
                                              "filters": filters})
 
+    request(query if query is not None else "-")  # bad options are refused before the home is opened
     with obj.open() as mem:
+        existing_agent(mem, agent)
         if queries is not None:
             for query_id, text in _search_queries(queries):
                 print_json({"id": query_id, "hits": [dump(h) for h in mem.search(request(text))]})
@@ -269,7 +271,8 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
 def list_command(obj: Context, agent: str, tier: str, limit: int, offset: int, newest_first: bool) -> None:
     """List records of one tier in time order, as JSON lines."""
     with obj.open() as mem:
-        rows = mem.tier(agent, Tier(tier)).list(limit=limit, offset=offset, newest_first=newest_first)
+        rows = mem.tier(existing_agent(mem, agent), Tier(tier)).list(limit=limit, offset=offset,
+                                                                     newest_first=newest_first)
     for record in rows:
         print_json(dump(record))
 
@@ -320,7 +323,7 @@ def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None
     partition with no index saved in this home (a cluster member that never served that agent, a
     restored store): reported as not loaded, exit 0; --repair builds it."""
     with obj.open() as mem:
-        report = mem.verify(agent=agent, repair=repair)
+        report = mem.verify(agent=agent and existing_agent(mem, agent), repair=repair)
     if as_json:
         print_json({"ok": report.ok, "problems": [dump(p) for p in report.problems],
                     "behind": [dump(b) for b in report.behind], "not_loaded": [dump(n) for n in report.not_loaded]})
@@ -374,7 +377,13 @@ def run(entry: click.Command, args: list[str] | None = None) -> int:
     except ValidationError as exc:
         click.echo(f"error: invalid input: {describe_validation_error(exc)}", err=True)
         return EXIT_INPUT
-    except (InvalidInputError, NotFoundError) as exc:
+    except NotFoundError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_NOT_FOUND
+    except PortInUseError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_PORT_IN_USE
+    except InvalidInputError as exc:
         click.echo(f"error: {exc}", err=True)
         return EXIT_INPUT
     except StoreUnavailableError as exc:

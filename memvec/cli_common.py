@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import json
 import logging
@@ -10,14 +11,15 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from memvec.config import MemoryConfig
-from memvec.errors import InvalidInputError, StoreUnavailableError
+from memvec.errors import InvalidInputError, NotFoundError, PortInUseError, StoreUnavailableError
 from memvec.logs import LogFormat
 from memvec.logs import configure as configure_logging
 from memvec.memory import Memory
@@ -30,6 +32,27 @@ if TYPE_CHECKING:
 
 
 TIER = click.Choice([t.value for t in Tier])
+
+
+class Timestamp(click.ParamType):
+    """The timestamps the API takes (ISO 8601: `2024-05-07`, `2024-05-07T10:00:00Z`, an offset such as
+    `+02:00`; without a zone, UTC), parsed by the same parser."""
+
+    name = "timestamp"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            parsed: datetime = _DATETIME.validate_python(value)
+        except ValidationError:
+            self.fail(f"{value!r} is not a timestamp (e.g. 2024-05-07, 2024-05-07T10:00:00Z, "
+                      "2024-05-07T12:00:00+02:00)", param, ctx)
+        return parsed
+
+
+TIMESTAMP = Timestamp()
+_DATETIME = TypeAdapter(datetime)
 server_log = logging.getLogger("memvec.server")
 
 
@@ -65,6 +88,14 @@ def open_when_store_is_up(obj: Context, wait: bool, **settings: Any) -> Memory:
             server_log.warning("the store is unavailable (%s); retrying in %g s", exc, delay)
             time.sleep(delay)
             delay = min(delay * 2, 30.0)
+
+
+def existing_agent(mem: Memory, agent: str) -> str:
+    """`agent`, or NotFoundError (exit 5, the API's 404 message) when the home has no such agent: a
+    typo must not read as an agent with no memories."""
+    if not mem.has_agent(agent):
+        raise NotFoundError(f"agent {agent!r} not found")
+    return agent
 
 
 def read_input_file(path: Path) -> bytes:
@@ -135,6 +166,21 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
     server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level, log_config=None,
                                          access_log=False, http=with_header_timeout(header_timeout_s)))
     server.run(sockets=[_shared_socket(host, port)] if reuse_port else None)
+
+
+def ensure_port_free(host: str, port: int) -> None:
+    """PortInUseError when nothing more could listen on host:port, so that a second server stops at
+    once, before it loads a model, with its own exit code."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no owner
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise PortInUseError(f"{host}:{port} is already in use (another memvec serve?); stop it or "
+                                     "choose another --port") from exc
+            raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
 def _shared_socket(host: str, port: int) -> socket.socket:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from memvec.agent.consolidate import consolidate as run_consolidation
-from memvec.cli_common import TIER, Context, dump, print_json
+from memvec.cli_common import TIER, TIMESTAMP, Context, dump, existing_agent, print_json
 from memvec.consolidation_format import ConsolidationRun
 from memvec.memory import Memory
 from memvec.types import Tier
@@ -22,8 +22,8 @@ from memvec.types import Tier
 @click.option("--id", "ids", type=int, multiple=True, help="These records (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="Records with this tag (repeatable; any unless --all-tags).")
 @click.option("--all-tags", is_flag=True, help="Records with every --tag.")
-@click.option("--since", type=click.DateTime(), help="Records created at or after this time.")
-@click.option("--until", type=click.DateTime(), help="Records created at or before this time.")
+@click.option("--since", type=TIMESTAMP, help="Records created at or after this time.")
+@click.option("--until", type=TIMESTAMP, help="Records created at or before this time.")
 @click.option("--session", help="Records of this session.")
 @click.option("--role", "roles", multiple=True, help="Records with this role (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
@@ -34,7 +34,7 @@ def forget(obj: Context, agent: str, tier: str | None, ids: tuple[int, ...], tag
     """Delete the records of AGENT matching every criterion given (at least one) and say how many;
     nothing of them stays in the store or the index files. To forget the whole agent, delete it."""
     with obj.open() as mem:
-        count = mem.forget(agent, tier=Tier(tier) if tier else None, ids=ids, tags=tags,
+        count = mem.forget(existing_agent(mem, agent), tier=Tier(tier) if tier else None, ids=ids, tags=tags,
                            tag_match="all" if all_tags else "any", start=since, end=until, session_id=session,
                            roles=roles)
     if as_json:
@@ -51,7 +51,7 @@ def sweep(obj: Context, agent: str | None, as_json: bool) -> None:
     """Purge every record past its expiry (--expires-at) or its tier's retention. Reads already hide
     and purge what they touch; run this (e.g. from cron) for what nobody reads."""
     with obj.open() as mem:
-        purged = mem.sweep(agent=agent)
+        purged = mem.sweep(agent=agent and existing_agent(mem, agent))
     if as_json:
         print_json({"purged": purged})
     else:
@@ -63,7 +63,7 @@ def sweep(obj: Context, agent: str | None, as_json: bool) -> None:
 @click.argument("text")
 @click.option("--agent", required=True)
 @click.option("--tag", "tags", multiple=True, help="The new version's tags (repeatable; default: the old ones).")
-@click.option("--valid-from", type=click.DateTime(), help="Since when the new text holds (UTC; default: now).")
+@click.option("--valid-from", type=TIMESTAMP, help="Since when the new text holds (UTC; default: now).")
 @click.option("--session", help="Citation of the new version: session id.")
 @click.option("--turn", help="Citation of the new version: turn id.")
 @click.option("--source", help="Citation of the new version: source URL.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -44,6 +45,10 @@ def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file
         server = build_server(mem, name)
         mem.embedding_dim  # noqa: B018 - load the model now, not on the first tool call
         if transport == "stdio":
+            if sys.stdin.isatty():  # a person, not an MCP host: say why nothing happens
+                click.echo("memvec mcp: waiting for an MCP client on stdin/stdout; an MCP host (Claude Desktop, "
+                           "Cursor, ...) starts this command itself (see memvec mcp --help). Ctrl-C to stop.",
+                           err=True)
             server.run("stdio")
             return
         click.echo(f"memvec: MCP over streamable HTTP at http://{host}:{port}/mcp", err=True)

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from memvec.agent.sleep import SleepSchedule
-from memvec.cli_common import Context, open_when_store_is_up, serve_http, server_log
+from memvec.cli_common import Context, ensure_port_free, open_when_store_is_up, serve_http, server_log
 from memvec.logs import LogFormat
 from memvec.logs import configure as configure_logging
 
@@ -110,6 +110,8 @@ def serve_one(obj: Context, options: ServeOptions) -> None:
 
     configure_logging(options.log_level, options.log_format)
     keys = KeyRing.from_environment(options.keys_file)
+    if not options.reuse_port:  # workers share the port their supervisor checked
+        ensure_port_free(options.host, options.port)
     budget = {"max_loaded_indexes": options.max_loaded_indexes} if options.max_loaded_indexes else {}
     with open_when_store_is_up(obj, options.wait_for_store, query_batching=True, **budget) as mem:
         server_log.info("embedding with %s (dim %d)", mem.model_id, mem.embedding_dim)  # loads the model now
@@ -139,6 +141,7 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
 
     configure_logging(options.log_level, options.log_format)
     KeyRing.from_environment(options.keys_file)  # a bad key entry stops here, once, not in every worker
+    ensure_port_free(options.host, options.port)
     spawn = multiprocessing.get_context("spawn")  # no fork of a process holding threads and a model
     # the first worker alone runs the consolidation schedule: one run per interval, not one per worker
     plans = [options if n == 0 else replace(options, consolidate_every=None) for n in range(workers)]

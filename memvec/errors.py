@@ -78,6 +78,11 @@ class AgentBusyError(MemvecError):
     nothing was written. Send the message again (HTTP 409 with Retry-After)."""
 
 
+class PortInUseError(MemvecError):
+    """The address `memvec serve` was told to listen on is taken (by another server, most likely);
+    checked before the model loads. The CLI exits 6."""
+
+
 class ModelCallError(MemvecError):
     """The LLM provider (through litellm) failed, refused the request or is unknown. `public` is what
     may be shown to an HTTP client (the provider's own text may carry its URLs or account details, so

@@ -395,8 +395,9 @@ class Memory:
         """Each tier's records and saved index (kind, size, the change it was saved at) vs the store's
         last change, for `agents` (None: every agent), listing the home's partitions once."""
         parts = []
+        existing = set(self._store.agents())  # a deleted agent's change log outlives it
         for owner, tier in self._store.partitions():
-            if agents is not None and owner not in agents:
+            if owner not in existing or (agents is not None and owner not in agents):
                 continue
             directory = self._engine.index_dir(owner, tier)
             try:

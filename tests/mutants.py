@@ -19,6 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("the CLI reads an unknown agent as one without memories", "memvec/cli_common.py",
+     "    if not mem.has_agent(agent):", "    if False:", "tests/test_cli_mistakes.py"),
+    ("serve finds its port taken only after loading the model", "memvec/cli_serve.py",
+     "        ensure_port_free(options.host, options.port)\n    budget", "        pass\n    budget",
+     "tests/test_cli_mistakes.py"),
+    ("stats lists deleted agents", "memvec/memory.py",
+     "            if owner not in existing or (agents", "            if (agents", "tests/test_cli_mistakes.py"),
     ("the access log writes the request path (agent names, query text) instead of the route",
      "memvec/service/access_log.py", 'return getattr(route, "path", None) or "(no route)"',
      'return str(scope["path"])', "tests/test_logs.py"),

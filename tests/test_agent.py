@@ -243,11 +243,11 @@ def test_cli_agent_create_and_chat(home: Path, llm: ScriptedLLM, capsys: pytest.
     assert run(cli, [*base, "agent", "show", "bot"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["core_memory"][1]["value"] == "Name: Ana\nLikes tea"
-    assert run(cli, [*base, "chat", "--agent", "nobody", "--message", "hi"]) == 2
+    assert run(cli, [*base, "chat", "--agent", "nobody", "--message", "hi"]) == 5
     assert "no agent 'nobody'" in capsys.readouterr().err
     assert run(cli, [*base, "agent", "create", "typo", "--model", "openai/gpt4o-mini"]) == 2
     assert "did you mean openai/gpt-4o-mini" in capsys.readouterr().err
-    assert run(cli, [*base, "agent", "show", "typo"]) == 2, "a refused create writes nothing"
+    assert run(cli, [*base, "agent", "show", "typo"]) == 5, "a refused create writes nothing"
 
 
 def test_interactive_chat_reads_lines_from_stdin(home: Path, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,

@@ -126,7 +126,7 @@ def test_history_and_undo_on_the_command_line(tmp_path: Path) -> None:
     undone = run_cli("--model", "hash:16", "blocks", "undo", "ana", "human", home=home)
     assert undone.stdout.strip() == "human: ''"
     nothing = run_cli("--model", "hash:16", "blocks", "undo", "ana", "nope", home=home, check=False)
-    assert nothing.returncode == 2 and "no change to undo" in nothing.stderr
+    assert nothing.returncode == 5 and "no change to undo" in nothing.stderr
 
 
 def test_an_mcp_host_edits_blocks_with_the_letta_tools(memory: Memory) -> None:

@@ -102,7 +102,7 @@ def test_stats_list_and_delete(memvec: Cli) -> None:
     first = json.loads(out.splitlines()[0])
     assert memvec("delete", str(first["id"]), "--agent", "a")[0] == 0
     code, _, err = memvec("delete", str(first["id"]), "--agent", "a")
-    assert code == 2 and "no record" in err
+    assert code == 5 and "no record" in err
 
 
 @pytest.mark.parametrize("args, message", [
