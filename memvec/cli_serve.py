@@ -5,12 +5,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import click
+from prometheus_client.multiprocess import mark_process_dead
 
 from memvec.agent.sleep import SleepSchedule
 from memvec.cli_common import Context, ensure_port_free, open_when_store_is_up, serve_http, server_log
@@ -142,6 +144,7 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
     configure_logging(options.log_level, options.log_format)
     KeyRing.from_environment(options.keys_file)  # a bad key entry stops here, once, not in every worker
     ensure_port_free(options.host, options.port)
+    counted_in = _metrics_folder()
     spawn = multiprocessing.get_context("spawn")  # no fork of a process holding threads and a model
     # the first worker alone runs the consolidation schedule: one run per interval, not one per worker
     plans = [options if n == 0 else replace(options, consolidate_every=None) for n in range(workers)]
@@ -169,6 +172,7 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
                     stop(signal.SIGTERM, None)
                     raise click.ClickException(f"worker {n} exited at start ({process.exitcode}); see above")
                 server_log.warning("worker %d exited (%s); starting it again", n, process.exitcode)
+                mark_process_dead(process.pid)  # its loaded-indexes gauge no longer counts
                 running[n] = spawn.Process(target=_worker, args=(obj, plans[n]), daemon=False)
                 running[n].start()
                 started[n] = time.monotonic()
@@ -178,6 +182,18 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if counted_in is not None:
+            counted_in.cleanup()
+
+
+def _metrics_folder() -> tempfile.TemporaryDirectory[str] | None:
+    """Where the workers count (prometheus-client's multiprocess mode, so that any worker's /metrics
+    sums them all): a new folder, unless the operator named one in PROMETHEUS_MULTIPROC_DIR."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return None
+    folder = tempfile.TemporaryDirectory(prefix="memvec-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder.name  # the spawned workers inherit it
+    return folder
 
 
 @click.command(name="router-config")

@@ -19,6 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("each worker's /metrics counts only its own requests", "memvec/service/routes_metrics.py",
+     '    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):', "    if False:", "tests/test_metrics.py"),
+    ("a scoped key reads every agent's metrics", "memvec/service/routes_metrics.py",
+     "        if principal.agents is not None:", "        if False:", "tests/test_metrics.py"),
+    ("requests are not counted", "memvec/service/access_log.py",
+     "        HTTP_REQUESTS.labels(scope[\"method\"], route, str(status)).inc()", "        pass",
+     "tests/test_metrics.py"),
     ("the CLI reads an unknown agent as one without memories", "memvec/cli_common.py",
      "    if not mem.has_agent(agent):", "    if False:", "tests/test_cli_mistakes.py"),
     ("serve finds its port taken only after loading the model", "memvec/cli_serve.py",

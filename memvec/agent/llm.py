@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memvec.errors import ModelCallError
+from memvec.metrics import LLM_CALLS, LLM_TOKENS
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -47,11 +48,16 @@ def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, A
             response = _streamed(kwargs, messages, on_delta)
         else:
             response = litellm_module().completion(**kwargs)
+        usage = getattr(response, "usage", None)
+        prompt, completion = (int(getattr(usage, name, 0) or 0) for name in ("prompt_tokens", "completion_tokens"))
+        LLM_CALLS.labels("ok").inc()
+        LLM_TOKENS.labels("prompt").inc(prompt)
+        LLM_TOKENS.labels("completion").inc(completion)
         if on_usage is not None:
-            usage = getattr(response, "usage", None)
-            on_usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
+            on_usage(prompt, completion)
         return response.choices[0].message
     except Exception as exc:  # litellm raises per-provider types; callers need one
+        LLM_CALLS.labels("error").inc()
         kind = type(exc).__name__
         raise ModelCallError(f"model {model!r} failed: {kind}: {exc}",
                              public=f"model {model!r} failed: {kind} (details in the server's log)") from exc

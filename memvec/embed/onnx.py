@@ -19,6 +19,7 @@ import numpy.typing as npt
 from memvec.embed.base import Vectors, l2_normalize
 from memvec.embed.onnx_export import MODEL_FILE, TOKENIZER_FILE, Quantization, exported_model
 from memvec.embed.threads import thread_count
+from memvec.metrics import EMBED_BATCH
 
 DEFAULT_ONNX_BATCH = 16  # measured on 2 cores with LoCoMo turns: 8-32 within 5%, 64+ slower
 
@@ -111,6 +112,7 @@ class OnnxEmbedder:
         with self._lock:  # one forward pass at a time: it already uses every core
             for start in range(0, len(order), self._batch_size):
                 rows = order[start:start + self._batch_size]
+                EMBED_BATCH.observe(len(rows))
                 out[rows] = self._run([token_ids[i] for i in rows])
         return l2_normalize(out)
 

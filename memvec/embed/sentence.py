@@ -18,6 +18,7 @@ from memvec.embed.base import Vectors
 from memvec.embed.locate import resolve_model_location
 from memvec.embed.threads import thread_count
 from memvec.errors import InvalidInputError
+from memvec.metrics import EMBED_BATCH
 
 
 class SentenceTransformerEmbedder:
@@ -53,6 +54,8 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         # One forward pass at a time: torch on 2 cores gains nothing from concurrent encodes.
+        for start in range(0, len(texts), self._batch_size):
+            EMBED_BATCH.observe(min(self._batch_size, len(texts) - start))
         with self._lock:
             vectors = getattr(self._model, method)(
                 list(texts), batch_size=self._batch_size, normalize_embeddings=True,

@@ -20,6 +20,7 @@ from memvec.engine.tier import LoadReport, TierIndex
 from memvec.errors import NotFoundError, VersionConflictError
 from memvec.guard import checked_on_read, looks_untrusted
 from memvec.index.heap import release_freed_memory
+from memvec.metrics import INDEX_EVICTIONS, INDEX_LOADS, INDEXES_LOADED, SEARCH_SECONDS, timed
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.rerank import Matrix, Ranker
 from memvec.store.base import PreparedRecord, Store
@@ -82,9 +83,12 @@ class Engine:
                                                settings=self.index_settings)
                 self._indexes[key], self.load_reports[key] = index, report
                 self._loads += 1
+                INDEX_LOADS.inc()
             self._indexes.move_to_end(key)
             index = self._indexes[key]
             evicted = self._over_budget()
+            if loaded:
+                INDEXES_LOADED.set(len(self._indexes))
         sizes = self._save_and_drop(evicted) + ([len(index)] if loaded else [])
         if sizes:
             release_freed_memory(max(sizes))
@@ -116,6 +120,7 @@ class Engine:
             self.load_reports.pop(key, None)
             evicted.append(old)
             self._evictions += 1
+            INDEX_EVICTIONS.inc()
         return evicted
 
     def index_usage(self) -> IndexUsage:
@@ -313,14 +318,19 @@ class Engine:
                                                        after=after, before=before))
 
     def search(self, request: SearchRequest) -> list[Hit]:
-        self.sweep(request.agent, request.tier)
-        index = self.tier_index(request.agent, request.tier)
-        scope = self._scope(request, index) if request.mode is not SearchMode.TOKEN else Scope()
-        # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
-        query_vector = index.embedder.embed_query(request.query) if needs_query_vector(request) else None
-        with index.lock:
-            ranked = rank(index, request, self.search_settings, scope, query_vector, self._ranker_for(request))
-        return to_hits(index, ranked)
+        labels = (request.tier.value, request.mode.value)
+        with timed(SEARCH_SECONDS, *labels, "total"):
+            self.sweep(request.agent, request.tier)
+            index = self.tier_index(request.agent, request.tier)
+            scope = self._scope(request, index) if request.mode is not SearchMode.TOKEN else Scope()
+            # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
+            query_vector = None
+            if needs_query_vector(request):
+                with timed(SEARCH_SECONDS, *labels, "embed"):
+                    query_vector = index.embedder.embed_query(request.query)
+            with index.lock, timed(SEARCH_SECONDS, *labels, "rank"):
+                ranked = rank(index, request, self.search_settings, scope, query_vector, self._ranker_for(request))
+            return to_hits(index, ranked)
 
     def _ranker_for(self, request: SearchRequest) -> Ranker | None:
         fusion = (request.fusion or self.search_settings.fusion).value

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from memvec.errors import AgentBusyError, StoreError
+from memvec.metrics import AGENT_BUSY, LEASE_WAIT_SECONDS
 from memvec.store.base import Store
 
 log = logging.getLogger("memvec.engine")
@@ -36,11 +37,14 @@ def agent_lease(store: Store, agent: str, *, wait_s: float = LEASE_WAIT_S, ttl_s
                 poll_s: float = 0.05) -> Iterator[str]:
     """Hold `agent`'s lease for the body; yields the holder's name."""
     holder = holder_name()
-    deadline = time.monotonic() + wait_s
+    started = time.monotonic()
+    deadline = started + wait_s
     while not store.acquire_lease(agent, holder, datetime.now(UTC), ttl_s):
         if time.monotonic() >= deadline:
+            AGENT_BUSY.inc()
             raise AgentBusyError(f"agent {agent!r} is replying elsewhere (waited {wait_s:g} s); send it again")
         time.sleep(poll_s)
+    LEASE_WAIT_SECONDS.observe(time.monotonic() - started)
     stop = threading.Event()
     renewer = threading.Thread(target=_renew, args=(store, agent, holder, ttl_s, stop), daemon=True,
                                name=f"memvec-lease-{agent}")

@@ -1,5 +1,6 @@
 """One log line per request (logger `memvec.access`, INFO): method, route template, status,
-duration, request id and the key's id (never the key, the query string or the body).
+duration, request id and the key's id (never the key, the query string or the body); and the
+request's count and duration in memvec.metrics.
 
 The request id is the caller's `X-Request-ID` when it is a plain token (letters, digits, `._:-`, at
 most 128), else a new one; it is sent back in the response's `X-Request-ID` and set for every line
@@ -15,6 +16,7 @@ import uuid
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memvec.logs import REQUEST_ID
+from memvec.metrics import HTTP_REQUESTS, HTTP_SECONDS
 from memvec.service.auth import KeyRing
 from memvec.service.front import header
 
@@ -58,9 +60,17 @@ class AccessLog:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            seconds = time.perf_counter() - started
+            self._count(scope, status, seconds)
             if access.isEnabledFor(logging.INFO):
-                self._log(scope, status, time.perf_counter() - started)
+                self._log(scope, status, seconds)
             REQUEST_ID.reset(token)
+
+    @staticmethod
+    def _count(scope: Scope, status: int, seconds: float) -> None:
+        route = route_of(scope)
+        HTTP_REQUESTS.labels(scope["method"], route, str(status)).inc()
+        HTTP_SECONDS.labels(scope["method"], route).observe(seconds)
 
     def _log(self, scope: Scope, status: int, seconds: float) -> None:
         principal = None if self.keys.open else self.keys.principal_of_header(header(scope, b"authorization"))

@@ -23,7 +23,8 @@ from memvec.errors import (
     StoreUnavailableError,
 )
 from memvec.memory import Memory
-from memvec.service import docs_pages, routes_agents, routes_memory, routes_messages, ui
+from memvec.metrics import STORE_UNAVAILABLE
+from memvec.service import docs_pages, routes_agents, routes_memory, routes_messages, routes_metrics, ui
 from memvec.service.access_log import AccessLog
 from memvec.service.auth import KeyRing
 from memvec.service.body import OffLoopBodyRoute
@@ -88,6 +89,8 @@ def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exceptio
             log.warning("%s %s: %s", request.method, request.url.path, exc)
             detail = exc.public
         response = _error(status, kind, detail, request)
+        if status == 503:
+            STORE_UNAVAILABLE.inc()
         if status == 503 or kind == "agent_busy":  # the database is down, or another server is replying
             response.headers["Retry-After"] = str(RETRY_AFTER_S)  # for this agent: try again soon
             response.headers["x-should-retry"] = "true"
@@ -172,6 +175,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     routes_agents.add_routes(app)
     routes_memory.add_routes(app)
     routes_messages.add_routes(app)
+    routes_metrics.add_routes(app)
     ui.add_routes(app)
     return app
 

@@ -1,0 +1,46 @@
+"""`GET /metrics`: memvec's metrics (memvec.metrics) and the store's totals in Prometheus' text format,
+for an unscoped key (any caller of a keyless server). Under `--workers` every worker's counts, summed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from fastapi import FastAPI, HTTPException, Response
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from memvec.memory import Memory
+from memvec.service.deps import Caller, Service
+
+
+class StoreTotals:
+    """Records and agents in the store, read at each scrape (the same for every server on the store)."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    def collect(self) -> Iterator[Metric]:
+        records, agents = self.memory.totals()
+        yield GaugeMetricFamily("memvec_records", "Records in the store, both tiers, every agent", value=records)
+        yield GaugeMetricFamily("memvec_agents", "Agents in the store", value=agents)
+
+
+def exposition(memory: Memory) -> bytes:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        counted = CollectorRegistry()
+        MultiProcessCollector(counted)
+    else:
+        counted = REGISTRY
+    totals = CollectorRegistry(auto_describe=False)
+    totals.register(StoreTotals(memory))
+    return generate_latest(counted) + generate_latest(totals)
+
+
+def add_routes(app: FastAPI) -> None:
+    @app.get("/metrics", include_in_schema=False)
+    def metrics(principal: Caller, service: Service) -> Response:
+        if principal.agents is not None:
+            raise HTTPException(403, "metrics cover every agent: they need an unscoped key")
+        return Response(exposition(service.memory), media_type=CONTENT_TYPE_LATEST)

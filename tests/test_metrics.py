@@ -1,0 +1,85 @@
+"""`GET /metrics`: Prometheus' text format, parsed by prometheus-client's own parser; its counters
+move with the requests served, also summed across `memvec serve --workers 2`; only an unscoped key
+may read it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from memvec import Memory
+from memvec.embed import HashingEmbedder
+from memvec.service.app import create_app
+from memvec.service.auth import KeyRing
+from tests.service_helpers import Server
+
+ADMIN, SCOPED = "metrics-admin-01", "metrics-scope-01"
+SEARCH_ROUTE = "/v1/agents/{agent_id}/archival-memory/search"
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(found: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    return found.get((name, frozenset(labels.items())), 0.0)
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
+        keys = KeyRing.parse([("test", ADMIN), ("test", f"{SCOPED}=ana")])
+        with TestClient(create_app(mem, keys), headers={"Authorization": f"Bearer {ADMIN}"}) as test_client:
+            yield test_client
+
+
+def test_metrics_count_requests_searches_and_records(client: TestClient) -> None:
+    client.post("/v1/agents", json={"name": "ana"}).raise_for_status()
+    client.post("/v1/agents/ana/archival-memory", json={"text": "Ana likes green tea"}).raise_for_status()
+    before = samples(client.get("/metrics").text)
+    for _ in range(3):
+        client.get("/v1/agents/ana/archival-memory/search", params={"query": "tea"}).raise_for_status()
+    client.post("/v1/agents/ana/archival-memory", json={"text": "Ana keeps bees"}).raise_for_status()
+    response = client.get("/metrics")
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    after = samples(response.text)
+    searched = {"method": "GET", "route": SEARCH_ROUTE, "status": "200"}
+    assert value(after, "memvec_http_requests_total", **searched) - \
+        value(before, "memvec_http_requests_total", **searched) == 3
+    stage = {"tier": "archival", "mode": "hybrid"}
+    for name in ("embed", "rank", "total"):
+        moved = value(after, "memvec_search_stage_duration_seconds_count", **stage, stage=name) - \
+            value(before, "memvec_search_stage_duration_seconds_count", **stage, stage=name)
+        assert moved == 3, name
+    assert value(after, "memvec_records") == 2 and value(after, "memvec_agents") == 1
+    assert value(after, "memvec_indexes_loaded") >= 1
+    assert not [key for key in after if "ana" in dict(key[1]).values()], "no agent name as a label"
+
+
+def test_metrics_need_an_unscoped_key(client: TestClient) -> None:
+    assert client.get("/metrics", headers={"Authorization": ""}).status_code == 401
+    assert client.get("/metrics", headers={"Authorization": f"Bearer {SCOPED}"}).status_code == 403
+
+
+@pytest.mark.slow
+def test_workers_are_counted_together(tmp_path: Path) -> None:
+    server = Server(tmp_path / "home", keys=ADMIN, serve_args=["--workers", "2"]).start()
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    try:
+        httpx.post(f"{server.url}/v1/agents", json={"name": "ana"}, headers=auth).raise_for_status()
+        for _ in range(20):  # a new connection each: the kernel spreads them over both workers
+            with httpx.Client(headers=auth, timeout=30) as one:
+                one.get(f"{server.url}/v1/agents/ana/archival-memory/search", params={"query": "x"}
+                        ).raise_for_status()
+        counted = [value(samples(httpx.get(f"{server.url}/metrics", headers=auth).text),
+                         "memvec_http_requests_total", method="GET", route=SEARCH_ROUTE, status="200")
+                   for _ in range(6)]
+    finally:
+        server.stop()
+    assert counted == [20.0] * 6, counted
