@@ -34,14 +34,16 @@ def free_port() -> int:
         return port
 
 
-def start_server(home: Path, options: Sequence[str], serve_options: Sequence[str] = ()
-                 ) -> tuple[subprocess.Popen[bytes], str]:
-    """`memvec serve` on a free port with the given global and serve options; returns it once it answers."""
+def start_server(home: Path, options: Sequence[str], serve_options: Sequence[str] = (), *,
+                 stderr_path: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """`memvec serve` on a free port with the given global and serve options; returns it once it
+    answers. Its log goes to `stderr_path` (a file, as in production) or nowhere."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": ""}
-    process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), *options, "serve",
-                                "--port", str(port), *serve_options],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(stderr_path or os.devnull, "ab") as log:  # the child keeps its own descriptor
+        process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), *options, "serve",
+                                    "--port", str(port), *serve_options],
+                                   env=env, stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process, timeout=60)

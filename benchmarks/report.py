@@ -268,7 +268,18 @@ def _http_section(http: dict[str, Any]) -> list[str]:
             "server share the same cores, so these are lower bounds. Search embeds every query; insert embeds "
             "and commits (fsync) each passage.", "",
             _table(["operation", "clients", "requests", "errors", "requests/s", "p50 ms", "p99 ms"], rows), ""] + (
-        _workers_section(http["workers"]) if "workers" in http else [])
+        _workers_section(http["workers"]) if "workers" in http else []) + (
+        _observability_section(http["observability"]) if "observability" in http else [])
+
+
+def _observability_section(cost: dict[str, Any]) -> list[str]:
+    return ["### What logs and metrics cost a search", "",
+            f"One client searching {cost['preload']:,} passages through `memvec serve`, {cost['seconds']:g} s per "
+            f"server, {cost['rounds']} round(s) alternating `--log-level warning` (no line per request) and `info` "
+            f"(one line per request, written to a file): p50 {cost['p50_ms_without_log']:.2f} ms without, "
+            f"{cost['p50_ms_with_log']:.2f} ms with, x{cost['log_ratio']:.2f}. The metric updates of one search "
+            f"request (its count and duration, three search stages) take {cost['metrics_us_per_search']:.1f} µs "
+            f"timed alone, {100 * cost['metrics_share']:.2f}% of that search's median.", ""]
 
 
 def _workers_section(rows: list[dict[str, Any]]) -> list[str]:

@@ -71,6 +71,9 @@ def test_quick_speed_stores_http_and_pages(tmp_path: Path) -> None:
     workers = results["speed"]["http"]["workers"]
     assert [(r["workers"], r["clients"]) for r in workers] == [(1, 8), (1, 32), (2, 8), (2, 32)]
     assert all(r["errors"] == 0 and r["requests"] > 0 for r in workers)
+    cost = results["speed"]["http"]["observability"]
+    assert cost["p50_ms_with_log"] > 0 and cost["metrics_us_per_search"] > 0
+    assert "### What logs and metrics cost a search" in report
     pages = results["speed"]["ui"]["pages"]
     assert {"agents", "search archival (hybrid + ranker)", "recall, last page", "health"} <= set(pages)
     assert all(page["p50"] > 0 and page["kb"] > 0 for page in pages.values())
