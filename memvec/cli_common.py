@@ -73,7 +73,11 @@ class Context:
         config = self.config(**settings)
         if recorded_model:
             config = config.model_copy(update={"model": None, "embed_backend": None})
-        return Memory(config)
+        memory = Memory(config)
+        if memory.created_home:
+            click.echo(f"memvec: created a new home at {memory.home} (if you meant an existing one, check --home "
+                       "or MEMVEC_HOME)", err=True)
+        return memory
 
 
 def open_when_store_is_up(obj: Context, wait: bool, **settings: Any) -> Memory:

@@ -89,6 +89,8 @@ class Memory:
     def __init__(self, config: MemoryConfig, *, embedder: Embedder | None = None) -> None:
         self.config = config
         self._closed = False
+        # a new SQLite home is worth a word: a mistyped --home or MEMVEC_HOME would look like an empty one
+        self.created_home = config.store is None and not (Path(config.home) / STORE_FILE).exists()
         self.home = prepare_home(config.home)
         self._store = open_store(self.home, config.store, timeout=config.store_timeout)
         self.model_id = self._resolve_model(embedder)

@@ -54,6 +54,13 @@ def test_a_timestamp_that_is_not_one_is_exit_2(memvec: Cli) -> None:
     assert code == 2 and "is not a timestamp" in err
 
 
+def test_a_new_home_is_announced_once(memvec: Cli, home: Path) -> None:
+    code, _, err = memvec("stats")
+    assert code == 0 and f"created a new home at {home}" in err
+    code, _, err = memvec("stats")
+    assert code == 0 and "created a new home" not in err
+
+
 def test_a_deleted_agent_leaves_stats(memvec: Cli, home: Path) -> None:
     for agent in ("gone", "kept"):
         assert memvec("add", "hello", "--agent", agent, "--tier", "archival")[0] == 0
