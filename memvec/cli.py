@@ -25,6 +25,7 @@ from memvec.cli_serve import router_config, serve
 from memvec.embed import BACKENDS
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError, PortInUseError, StoreUnavailableError
 from memvec.limits import JSONLimitError, load_json
+from memvec.memory import STORE_SCHEMA_VERSION
 from memvec.types import (
     INDEX_KIND_SETTINGS,
     Fusion,
@@ -65,7 +66,7 @@ MODE = click.Choice([m.value for m in SearchMode])
               help="Store: SQLite in the home (default) or postgresql://... shared by several servers "
                    "[env MEMVEC_STORE]. Index files stay in the home.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what memvec does (index loads, rebuilds).")
-@click.version_option(package_name="memvec")
+@click.version_option(package_name="memvec", message=f"%(prog)s %(version)s (store schema {STORE_SCHEMA_VERSION})")
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, model: str | None, embed_backend: str | None,
         index_kind: str | None, store: str | None, verbose: bool) -> None:

@@ -37,6 +37,7 @@ from memvec.reports import IndexBehind, NotLoaded, PartitionStats, RebuildReport
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.store.backup import BackupManifest, backup_store, restore_store
+from memvec.store.schema import LATEST_VERSION
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.recall import RecallMemory
@@ -83,6 +84,9 @@ def prepare_home(home: Path) -> Path:
     except OSError as exc:
         raise InvalidInputError(f"memory home {home} cannot be written: {exc.strerror or exc}") from exc
     return home
+
+
+STORE_SCHEMA_VERSION = LATEST_VERSION  # the schema this memvec writes (`memvec --version`)
 
 
 class Memory:

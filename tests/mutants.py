@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("an older home is migrated without a word", "memvec/store/sqlite.py",
+     "            if applied and max(applied) < LATEST_VERSION:", "            if False:", "tests/test_upgrades.py"),
     ("each worker's /metrics counts only its own requests", "memvec/service/routes_metrics.py",
      '    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):', "    if False:", "tests/test_metrics.py"),
     ("a scoped key reads every agent's metrics", "memvec/service/routes_metrics.py",

@@ -205,6 +205,7 @@ def _add_details(out: Health, service: ServiceState) -> None:
     memory = service.memory
     usage = memory.index_usage()
     out.store, out.store_ok, out.model = memory.store_location, out.status == "ok", memory.model_id
+    out.version = VERSION
     out.indexes_loaded, out.indexes_budget = usage.loaded, usage.budget
     if out.status != "ok":  # the store did not answer: asking it again would only double the wait
         return

@@ -322,6 +322,7 @@ class Health(BaseModel):
     status: Literal["ok", "unavailable", "draining"] = Field(
         description="unavailable: the store cannot be reached; draining: the server is shutting down (both HTTP 503)")
     auth: bool
+    version: str | None = Field(default=None, description="memvec's version")
     store: str | None = Field(default=None, description="the store's file or URL (no password)")
     store_ok: bool | None = None
     model: str | None = None

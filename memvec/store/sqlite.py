@@ -104,6 +104,9 @@ class SQLiteStore(SQLStore):
             if applied and max(applied) > LATEST_VERSION:
                 raise StoreError(f"store {self.path} has schema version {max(applied)}; this memvec "
                                  f"knows up to {LATEST_VERSION}. Upgrade memvec.")
+            if applied and max(applied) < LATEST_VERSION:  # an older memvec's home: say what changes
+                log.warning("store %s: upgrading its schema from version %d to %d (CHANGELOG.md); a memvec "
+                            "older than this one cannot open it afterwards", self.path, max(applied), LATEST_VERSION)
             for version, script in MIGRATIONS:
                 if version in applied:
                     continue

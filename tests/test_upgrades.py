@@ -1,0 +1,64 @@
+"""Homes made by older memvec: a store at an earlier schema (made here by running the migrations of
+that time, then writing a record the way that schema held it) opens with today's code, says what it
+migrates, keeps and finds its records; `memvec --version` names the schema it writes."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memvec import Memory
+from memvec.cli import cli, run
+from memvec.store.schema import LATEST_VERSION, MIGRATIONS
+
+
+def home_at_schema(home: Path, version: int) -> Path:
+    home.mkdir(parents=True)
+    db = sqlite3.connect(home / "store.sqlite3")
+    db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for number, script in MIGRATIONS[:version]:
+        for statement in filter(str.strip, script.split(";")):
+            db.execute(statement)
+        db.execute("INSERT INTO schema_migrations VALUES (?, '2026-11-29T00:00:00Z')", (number,))
+    # schema 1's columns: every later migration must carry such a row forward
+    db.execute("INSERT INTO records (agent, tier, text, dedup_key, tags, created_at) VALUES "
+               "('ana', 'archival', 'Ana keeps bees in Lisbon', 'ana keeps bees in lisbon', '[\"home\"]', "
+               "'2024-05-07T10:00:00Z')")
+    db.execute("INSERT INTO record_tags VALUES (1, 'home')")
+    db.execute("INSERT INTO changes (agent, tier, record_id, op) VALUES ('ana', 'archival', 1, 'add')")
+    db.commit()
+    db.close()
+    return home
+
+
+@pytest.mark.parametrize("version", [1, 4, LATEST_VERSION - 1])
+def test_an_older_home_is_migrated_with_a_word_and_keeps_its_records(
+        tmp_path: Path, version: int, caplog: pytest.LogCaptureFixture) -> None:
+    home = home_at_schema(tmp_path / "home", version)
+    caplog.set_level(logging.WARNING, logger="memvec.store")
+    with Memory.open(home, model="hash:64") as mem:
+        [hit] = mem.archival("ana").search("who keeps bees?", k=1)
+        assert (hit.text, hit.tags, hit.created_at.year) == ("Ana keeps bees in Lisbon", ["home"], 2024)
+        assert mem.verify().ok
+    said = [r.getMessage() for r in caplog.records if r.name == "memvec.store"]
+    assert len(said) == 1 and f"from version {version} to {LATEST_VERSION}" in said[0]
+    caplog.clear()
+    with Memory.open(home, model="hash:64"):
+        pass
+    assert not [r for r in caplog.records if "upgrading" in r.getMessage()], "once migrated, nothing to say"
+
+
+def test_a_newer_home_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = home_at_schema(tmp_path / "home", LATEST_VERSION)
+    with sqlite3.connect(home / "store.sqlite3") as db:
+        db.execute("INSERT INTO schema_migrations VALUES (?, '2027-01-01T00:00:00Z')", (LATEST_VERSION + 1,))
+    assert run(cli, ["--home", str(home), "--model", "hash:64", "stats"]) == 1
+    assert f"knows up to {LATEST_VERSION}. Upgrade memvec" in capsys.readouterr().err
+
+
+def test_version_names_the_store_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(cli, ["--version"]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"(store schema {LATEST_VERSION})")
