@@ -25,6 +25,7 @@ from memvec.logs import configure as configure_logging
 from memvec.memory import Memory
 from memvec.service.listener import SETTLE_S, stop_admitting
 from memvec.service.protocol import HEADER_TIMEOUT_S, with_header_timeout
+from memvec.tracing import export_from_environment
 from memvec.types import VERSION, Tier
 
 if TYPE_CHECKING:
@@ -166,6 +167,7 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
                 super().handle_exit(sig, frame)
 
     configure_logging(log_level, log_format)
+    export_from_environment()  # OTLP traces, when OTEL_EXPORTER_OTLP_ENDPOINT names a collector
     _warn_if_open(keys, host)
     server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level, log_config=None,
                                          access_log=False, http=with_header_timeout(header_timeout_s)))

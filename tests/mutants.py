@@ -19,6 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("a request's span starts a new trace instead of joining the caller's", "memvec/tracing.py",
+     "context=propagate.extract(carrier)", "context=None", "tests/test_tracing.py"),
+    ("store reads have no span", "memvec/store/sql.py",
+     '        with span("memvec.store.read"', '        with __import__("contextlib").nullcontext(), span("x"',
+     "tests/test_tracing.py"),
     ("an older home is migrated without a word", "memvec/store/sqlite.py",
      "            if applied and max(applied) < LATEST_VERSION:", "            if False:", "tests/test_upgrades.py"),
     ("each worker's /metrics counts only its own requests", "memvec/service/routes_metrics.py",

@@ -12,6 +12,7 @@ from typing import Any
 
 from memvec.errors import ModelCallError
 from memvec.metrics import LLM_CALLS, LLM_TOKENS
+from memvec.tracing import span
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -44,10 +45,11 @@ def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, A
         kwargs["tools"] = tools
         kwargs["tool_choice"] = "auto"
     try:
-        if on_delta is not None:
-            response = _streamed(kwargs, messages, on_delta)
-        else:
-            response = litellm_module().completion(**kwargs)
+        with span("memvec.llm.completion", **{"gen_ai.request.model": model, "memvec.streamed": on_delta is not None}):
+            if on_delta is not None:
+                response = _streamed(kwargs, messages, on_delta)
+            else:
+                response = litellm_module().completion(**kwargs)
         usage = getattr(response, "usage", None)
         prompt, completion = (int(getattr(usage, name, 0) or 0) for name in ("prompt_tokens", "completion_tokens"))
         LLM_CALLS.labels("ok").inc()

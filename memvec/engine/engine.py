@@ -24,6 +24,7 @@ from memvec.metrics import INDEX_EVICTIONS, INDEX_LOADS, INDEXES_LOADED, SEARCH_
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.rerank import Matrix, Ranker
 from memvec.store.base import PreparedRecord, Store
+from memvec.tracing import span
 from memvec.types import (
     LATEST,
     Hit,
@@ -319,16 +320,17 @@ class Engine:
 
     def search(self, request: SearchRequest) -> list[Hit]:
         labels = (request.tier.value, request.mode.value)
-        with timed(SEARCH_SECONDS, *labels, "total"):
+        with span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}), \
+                timed(SEARCH_SECONDS, *labels, "total"):
             self.sweep(request.agent, request.tier)
             index = self.tier_index(request.agent, request.tier)
             scope = self._scope(request, index) if request.mode is not SearchMode.TOKEN else Scope()
             # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
             query_vector = None
             if needs_query_vector(request):
-                with timed(SEARCH_SECONDS, *labels, "embed"):
+                with span("memvec.search.embed"), timed(SEARCH_SECONDS, *labels, "embed"):
                     query_vector = index.embedder.embed_query(request.query)
-            with index.lock, timed(SEARCH_SECONDS, *labels, "rank"):
+            with index.lock, span("memvec.search.rank"), timed(SEARCH_SECONDS, *labels, "rank"):
                 ranked = rank(index, request, self.search_settings, scope, query_vector, self._ranker_for(request))
             return to_hits(index, ranked)
 

@@ -1,6 +1,6 @@
 """One log line per request (logger `memvec.access`, INFO): method, route template, status,
 duration, request id and the key's id (never the key, the query string or the body); and the
-request's count and duration in memvec.metrics.
+request's count and duration in memvec.metrics, and its span (memvec.tracing).
 
 The request id is the caller's `X-Request-ID` when it is a plain token (letters, digits, `._:-`, at
 most 128), else a new one; it is sent back in the response's `X-Request-ID` and set for every line
@@ -12,6 +12,7 @@ import logging
 import re
 import time
 import uuid
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -19,6 +20,7 @@ from memvec.logs import REQUEST_ID
 from memvec.metrics import HTTP_REQUESTS, HTTP_SECONDS
 from memvec.service.auth import KeyRing
 from memvec.service.front import header
+from memvec.tracing import request_span
 
 access = logging.getLogger("memvec.access")
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -33,6 +35,21 @@ def route_of(scope: Scope) -> str:
     """The matched route's template (`/v1/agents/{agent_id}`): bounded, unlike the path itself."""
     route = scope.get("route")
     return getattr(route, "path", None) or "(no route)"
+
+
+def _trace_headers(scope: Scope) -> dict[str, str]:
+    return {name: value for name in ("traceparent", "tracestate")
+            if (value := header(scope, name.encode())) is not None}
+
+
+def _name_span(current: Any, scope: Scope, status: int) -> None:
+    """The request's span, named by its route once routing has found it (OpenTelemetry's HTTP naming)."""
+    if current is None:
+        return
+    route = route_of(scope)
+    current.update_name(f"{scope['method']} {route}")
+    current.set_attribute("http.route", route)
+    current.set_attribute("http.response.status_code", status)
 
 
 class AccessLog:
@@ -57,14 +74,17 @@ class AccessLog:
                                                   (b"x-request-id", request_id.encode())]}
             await send(message)
 
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
-            seconds = time.perf_counter() - started
-            self._count(scope, status, seconds)
-            if access.isEnabledFor(logging.INFO):
-                self._log(scope, status, seconds)
-            REQUEST_ID.reset(token)
+        with request_span(f"HTTP {scope['method']}", _trace_headers(scope), **{
+                "http.request.method": scope["method"], "memvec.request_id": request_id}) as current:
+            try:
+                await self.app(scope, receive, send_with_id)
+            finally:
+                seconds = time.perf_counter() - started
+                _name_span(current, scope, status)
+                self._count(scope, status, seconds)
+                if access.isEnabledFor(logging.INFO):
+                    self._log(scope, status, seconds)
+                REQUEST_ID.reset(token)
 
     @staticmethod
     def _count(scope: Scope, status: int, seconds: float) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.telemetry import TelemetryConfig
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
@@ -55,6 +56,11 @@ search filters and fusion parameters, the export with embeddings. Replies stream
 (`streaming: true`, `/messages/stream`, `stream_tokens`). Not served: async runs, tools,
 sources/folders, identities, groups, templates, `/v1/blocks`."""
 log = logging.getLogger("memvec.service")
+# FastAPI's own OpenTelemetry spans carry the query string (a search's text) and its logs the
+# rejected input: memvec's request span (access_log) and /metrics replace them, bounded and without
+# either
+NO_FRAMEWORK_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False,
+                                           "operation_spans": False}
 MAX_REPORTED_ERRORS = 20  # of a body's validation errors; the rest are counted
 
 
@@ -162,7 +168,8 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     `max_in_flight_per_key`: one key's requests served at once (429 past it; memvec.service.fairness)."""
     # indexes are saved by whoever runs the app (memvec serve: cli_common.serve_http) when it stops
     app = FastAPI(title="memvec", version=VERSION, responses=ERROR_RESPONSES,
-                  description=API_DESCRIPTION, docs_url=None, redoc_url=None)  # docs_pages serves them
+                  description=API_DESCRIPTION, docs_url=None, redoc_url=None,  # docs_pages serves them
+                  telemetry=NO_FRAMEWORK_TELEMETRY)
     app.router.route_class = OffLoopBodyRoute  # before any route is added: every route gets it
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)

@@ -80,6 +80,7 @@ class _Broken(Exception):
 
 class PostgresStore(SQLStore):
     PLACEHOLDER = "%s"
+    DB_SYSTEM = "postgresql"
     META_TABLE = "memvec_meta"
 
     def __init__(self, url: str, *, timeout: float = 3.0, pool_size: int = POOL_SIZE) -> None:

@@ -32,6 +32,7 @@ from memvec.store.rows import (
 )
 from memvec.store.runs import RunStore
 from memvec.store.versions import VersionStore
+from memvec.tracing import span
 from memvec.types import AgentSettings, AgentState, Citation, NewRecord, Record, SearchFilters, Tier
 
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
@@ -51,10 +52,16 @@ def marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+def _operation(sql: str) -> str:
+    """The statement's first word (SELECT, INSERT, ...): a span names the kind, never the values."""
+    return sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+
+
 class SQLStore(BlockStore, RunStore, VersionStore):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
+    DB_SYSTEM = "sqlite"  # OpenTelemetry's name for the database, on store spans
     META_TABLE = "meta"
     ROW_HINT = ""  # prefix on `agent`/`tier` where the planner must look rows up by primary key
     BLOCK_ORDER = "position"
@@ -70,11 +77,13 @@ class SQLStore(BlockStore, RunStore, VersionStore):
         return sql if self.PLACEHOLDER == "?" else sql.replace("?", self.PLACEHOLDER)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        return self._rows(self._sql(sql), params)
+        with span("memvec.store.read", **{"db.system": self.DB_SYSTEM, "db.operation": _operation(sql)}):
+            return self._rows(self._sql(sql), params)
 
     def _run(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         """Execute inside a `_write` transaction; returns the cursor."""
-        return db.execute(self._sql(sql), params)
+        with span("memvec.store.write", **{"db.system": self.DB_SYSTEM, "db.operation": _operation(sql)}):
+            return db.execute(self._sql(sql), params)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
