@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("the wheel leaves out the memory browser's templates", "pyproject.toml",
+     '"memvec.service.ui" = ["templates/*.html", "static/*.css"]', '"memvec.service.ui" = ["static/*.css"]',
+     "tests/test_install.py"),
     ("a request's span starts a new trace instead of joining the caller's", "memvec/tracing.py",
      "context=propagate.extract(carrier)", "context=None", "tests/test_tracing.py"),
     ("store reads have no span", "memvec/store/sql.py",
