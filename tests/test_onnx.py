@@ -122,6 +122,7 @@ def test_an_int8_graph_that_disagrees_with_fp32_is_refused_once_and_the_home_emb
     monkeypatch.setattr(onnx_export, "_INT8_CHECK", 1.01)  # no int8 graph agrees that well: MiniLM stands in
     with pytest.raises(QuantizationRefusedError, match="quantizes badly"):
         exported_model(packaged_minilm_path(), "int8")
+    assert f"first use of {packaged_minilm_path()} on ONNX Runtime (int8): exporting and checking" in caplog.text
     names = [p.name for p in (cache / "onnx").iterdir()]
     assert any(n.endswith(onnx_export.REFUSED_FILE) for n in names) and not any(n.endswith("-int8") for n in names)
     exports = []

@@ -25,6 +25,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +38,8 @@ from pydantic import BaseModel, ConfigDict
 from memvec.embed.locate import cache_root
 from memvec.embed.st_layout import ModelLayout, read_layout
 from memvec.errors import ModelExportError, QuantizationRefusedError
+
+log = logging.getLogger("memvec.embed")
 
 OPSET = 17
 Quantization = Literal["none", "int8"]
@@ -117,6 +120,11 @@ def exported_model(model_dir: Path, quantization: Quantization) -> tuple[Path, O
     if not (target / SPEC_FILE).is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
+        # a warning because it is the one line a first run should show (the CLI configures no logging):
+        # this start takes seconds where every later one takes a tenth of one
+        log.warning("first use of %s on ONNX Runtime (%s): exporting and checking it once, ~15 s on 2 cores; "
+                    "later starts load %s", model_dir, quantization, target)
+        started = time.perf_counter()
         try:
             try:
                 _export(model_dir, layout, scratch, quantization, fingerprint)
@@ -128,6 +136,7 @@ def exported_model(model_dir: Path, quantization: Quantization) -> tuple[Path, O
             except OSError:
                 if not (target / SPEC_FILE).is_file():  # not another process's complete export: a real failure
                     raise
+            log.info("exported %s in %.1f s", model_dir, time.perf_counter() - started)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return target, OnnxSpec.model_validate_json((target / SPEC_FILE).read_text())
@@ -174,7 +183,9 @@ def _quiet_logging() -> Iterator[None]:
 def _load_transformer(model_dir: Path) -> tuple[Any, Any]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # a bare "Loading weights" bar; the export says what it does
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), use_fast=True)
         model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
