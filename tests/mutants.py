@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("a route moves without its row in docs/integrations.md", "memvec/service/routes_agents.py",
+     '@app.get("/v1/agents/{agent_id}/core-memory",', '@app.get("/v1/agents/{agent_id}/core_memory",',
+     "tests/test_route_table.py"),
     ("the wheel leaves out the memory browser's templates", "pyproject.toml",
      '"memvec.service.ui" = ["templates/*.html", "static/*.css"]', '"memvec.service.ui" = ["static/*.css"]',
      "tests/test_install.py"),

@@ -1,0 +1,60 @@
+"""docs/integrations.md's route table is the truth: each route it lists as served answers from its
+handler (any status but the router's own 404/405), each it lists as not served is the router's 404,
+and every `/v1` route of the app is listed, so a new route cannot go undocumented."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memvec import Memory
+from memvec.embed import HashingEmbedder
+from memvec.service.app import create_app
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
+ROW = re.compile(r"^\| `(GET|POST|PATCH|PUT|DELETE) (/\S+)` \| (served|not served)", re.M)
+TABLE = [(method, path, status == "served") for method, path, status in ROW.findall(DOC.read_text())]
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    with Memory.open(tmp_path_factory.mktemp("routes") / "home", embedder=HashingEmbedder(64)) as mem, \
+            TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as test_client:
+        yield test_client
+
+
+def concrete(client: TestClient, path: str) -> str:
+    """The path with real ids: agent `ana` with a `human` block and a passage (made again if gone)."""
+    if client.get("/v1/agents/ana").status_code == 404:
+        client.post("/v1/agents", json={"name": "ana", "memory_blocks": [{"label": "human", "value": "x"}]})
+    passage = client.get("/v1/agents/ana/archival-memory").json()
+    passage_id = passage[0]["id"] if passage else \
+        client.post("/v1/agents/ana/archival-memory", json={"text": "Ana keeps bees"}).json()[0]["id"]
+    return (path.replace("{agent_id}", "ana").replace("{label}", "human").replace("{passage_id}", str(passage_id))
+            .replace("{run_id}", "1").replace("{block_id}", "ana:human"))
+
+
+def routers_own(status: int, body: str) -> bool:
+    """The router's answer for a route it does not have (not a handler's 404 for a missing record)."""
+    return status == 405 or (status == 404 and json.loads(body).get("detail") == "Not Found")
+
+
+@pytest.mark.parametrize(("method", "path", "served"), TABLE, ids=[f"{m} {p}" for m, p, _ in TABLE])
+def test_each_listed_route_is_as_the_table_says(client: TestClient, method: str, path: str, served: bool) -> None:
+    response = client.request(method, concrete(client, path), json={} if method in {"POST", "PATCH", "PUT"} else None)
+    assert routers_own(response.status_code, response.text) is not served, (response.status_code, response.text)
+
+
+def test_every_route_of_the_app_is_in_the_table(client: TestClient) -> None:
+    listed = {(method, path) for method, path, served in TABLE if served}
+    routes = {(method, route.path) for route in client.app.routes  # type: ignore[attr-defined]
+              if getattr(route, "path", "").startswith("/v1") for method in getattr(route, "methods", ()) or ()
+              if method != "HEAD"}
+    assert routes - listed == set(), "document these routes in docs/integrations.md"
+    assert listed - routes == set(), "the table lists routes the app does not have"
+    assert len(TABLE) > 30
