@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from memvec.cli_common import Context, dump, print_json, read_input_file
+from memvec.cli_common import Context, dump, existing_agent, print_json, read_input_file
 from memvec.types import AgentSettings
 
 
 @click.group()
 def agent() -> None:
-    """Create and inspect agents (an LLM, a context budget, persona/human core blocks)."""
+    """Create, list, inspect and delete agents (an LLM, a context budget, persona/human core blocks)."""
 
 
 @agent.command(name="create")
@@ -52,6 +52,37 @@ def agent_show(obj: Context, name: str) -> None:
         settings, state = mem.get_agent(name)
         blocks = [dump(b) for b in mem.core(name).blocks()]
     print_json({"settings": dump(settings), "state": dump(state), "core_memory": blocks})
+
+
+@agent.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per agent: name, model, records per tier.")
+@click.pass_obj
+def agent_list(obj: Context, as_json: bool) -> None:
+    """List the home's agents with their model and how many records each tier holds."""
+    with obj.open() as mem:
+        counts = {(p.agent, p.tier.value): p.records for p in mem.partition_stats()}
+        rows = [(name, mem.get_agent(name)[0].model) for name in sorted(mem.agents())]
+    for name, llm in rows:
+        recall, archival = counts.get((name, "recall"), 0), counts.get((name, "archival"), 0)
+        if as_json:
+            print_json({"name": name, "model": llm, "recall": recall, "archival": archival})
+        else:
+            click.echo(f"{name}  model {llm or '-'}  recall {recall}  archival {archival}")
+
+
+@agent.command(name="delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask (for scripts).")
+@click.pass_obj
+def agent_delete(obj: Context, name: str, yes: bool) -> None:
+    """Delete agent NAME: its settings, core blocks and their history, every record of both tiers
+    (gone from the store's files and the indexes). Asks first unless --yes."""
+    with obj.open() as mem:
+        existing_agent(mem, name)
+        if not yes:
+            click.confirm(f"delete agent {name} and all its memory?", abort=True, err=True)
+        deleted = mem.delete_agent(name)
+    click.echo(f"deleted agent {name} ({deleted} records)")
 
 
 @click.group()

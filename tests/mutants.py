@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("memvec agent delete skips its question", "memvec/cli_agents.py",
+     "        if not yes:\n", "        if False:\n", "tests/test_cli_mistakes.py"),
     ("a route moves without its row in docs/integrations.md", "memvec/service/routes_agents.py",
      '@app.get("/v1/agents/{agent_id}/core-memory",', '@app.get("/v1/agents/{agent_id}/core_memory",',
      "tests/test_route_table.py"),

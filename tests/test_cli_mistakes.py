@@ -100,3 +100,18 @@ def test_mcp_on_a_terminal_says_it_waits_for_a_client(tmp_path: Path) -> None:
         os.close(leader)
         os.close(follower)
     assert b"waiting for an MCP client on stdin/stdout" in said, said
+
+
+def test_agents_are_listed_and_deleted_on_the_command_line(memvec: Cli) -> None:
+    for agent, text in (("ana", "Ana keeps bees"), ("bo", "Bo runs")):
+        assert memvec("add", text, "--agent", agent, "--tier", "archival")[0] == 0
+    code, out, _ = memvec("agent", "list", "--json")
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == [
+        {"name": "ana", "model": None, "recall": 0, "archival": 1},
+        {"name": "bo", "model": None, "recall": 0, "archival": 1}]
+    assert memvec("agent", "delete", "bo")[0] == 1, "without --yes and no terminal to answer: aborted"
+    code, out, _ = memvec("agent", "delete", "bo", "--yes")
+    assert code == 0 and "deleted agent bo (1 records)" in out
+    assert memvec("agent", "delete", "bo", "--yes")[0] == 5
+    code, out, _ = memvec("agent", "list")
+    assert out.splitlines() == ["ana  model -  recall 0  archival 1"]
