@@ -39,6 +39,10 @@ from memvec.types import (
 )
 
 EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY, EXIT_UNAVAILABLE, EXIT_NOT_FOUND, EXIT_PORT_IN_USE = 1, 2, 3, 4, 5, 6
+# a memvec error's exit code: the first class it is an instance of (subclasses before their bases)
+EXIT_CODES: tuple[tuple[type[MemvecError], int], ...] = (
+    (NotFoundError, EXIT_NOT_FOUND), (PortInUseError, EXIT_PORT_IN_USE), (InvalidInputError, EXIT_INPUT),
+    (MemvecError, EXIT_INTERNAL))
 INGEST_BATCH = 256
 _INGEST_FIELDS = {"text", "role", "session_id", "turn_id", "source_url", "tags", "created_at"}
 
@@ -378,21 +382,12 @@ def run(entry: click.Command, args: list[str] | None = None) -> int:
     except ValidationError as exc:
         click.echo(f"error: invalid input: {describe_validation_error(exc)}", err=True)
         return EXIT_INPUT
-    except NotFoundError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_NOT_FOUND
-    except PortInUseError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_PORT_IN_USE
-    except InvalidInputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_INPUT
     except StoreUnavailableError as exc:
         click.echo(f"error: the store is unavailable, nothing was written; try again: {exc}", err=True)
         return EXIT_UNAVAILABLE
     except MemvecError as exc:
         click.echo(f"error: {exc}", err=True)
-        return EXIT_INTERNAL
+        return next(code for kind, code in EXIT_CODES if isinstance(exc, kind))
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_INTERNAL
     except Exception as exc:  # the contract: any other failure is exit 1 with a message
