@@ -331,11 +331,14 @@ def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None
         report = mem.verify(agent=agent and existing_agent(mem, agent), repair=repair)
     if as_json:
         print_json({"ok": report.ok, "problems": [dump(p) for p in report.problems],
-                    "behind": [dump(b) for b in report.behind], "not_loaded": [dump(n) for n in report.not_loaded]})
+                    "behind": [dump(b) for b in report.behind], "not_loaded": [dump(n) for n in report.not_loaded],
+                    "old_format": [dump(o) for o in report.old_format]})
     else:
         for b in report.behind:
             click.echo(f"{b.agent}/{b.tier.value}: behind the store by {b.changes} changes "
                        f"(saved at change {b.saved_at_change}); replayed on the next open")
+        for o in report.old_format:
+            click.echo(f"{o.agent}/{o.tier.value}: old format, rebuilt on open ({o.detail})")
         for n in report.not_loaded:
             click.echo(f"{n.agent}/{n.tier.value}: not loaded here (no index saved); built from the store on first use")
         for p in report.problems:

@@ -104,3 +104,8 @@ class ServiceCallError(MemvecError):
 
 class IndexFileError(MemvecError):
     """An index file is missing, corrupt or does not match its manifest; it must be rebuilt."""
+
+
+class OldIndexFormatError(IndexFileError):
+    """Index files written by an older memvec in a format this one does not read: not damage. They
+    are rebuilt from the store when next opened (`memvec verify` reports them, exit 0)."""

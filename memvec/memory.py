@@ -33,7 +33,16 @@ from memvec.engine.transfer import export_agent, import_agents
 from memvec.errors import AgentExistsError, IndexFileError, InvalidInputError, ModelMismatchError, NotFoundError
 from memvec.export_format import AgentExport, ImportReport
 from memvec.index.files import MANIFEST_FILE, Manifest, read_manifest
-from memvec.reports import IndexBehind, NotLoaded, PartitionStats, RebuildReport, Stats, VerifyProblem, VerifyReport
+from memvec.reports import (
+    IndexBehind,
+    NotLoaded,
+    OldFormat,
+    PartitionStats,
+    RebuildReport,
+    Stats,
+    VerifyProblem,
+    VerifyReport,
+)
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.store.backup import BackupManifest, backup_store, restore_store
@@ -355,6 +364,8 @@ class Memory:
                 continue
             check = verify_on_disk(part_agent, tier, store=self._store, model_id=self.model_id,
                                    directory=self._engine.index_dir(part_agent, tier))
+            if check.old_format:
+                report.old_format.append(OldFormat(agent=part_agent, tier=tier, detail=check.old_format))
             report.problems += [VerifyProblem(agent=part_agent, tier=tier, problem=p) for p in check.problems]
             if check.behind and not check.problems:
                 report.behind.append(IndexBehind(agent=part_agent, tier=tier, changes=check.behind,

@@ -60,10 +60,20 @@ class NotLoaded(BaseModel):
     tier: Tier
 
 
+class OldFormat(BaseModel):
+    """Index files written by an older memvec: not a fault, they are rebuilt from the store when the
+    partition is next opened (or by ``verify --repair``)."""
+
+    agent: str
+    tier: Tier
+    detail: str
+
+
 class VerifyReport(BaseModel):
     problems: list[VerifyProblem]
     behind: list[IndexBehind]
     not_loaded: list[NotLoaded] = Field(default_factory=list)
+    old_format: list[OldFormat] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:

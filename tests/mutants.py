@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("verify calls an older index format a disagreement", "memvec/engine/tier.py",
+     "        return DiskCheck(old_format=str(exc))", "        return DiskCheck(problems=[str(exc)])",
+     "tests/test_upgrades.py"),
     ("memvec agent delete skips its question", "memvec/cli_agents.py",
      "        if not yes:\n", "        if False:\n", "tests/test_cli_mistakes.py"),
     ("a route moves without its row in docs/integrations.md", "memvec/service/routes_agents.py",

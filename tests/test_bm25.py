@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
+from memvec.errors import OldIndexFormatError
 from memvec.index.lexical import BM25Index
 from memvec.index.tokenize import plain_tokens, tokenize
 from tests.conftest import LOCOMO, require_data
@@ -170,10 +171,10 @@ def test_a_query_reads_only_its_posting_lists() -> None:
     assert len(index.query_scores("nothing matches")) == 0
 
 
-def test_an_old_format_file_is_refused(tmp_path: Path) -> None:
+def test_an_old_format_file_is_refused_as_old_not_as_damaged(tmp_path: Path) -> None:
     with open(tmp_path / "lexical.npz", "wb") as fh:
         np.savez(fh, params=np.array([0.9, 0.4]), terms=np.zeros(0, np.uint8))
-    with pytest.raises(KeyError):
+    with pytest.raises(OldIndexFormatError, match="BM25 file format 0"):
         BM25Index.load(tmp_path / "lexical.npz")
 
 

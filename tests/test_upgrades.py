@@ -1,17 +1,21 @@
 """Homes made by older memvec: a store at an earlier schema (made here by running the migrations of
 that time, then writing a record the way that schema held it) opens with today's code, says what it
-migrates, keeps and finds its records; `memvec --version` names the schema it writes."""
+migrates, keeps and finds its records; index files of an older format are reported by `verify`
+(exit 0) and rebuilt on open; `memvec --version` names the schema it writes."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memvec import Memory
 from memvec.cli import cli, run
+from memvec.index.files import FORMAT_VERSION, LEXICAL_FILE, MANIFEST_FILE, sha256_file
 from memvec.store.schema import LATEST_VERSION, MIGRATIONS
 
 
@@ -62,3 +66,37 @@ def test_a_newer_home_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_version_names_the_store_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(cli, ["--version"]) == 0
     assert capsys.readouterr().out.strip().endswith(f"(store schema {LATEST_VERSION})")
+
+
+def age_index_files(directory: Path, how: str) -> None:
+    """Make `directory`'s index look written by an older memvec: a manifest of an earlier format, or
+    a BM25 file from before it recorded its format (with the manifest's checksum to match, as that
+    memvec would have written it)."""
+    manifest = json.loads((directory / MANIFEST_FILE).read_text())
+    if how == "manifest":
+        manifest["format_version"] = FORMAT_VERSION - 1
+    else:
+        with np.load(directory / LEXICAL_FILE, allow_pickle=False) as data:
+            kept = {name: data[name] for name in data.files if name != "format"}
+        with open(directory / LEXICAL_FILE, "wb") as fh:
+            np.savez(fh, **kept)
+        manifest["checksums"][LEXICAL_FILE] = sha256_file(directory / LEXICAL_FILE)
+    (directory / MANIFEST_FILE).write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("how", ["manifest", "bm25 file"])
+def test_index_files_of_an_older_format_are_reported_then_rebuilt_on_open(
+        tmp_path: Path, how: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    home = tmp_path / "home"
+    with Memory.open(home, model="hash:64") as mem:
+        mem.archival("ana").insert("Ana keeps bees in Lisbon")
+    age_index_files(home / "index" / "ana" / "archival", how)
+    capsys.readouterr()
+    assert run(cli, ["--home", str(home), "--model", "hash:64", "verify"]) == 0
+    assert "ana/archival: old format, rebuilt on open" in capsys.readouterr().out
+    caplog.set_level(logging.WARNING, logger="memvec.index")
+    with Memory.open(home, model="hash:64") as mem:
+        assert mem.archival("ana").search("bees", k=1)[0].text == "Ana keeps bees in Lisbon"
+    assert "index files of an older memvec" in caplog.text
+    assert run(cli, ["--home", str(home), "--model", "hash:64", "verify", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["old_format"] == []

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from memvec.config import IndexSettings
 from memvec.embed.base import Embedder, embed_records
-from memvec.errors import IndexFileError
+from memvec.errors import IndexFileError, OldIndexFormatError
 from memvec.guard import checked_on_read
 from memvec.index.files import (
     LEXICAL_FILE,
@@ -102,7 +102,10 @@ class TierIndex:
                 index._load()
         except IndexFileError as exc:
             report.rebuilt, report.reason = True, str(exc)
-            if (directory / "manifest.json").exists() or (directory / VECTOR_FILE).exists():
+            if isinstance(exc, OldIndexFormatError):
+                log.warning("%s/%s: index files of an older memvec (%s); rebuilding them from the store",
+                            agent, tier.value, exc)
+            elif (directory / "manifest.json").exists() or (directory / VECTOR_FILE).exists():
                 log.warning("rebuilding %s/%s index from the store: %s", agent, tier.value, exc)
             report.reembedded = index.rebuild()
             return index, report
@@ -128,6 +131,8 @@ class TierIndex:
             self.vector = VectorIndex.load(self.directory / VECTOR_FILE)
             self.lexical = BM25Index.load(self.directory / LEXICAL_FILE)
             self.sessions = SessionTable.load(self.directory / SESSIONS_FILE)
+        except OldIndexFormatError:
+            raise
         except (OSError, ValueError, KeyError) as exc:
             raise IndexFileError(f"cannot read index files in {self.directory}: {exc}") from exc
         self.applied = manifest.last_change
@@ -275,6 +280,7 @@ class DiskCheck:
     problems: list[str] = field(default_factory=list)
     behind: int = 0
     saved_at: int = 0
+    old_format: str = ""  # files of an older memvec: rebuilt on open, not a disagreement
 
 
 def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, model_id: str) -> DiskCheck:
@@ -286,6 +292,8 @@ def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, mod
             check_files(directory, manifest)
             vector = VectorIndex.load(directory / VECTOR_FILE)
             lexical = BM25Index.load(directory / LEXICAL_FILE)
+    except OldIndexFormatError as exc:
+        return DiskCheck(old_format=str(exc))
     except (IndexFileError, OSError, ValueError, KeyError) as exc:
         return DiskCheck(problems=[str(exc)])
     check = DiskCheck(saved_at=manifest.last_change)

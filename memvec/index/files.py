@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from memvec.errors import IndexFileError
+from memvec.errors import IndexFileError, OldIndexFormatError
 
 FORMAT_VERSION = 3
 VECTOR_FILE = "vector.npz"
@@ -103,6 +103,8 @@ def read_manifest(directory: Path) -> Manifest:
         raise IndexFileError(f"no manifest at {path}") from exc
     except (OSError, ValueError, ValidationError) as exc:
         raise IndexFileError(f"unreadable manifest {path}: {exc}") from exc
+    if manifest.format_version < FORMAT_VERSION:
+        raise OldIndexFormatError(f"index format {manifest.format_version} (this memvec writes {FORMAT_VERSION})")
     if manifest.format_version != FORMAT_VERSION:
         raise IndexFileError(f"manifest {path} has format {manifest.format_version}, expected {FORMAT_VERSION}")
     return manifest

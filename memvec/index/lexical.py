@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from memvec.errors import OldIndexFormatError
 from memvec.index.idmap import IdMap
 from memvec.index.tokenize import tokenize
 
@@ -323,8 +324,11 @@ class BM25Index:
     @classmethod
     def load(cls, path: Path, *, tokenizer: Callable[[str], list[str]] = tokenize) -> BM25Index:
         with np.load(path, allow_pickle=False) as data:
-            if int(data["format"][0]) != FORMAT:  # a KeyError for files older than the field
-                raise ValueError(f"BM25 file format {int(data['format'][0])}, expected {FORMAT}")
+            written = int(data["format"][0]) if "format" in data.files else 0  # older files lack the field
+            if written < FORMAT:
+                raise OldIndexFormatError(f"BM25 file format {written} (this memvec writes {FORMAT})")
+            if written != FORMAT:
+                raise ValueError(f"BM25 file format {written}, expected {FORMAT}")
             k1, b = (float(x) for x in data["params"])
             index = cls(k1=k1, b=b, tokenizer=tokenizer)
             index._base_terms = data["terms"].astype(np.int64)
