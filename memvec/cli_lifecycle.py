@@ -12,7 +12,7 @@ import click
 from memvec.agent.consolidate import consolidate as run_consolidation
 from memvec.cli_common import TIER, TIMESTAMP, Context, dump, existing_agent, print_json
 from memvec.consolidation_format import ConsolidationRun
-from memvec.memory import Memory
+from memvec.memory import STORE_SCHEMA_VERSION, Memory
 from memvec.types import Tier
 
 
@@ -41,6 +41,30 @@ def forget(obj: Context, agent: str, tier: str | None, ids: tuple[int, ...], tag
         print_json({"forgotten": count})
     else:
         click.echo(f"forgot {count} record(s) of {agent}")
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Only say what would be migrated; change nothing.")
+@click.pass_obj
+def upgrade(obj: Context, dry_run: bool) -> None:
+    """Bring the home's store to this memvec's schema (opening it with any command does the same,
+    with a warning); --dry-run lists what that would apply. Take a `memvec backup` first: an older
+    memvec cannot open the home afterwards."""
+    config = obj.config()
+    steps = Memory.pending_migrations(config)
+    if steps is None:
+        click.echo("nothing to migrate here: a PostgreSQL store is brought up to date when opened, a new home "
+                   f"is made at schema {STORE_SCHEMA_VERSION}")
+        return
+    if not steps:
+        click.echo(f"up to date: store schema {STORE_SCHEMA_VERSION}")
+        return
+    for version, what in steps:
+        click.echo(f"{'would apply' if dry_run else 'applying'} schema {version}: {what}")
+    if not dry_run:
+        with obj.open():
+            pass
+        click.echo(f"upgraded: store schema {STORE_SCHEMA_VERSION}")
 
 
 @click.command()

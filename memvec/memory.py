@@ -46,7 +46,8 @@ from memvec.reports import (
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.store.backup import BackupManifest, backup_store, restore_store
-from memvec.store.schema import LATEST_VERSION
+from memvec.store.schema import LATEST_VERSION, pending
+from memvec.store.sqlite import applied_migrations
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.recall import RecallMemory
@@ -119,6 +120,16 @@ class Memory:
              embedder: Embedder | None = None, **settings: Any) -> Memory:
         """Open (creating if needed) the memory home; see :class:`MemoryConfig` for settings."""
         return cls(MemoryConfig.resolve(home=home, model=model, **settings), embedder=embedder)
+
+    @staticmethod
+    def pending_migrations(config: MemoryConfig) -> list[tuple[int, str]] | None:
+        """What opening the home's SQLite store would migrate (version, what it adds), read without
+        opening it; None for a PostgreSQL store (its schema is brought up to date on open) or a home
+        with no store yet (it is created at the latest schema)."""
+        store_file = Path(config.home) / STORE_FILE
+        if config.store is not None or not store_file.exists():
+            return None
+        return pending(applied_migrations(store_file))
 
     def _lazy(self, model_id: str) -> LazyEmbedder:
         batch = self.config.embed_batch_size

@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("upgrade --dry-run migrates", "memvec/cli_lifecycle.py",
+     "    if not dry_run:\n        with obj.open():", "    if True:\n        with obj.open():",
+     "tests/test_upgrades.py"),
     ("verify calls an older index format a disagreement", "memvec/engine/tier.py",
      "        return DiskCheck(old_format=str(exc))", "        return DiskCheck(problems=[str(exc)])",
      "tests/test_upgrades.py"),

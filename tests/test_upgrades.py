@@ -100,3 +100,26 @@ def test_index_files_of_an_older_format_are_reported_then_rebuilt_on_open(
     assert "index files of an older memvec" in caplog.text
     assert run(cli, ["--home", str(home), "--model", "hash:64", "verify", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["old_format"] == []
+
+
+def schema_versions(home: Path) -> set[int]:
+    with sqlite3.connect(home / "store.sqlite3") as db:
+        return {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
+
+
+def test_upgrade_dry_run_says_what_it_would_apply_and_changes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = home_at_schema(tmp_path / "home", LATEST_VERSION - 2)
+    base = ["--home", str(home), "--model", "hash:64", "upgrade"]
+    capsys.readouterr()
+    assert run(cli, [*base, "--dry-run"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in said] == [f"would apply schema {LATEST_VERSION - 1}",
+                                                      f"would apply schema {LATEST_VERSION}"]
+    assert all(len(line.split(": ", 1)[1]) > 10 for line in said), "each step says what it adds"
+    assert schema_versions(home) == set(range(1, LATEST_VERSION - 1))
+    assert run(cli, base) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"upgraded: store schema {LATEST_VERSION}"
+    assert schema_versions(home) == set(range(1, LATEST_VERSION + 1))
+    assert run(cli, base) == 0
+    assert capsys.readouterr().out.strip() == f"up to date: store schema {LATEST_VERSION}"

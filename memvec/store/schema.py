@@ -134,3 +134,17 @@ MIGRATIONS: list[tuple[int, str]] = [
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
+_UNCOMMENTED = {1: "records, their tags, the change log and core blocks",
+                2: "records' untrusted flag and agents' settings and state"}
+
+
+def describe(version: int) -> str:
+    """What migration `version` adds: its first SQL comment (the migrations say why they exist)."""
+    script = dict(MIGRATIONS)[version]
+    comments = [line.strip()[2:].strip() for line in script.splitlines() if line.strip().startswith("--")]
+    return _UNCOMMENTED.get(version) or (comments[0] if comments else f"schema {version}")
+
+
+def pending(applied: set[int]) -> list[tuple[int, str]]:
+    """The migrations a store that has `applied` would get when opened, with what each adds."""
+    return [(version, describe(version)) for version, _ in MIGRATIONS if version not in applied]

@@ -148,3 +148,17 @@ class SQLiteStore(SQLStore):
 
     def storage_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+
+
+def applied_migrations(path: Path) -> set[int]:
+    """The schema versions a SQLite store file has, read without changing it (empty: no store yet)."""
+    if not path.exists():
+        return set()
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return {int(row[0]) for row in db.execute("SELECT version FROM schema_migrations")}
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the schema of {path}: {exc}") from exc
