@@ -28,6 +28,9 @@ SEARCH_SECONDS = Histogram("memvec_search_stage_duration_seconds",
                            buckets=LATENCY_BUCKETS)
 INDEX_LOADS = Counter("memvec_index_loads_total", "Indexes loaded into memory (opened and caught up)")
 INDEX_EVICTIONS = Counter("memvec_index_evictions_total", "Indexes saved and unloaded to stay within the budget")
+CHANGES_APPLIED = Counter("memvec_index_changes_applied_total",
+                           "Store changes applied to loaded indexes: this process's writes and, for the "
+                           "agents it has loaded, every other server's")
 INDEXES_LOADED = Gauge("memvec_indexes_loaded", "Indexes in memory now", multiprocess_mode="livesum")
 EMBED_BATCH = Histogram("memvec_embed_batch_size", "Texts per forward pass of the embedding model",
                         buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))

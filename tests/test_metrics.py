@@ -83,3 +83,18 @@ def test_workers_are_counted_together(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert counted == [20.0] * 6, counted
+
+
+def test_changes_written_elsewhere_are_counted_when_caught_up(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem, \
+            TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as client:
+        client.post("/v1/agents", json={"name": "ana"}).raise_for_status()
+        client.get("/v1/agents/ana/archival-memory/search", params={"query": "x"}).raise_for_status()
+        before = value(samples(client.get("/metrics").text), "memvec_index_changes_applied_total")
+        with Memory.open(home, embedder=HashingEmbedder(64)) as other:  # another server on the same store
+            for text in ("Ana keeps bees", "Ana lives in Lisbon", "Ana likes tea"):
+                other.archival("ana").insert(text)
+        client.get("/v1/agents/ana/archival-memory/search", params={"query": "bees"}).raise_for_status()
+        after = value(samples(client.get("/metrics").text), "memvec_index_changes_applied_total")
+    assert after - before == 6  # the writer's index applied its 3 writes, the server's caught up with them

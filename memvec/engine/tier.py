@@ -36,6 +36,7 @@ from memvec.index.lexical import BM25Index
 from memvec.index.sessions import SessionTable
 from memvec.index.tokenize import date_words, tokenize
 from memvec.index.vector import HnswParams, VectorIndex
+from memvec.metrics import CHANGES_APPLIED
 from memvec.store.base import Change, EmbeddingBatch, Store
 from memvec.types import IndexKind, Record, SearchFilters, Tier
 
@@ -164,6 +165,7 @@ class TierIndex:
             changes = self.store.changes_since(self.agent, self.tier, self.applied)
             if not changes:
                 return 0
+            CHANGES_APPLIED.inc(len(changes))
             final: dict[int, str] = {}
             for change in changes:
                 final[change.record_id] = change.op
