@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import signal
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,10 +15,13 @@ from typing import Any
 import click
 from prometheus_client.multiprocess import mark_process_dead
 
+from memvec.agent.llm import litellm_module
 from memvec.agent.sleep import SleepSchedule
 from memvec.cli_common import Context, ensure_port_free, open_when_store_is_up, serve_http, server_log
+from memvec.errors import MemvecError
 from memvec.logs import LogFormat
 from memvec.logs import configure as configure_logging
+from memvec.memory import Memory
 
 QUICK_EXIT_S = 30.0  # a worker that exits by itself this soon after its start would only fail again
 
@@ -117,6 +121,7 @@ def serve_one(obj: Context, options: ServeOptions) -> None:
     budget = {"max_loaded_indexes": options.max_loaded_indexes} if options.max_loaded_indexes else {}
     with open_when_store_is_up(obj, options.wait_for_store, query_batching=True, **budget) as mem:
         server_log.info("embedding with %s (dim %d)", mem.model_id, mem.embedding_dim)  # loads the model now
+        warm_llm_library(mem)
         every = options.consolidate_every
         schedule = SleepSchedule(mem, every * 60).start() if every else None
         try:
@@ -129,6 +134,21 @@ def serve_one(obj: Context, options: ServeOptions) -> None:
         finally:
             if schedule is not None:
                 schedule.stop()
+
+
+def warm_llm_library(mem: Memory) -> threading.Thread:
+    """Import litellm in the background when an agent of this home has a model, so that the first
+    reply after a start does not wait seconds for the import (a home without one never loads it)."""
+    def warm() -> None:
+        try:
+            if any(mem.get_agent(name)[0].model for name in mem.agents()):
+                litellm_module()
+        except MemvecError:  # the store went away, or the server is stopping: the first reply imports it
+            pass
+
+    thread = threading.Thread(target=warm, name="memvec-litellm-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _worker(obj: Context, options: ServeOptions) -> None:

@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("serve never imports litellm ahead of the first reply", "memvec/cli_serve.py",
+     "            if any(mem.get_agent(name)[0].model for name in mem.agents()):", "            if False:",
+     "tests/test_cli_mistakes.py"),
     ("upgrade --dry-run migrates", "memvec/cli_lifecycle.py",
      "    if not dry_run:\n        with obj.open():", "    if True:\n        with obj.open():",
      "tests/test_upgrades.py"),

@@ -115,3 +115,24 @@ def test_agents_are_listed_and_deleted_on_the_command_line(memvec: Cli) -> None:
     assert memvec("agent", "delete", "bo", "--yes")[0] == 5
     code, out, _ = memvec("agent", "list")
     assert out.splitlines() == ["ana  model -  recall 0  archival 1"]
+
+
+WARM_UP = """
+import sys
+from memvec import Memory
+from memvec.cli_serve import warm_llm_library
+from memvec.types import AgentSettings
+with Memory.open(sys.argv[1], model="hash:64") as mem:
+    if sys.argv[2] == "model":
+        mem.create_agent(AgentSettings(name="talker", model="openai/gpt-4o-mini"))
+    warm_llm_library(mem).join(timeout=120)
+    print("litellm" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("agent", "loaded"), [("model", "True"), ("none", "False")])
+def test_serve_imports_litellm_ahead_only_for_a_home_with_a_model(tmp_path: Path, agent: str, loaded: str) -> None:
+    done = subprocess.run([sys.executable, "-c", WARM_UP, str(tmp_path / "home"), agent], capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == loaded
