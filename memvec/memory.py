@@ -397,6 +397,10 @@ class Memory:
         """Whether the store answers right now (never raises)."""
         return self._store.healthy()
 
+    def connection_stats(self) -> dict[str, int]:
+        """The store's connections in this process: opened, failed, lost (empty for SQLite)."""
+        return self._store.connection_stats()
+
     def totals(self) -> tuple[int, int]:
         """(records, agents) in the whole home: cheap enough for a health check."""
         return sum(self._store.count(a, t) for a, t in self._store.partitions()), len(self._store.agents())

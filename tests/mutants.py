@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("PostgreSQL's lost connections are not counted", "memvec/store/postgres.py",
+     '"lost": stats.get("connections_lost", 0)}', '}', "tests/test_postgres.py"),
     ("serve never imports litellm ahead of the first reply", "memvec/cli_serve.py",
      "            if any(mem.get_agent(name)[0].model for name in mem.agents()):", "            if False:",
      "tests/test_cli_mistakes.py"),

@@ -60,6 +60,7 @@ def test_metrics_count_requests_searches_and_records(client: TestClient) -> None
     assert value(after, "memvec_records") == 2 and value(after, "memvec_agents") == 1
     assert value(after, "memvec_indexes_loaded") >= 1
     assert not [key for key in after if "ana" in dict(key[1]).values()], "no agent name as a label"
+    assert not [key for key in after if key[0].startswith("memvec_store_connections")], "SQLite has no pool"
 
 
 def test_metrics_need_an_unscoped_key(client: TestClient) -> None:

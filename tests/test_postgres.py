@@ -261,3 +261,18 @@ def test_export_import_keeps_every_version_and_the_block_history_from_sqlite_to_
             assert every_version(again, "ana") == every_version(source, "ana")
             assert _history_shape(again, "ana") == _history_shape(source, "ana")
             assert again.core("ana").undo("human") == source.core("ana").undo("human")  # undo goes on alike
+
+
+def test_metrics_count_postgresql_connections(tmp_path: Path, pg_url: str) -> None:
+    from fastapi.testclient import TestClient
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from memvec.service.app import create_app
+
+    with open_pg(tmp_path / "home", pg_url) as mem, \
+            TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as client:
+        client.post("/v1/agents/ana/archival-memory", json={"text": "kept"})
+        found = {s.name: s.value for family in text_string_to_metric_families(client.get("/metrics").text)
+                 for s in family.samples}
+    assert found["memvec_store_connections_opened_total"] >= 1
+    assert found["memvec_store_connections_failed_total"] == 0 and found["memvec_store_connections_lost_total"] == 0

@@ -8,11 +8,15 @@ from collections.abc import Iterator
 
 from fastapi import FastAPI, HTTPException, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from memvec.memory import Memory
 from memvec.service.deps import Caller, Service
+
+CONNECTIONS = {"opened": "Connections this process opened to PostgreSQL (reconnects included)",
+               "failed": "Attempts to connect to PostgreSQL that failed",
+               "lost": "Connections found broken and replaced"}
 
 
 class StoreTotals:
@@ -22,6 +26,8 @@ class StoreTotals:
         self.memory = memory
 
     def collect(self) -> Iterator[Metric]:
+        for kind, count in self.memory.connection_stats().items():  # this process's pool (PostgreSQL)
+            yield CounterMetricFamily(f"memvec_store_connections_{kind}", CONNECTIONS[kind], value=count)
         records, agents = self.memory.totals()
         yield GaugeMetricFamily("memvec_records", "Records in the store, both tiers, every agent", value=records)
         yield GaugeMetricFamily("memvec_agents", "Agents in the store", value=agents)

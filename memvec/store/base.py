@@ -71,6 +71,11 @@ class Store(Protocol):
         """Whether the store answers right now (a down database: False, never an exception)."""
         ...
 
+    def connection_stats(self) -> dict[str, int]:
+        """This process's connection counts since it opened the store: `opened` (reconnects included),
+        `failed` (attempts that failed), `lost` (found broken and replaced). Empty for SQLite."""
+        ...
+
     def transaction(self) -> AbstractContextManager[None]:
         """Several writes of this thread as one transaction: all commit, or none."""
         ...

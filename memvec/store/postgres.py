@@ -102,6 +102,11 @@ class PostgresStore(SQLStore):
             self.pool.close()
             raise
 
+    def connection_stats(self) -> dict[str, int]:
+        stats = self.pool.get_stats()
+        return {"opened": stats.get("connections_num", 0), "failed": stats.get("connections_errors", 0),
+                "lost": stats.get("connections_lost", 0)}
+
     def _migrate(self) -> None:
         with self._connection() as db, db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))  # one migrator at a time

@@ -92,6 +92,9 @@ class SQLStore(BlockStore, RunStore, VersionStore):
         with self._write():
             yield
 
+    def connection_stats(self) -> dict[str, int]:
+        return {}
+
     def healthy(self) -> bool:
         """Whether the database answers right now (down: False, never an exception)."""
         try:
