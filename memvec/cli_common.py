@@ -20,8 +20,6 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from memvec.config import MemoryConfig
 from memvec.errors import InvalidInputError, NotFoundError, PortInUseError, StoreUnavailableError
-from memvec.logs import LogFormat
-from memvec.logs import configure as configure_logging
 from memvec.memory import Memory
 from memvec.service.listener import SETTLE_S, stop_admitting
 from memvec.service.protocol import HEADER_TIMEOUT_S, with_header_timeout
@@ -121,8 +119,8 @@ def input_lines(path: Path) -> Iterator[bytes]:
 
 
 def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int, log_level: str,
-               log_format: LogFormat = "text", drain_s: float = 0.0, draining: threading.Event | None = None,
-               reuse_port: bool = False, header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
+               drain_s: float = 0.0, draining: threading.Event | None = None, reuse_port: bool = False,
+               header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
     """Run an HTTP server (the REST service or MCP over HTTP) until SIGTERM or SIGINT, then save
     the indexes before the process exits, whichever signal stopped it. With `drain_s`, the first
     signal sets `draining` (health answers 503, so a balancer stops sending) and the server goes on
@@ -166,7 +164,6 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
             finally:  # whatever happened, the server must still stop
                 super().handle_exit(sig, frame)
 
-    configure_logging(log_level, log_format)
     export_from_environment()  # OTLP traces, when OTEL_EXPORTER_OTLP_ENDPOINT names a collector
     _warn_if_open(keys, host)
     server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level, log_config=None,

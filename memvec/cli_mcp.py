@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from memvec.cli_common import Context, open_when_store_is_up, serve_http
+from memvec.logs import configure as configure_logging
 
 
 @click.command(name="mcp")
@@ -41,6 +42,8 @@ def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file
     from memvec.service.auth import KeyRing
 
     keys = KeyRing.from_environment(keys_file)
+    if transport == "http":  # stdio leaves logging alone: nothing but the protocol on stdout
+        configure_logging(log_level, "text")
     with open_when_store_is_up(obj, transport == "http", query_batching=transport == "http") as mem:
         server = build_server(mem, name)
         mem.embedding_dim  # noqa: B018 - load the model now, not on the first tool call

@@ -128,7 +128,6 @@ def serve_one(obj: Context, options: ServeOptions) -> None:
             app = create_app(mem, keys, allowed_hosts=options.allowed_hosts, body_timeout_s=options.body_timeout,
                              max_in_flight_per_key=options.max_requests_per_key)
             serve_http(app, mem, keys, host=options.host, port=options.port, log_level=options.log_level,
-                       log_format=options.log_format,
                        drain_s=options.drain_seconds, draining=app.state.service.draining,
                        reuse_port=options.reuse_port, header_timeout_s=options.header_timeout)
         finally:

@@ -1,6 +1,6 @@
 """memvec's Prometheus metrics, defined once for every layer that counts something (the engine, the
 embedder's batcher, the agent's LLM calls, the HTTP service), exported by `GET /metrics`
-(memvec.service.metrics_route).
+(memvec.service.routes_metrics).
 
 Under `memvec serve --workers N` each worker counts in files under PROMETHEUS_MULTIPROC_DIR (set by
 the supervisor before it starts them: prometheus-client reads it when this module is imported) and any

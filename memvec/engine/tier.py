@@ -132,8 +132,6 @@ class TierIndex:
             self.vector = VectorIndex.load(self.directory / VECTOR_FILE)
             self.lexical = BM25Index.load(self.directory / LEXICAL_FILE)
             self.sessions = SessionTable.load(self.directory / SESSIONS_FILE)
-        except OldIndexFormatError:
-            raise
         except (OSError, ValueError, KeyError) as exc:
             raise IndexFileError(f"cannot read index files in {self.directory}: {exc}") from exc
         self.applied = manifest.last_change

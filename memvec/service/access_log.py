@@ -4,7 +4,7 @@ request's count and duration in memvec.metrics, and its span (memvec.tracing).
 
 The request id is the caller's `X-Request-ID` when it is a plain token (letters, digits, `._:-`, at
 most 128), else a new one; it is sent back in the response's `X-Request-ID` and set for every line
-logged while the request is served (memvec.service.logs.REQUEST_ID)."""
+logged while the request is served (memvec.logs.REQUEST_ID)."""
 
 from __future__ import annotations
 
@@ -42,12 +42,11 @@ def _trace_headers(scope: Scope) -> dict[str, str]:
             if (value := header(scope, name.encode())) is not None}
 
 
-def _name_span(current: Any, scope: Scope, status: int) -> None:
+def _name_span(current: Any, method: str, route: str, status: int) -> None:
     """The request's span, named by its route once routing has found it (OpenTelemetry's HTTP naming)."""
     if current is None:
         return
-    route = route_of(scope)
-    current.update_name(f"{scope['method']} {route}")
+    current.update_name(f"{method} {route}")
     current.set_attribute("http.route", route)
     current.set_attribute("http.response.status_code", status)
 
@@ -79,23 +78,18 @@ class AccessLog:
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
-                seconds = time.perf_counter() - started
-                _name_span(current, scope, status)
-                self._count(scope, status, seconds)
+                seconds, route = time.perf_counter() - started, route_of(scope)
+                _name_span(current, scope["method"], route, status)
+                HTTP_REQUESTS.labels(scope["method"], route, str(status)).inc()
+                HTTP_SECONDS.labels(scope["method"], route).observe(seconds)
                 if access.isEnabledFor(logging.INFO):
-                    self._log(scope, status, seconds)
+                    self._log(scope, route, status, seconds)
                 REQUEST_ID.reset(token)
 
-    @staticmethod
-    def _count(scope: Scope, status: int, seconds: float) -> None:
-        route = route_of(scope)
-        HTTP_REQUESTS.labels(scope["method"], route, str(status)).inc()
-        HTTP_SECONDS.labels(scope["method"], route).observe(seconds)
-
-    def _log(self, scope: Scope, status: int, seconds: float) -> None:
+    def _log(self, scope: Scope, route: str, status: int, seconds: float) -> None:
         principal = None if self.keys.open else self.keys.principal_of_header(header(scope, b"authorization"))
         client = scope.get("client")
-        access.info("%s %s %s", scope["method"], route_of(scope), status or "(no response)", extra={
-            "method": scope["method"], "route": route_of(scope), "status": status,
+        access.info("%s %s %s", scope["method"], route, status or "(no response)", extra={
+            "method": scope["method"], "route": route, "status": status,
             "duration_ms": round(1000 * seconds, 2), "key_id": principal.key_id if principal else "-",
             "client": client[0] if client else "-"})

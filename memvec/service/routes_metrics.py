@@ -20,7 +20,8 @@ CONNECTIONS = {"opened": "Connections this process opened to PostgreSQL (reconne
 
 
 class StoreTotals:
-    """Records and agents in the store, read at each scrape (the same for every server on the store)."""
+    """Records and agents in the store (the same for every server on it) and this process's PostgreSQL
+    connections, read at each scrape."""
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
