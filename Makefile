@@ -16,13 +16,13 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # two workers (pytest-xdist), one thread each for the model and FAISS (MEMVEC_THREADS) so they do not
-# fight over the cores; tests that stop PostgreSQL take turns with those using it (conftest.postgres_turn)
+# fight over the cores; tests that stop PostgreSQL stop a server of their own (tests/private_postgres.py)
 test: install
 	HF_HUB_OFFLINE=1 MEMVEC_THREADS=1 $(PY) -m pytest -q -n 2 --dist worksteal
 
 # unit and in-process tests only: no real model, no server process, no PostgreSQL, no browser
 test-fast: install
-	HF_HUB_OFFLINE=1 MEMVEC_THREADS=1 $(PY) -m pytest -q -n 2 -m "not slow and not postgres and not postgres_outage"
+	HF_HUB_OFFLINE=1 MEMVEC_THREADS=1 $(PY) -m pytest -q -n 2 -m "not slow and not postgres"
 
 # Plant known bugs one at a time in a scratch copy and show the suite catches each (not part of CI).
 mutants: install

@@ -23,7 +23,8 @@ from memvec.logs import LogFormat
 from memvec.logs import configure as configure_logging
 from memvec.memory import Memory
 
-QUICK_EXIT_S = 30.0  # a worker that exits by itself this soon after its start would only fail again
+QUICK_EXIT_S = 30.0  # a worker that exits by itself this soon after its first start would only fail again
+MAX_RESTART_DELAY_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -181,28 +182,44 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
         for process in running:
             process.start()
         server_log.info("%d workers on %s:%d", workers, options.host, options.port)
-        started = [time.monotonic()] * workers
+        started, restarts = [time.monotonic()] * workers, [0] * workers
         while not stopping:
             for n, process in enumerate(running):
-                if process.is_alive() or stopping:
+                if process.pid is None or process.is_alive() or stopping:  # not started yet, or running
                     continue
-                exited_by_itself = (process.exitcode or 0) >= 0  # not killed by a signal
-                if exited_by_itself and time.monotonic() - started[n] < QUICK_EXIT_S:  # cannot start: port, home
+                quick = (process.exitcode or 0) >= 0 and time.monotonic() - started[n] < QUICK_EXIT_S
+                if quick and restarts[n] == 0:  # its first start failed: the port, the home, a key file
                     stop(signal.SIGTERM, None)
                     raise click.ClickException(f"worker {n} exited at start ({process.exitcode}); see above")
-                server_log.warning("worker %d exited (%s); starting it again", n, process.exitcode)
+                # a worker that once served is started again; one that fails again soon waits longer
+                delay = min(2.0 ** restarts[n], MAX_RESTART_DELAY_S) if quick else 0.0
+                server_log.warning("worker %d exited (%s); starting it again in %g s", n, process.exitcode, delay)
                 mark_process_dead(process.pid)  # its loaded-indexes gauge no longer counts
                 running[n] = spawn.Process(target=_worker, args=(obj, plans[n]), daemon=False)
-                running[n].start()
-                started[n] = time.monotonic()
+                started[n], restarts[n] = time.monotonic() + delay, restarts[n] + 1
+            for n, process in enumerate(running):
+                if process.pid is None and time.monotonic() >= started[n] and not stopping:
+                    _start_worker(n, process, started, restarts)
             time.sleep(0.5)
         for process in running:
-            process.join()
+            if process.pid is not None:
+                process.join()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if counted_in is not None:
             counted_in.cleanup()
+
+
+def _start_worker(n: int, process: Any, started: list[float], restarts: list[int]) -> None:
+    """Start a worker again; when the system refuses a process (no memory, too many files), try
+    later rather than leave the others without a supervisor."""
+    try:
+        process.start()
+    except OSError as exc:
+        delay = min(2.0 ** restarts[n], MAX_RESTART_DELAY_S)
+        server_log.warning("worker %d could not be started (%s); trying again in %g s", n, exc, delay)
+        started[n], restarts[n] = time.monotonic() + delay, restarts[n] + 1
 
 
 def _metrics_folder() -> tempfile.TemporaryDirectory[str] | None:

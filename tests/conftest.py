@@ -3,12 +3,10 @@ the real packaged MiniLM is loaded once per session for the tests that need mean
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -46,31 +44,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if REAL_MODEL_FIXTURES & set(item.fixturenames) or any(
                 SERVER_PROCESS.search(str(getattr(d.func, "__annotations__", {}).get("return", ""))) for d in fixtures):
             item.add_marker(pytest.mark.slow)
-
-
-@pytest.fixture(autouse=True)
-def postgres_turn(request: pytest.FixtureRequest) -> Iterator[None]:
-    """One PostgreSQL server serves the whole suite and some tests stop and restart it: a test marked
-    `postgres_outage` holds it alone, one marked `postgres` shares it with its like (a file lock, so
-    it holds across the xdist workers however they are scheduled)."""
-    outage = request.node.get_closest_marker("postgres_outage") is not None
-    if not outage and request.node.get_closest_marker("postgres") is None:
-        yield
-        return
-    folder = Path(tempfile.gettempdir())
-    with open(folder / "memvec-tests-postgres.gate", "a") as gate, open(folder / "memvec-tests-postgres.lock",
-                                                                          "a") as lock:
-        # a gate in front of the shared lock: an outage test closes it while it waits for the tests
-        # already sharing to finish, so a stream of new sharers cannot keep it waiting for minutes
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        if not outage:
-            fcntl.flock(gate, fcntl.LOCK_UN)
-        fcntl.flock(lock, fcntl.LOCK_EX if outage else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 @pytest.fixture
@@ -137,14 +110,6 @@ def start_postgres(url: str) -> str:
         return ""
     except psycopg.OperationalError as exc:
         return str(exc)
-
-
-def postgres_cluster(action: str) -> None:
-    """`pg_ctlcluster VERSION main start|stop` on every local cluster (stop: fast, clients cut off)."""
-    extra = ["-m", "fast"] if action == "stop" else []
-    for version in subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split():
-        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", action, *extra],
-                       check=False, capture_output=True, timeout=120)
 
 
 def unavailable(message: str) -> NoReturn:

@@ -20,7 +20,7 @@ from tests.scripted_llm import ScriptedLLM
 from tests.test_backup import everything, fake, lived_in
 from tests.test_postgres import BASE_URL, pg_url  # noqa: F401 - the fixture
 
-pytestmark = pytest.mark.postgres  # shares the server with its like (conftest.postgres_turn)
+pytestmark = pytest.mark.postgres  # the shared server (make test-fast leaves these out)
 
 
 def schema_of(url: str) -> str:

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from benchmarks import cluster
+from memvec.cli_serve import _start_worker
 from memvec.errors import InvalidInputError
 from memvec.router import nginx_config
 from memvec.service.listener import stop_admitting
@@ -55,7 +56,7 @@ def test_router_config_refuses_what_is_not_host_and_port(upstreams: list[str], l
         nginx_config(upstreams, listen=listen)
 
 
-@pytest.mark.postgres  # shares the server with its like; never while a test stops it
+@pytest.mark.postgres
 def test_each_agent_is_served_by_one_server_through_the_router() -> None:
     require_nginx()
     with cluster.running_cluster(PG, size=2) as running:
@@ -69,7 +70,7 @@ def test_each_agent_is_served_by_one_server_through_the_router() -> None:
             assert [cluster._loaded(m) for m in running.members] == before
 
 
-@pytest.mark.postgres  # shares the server with its like; never while a test stops it
+@pytest.mark.postgres
 def test_a_killed_server_loses_no_acknowledged_write_and_applies_nothing_twice() -> None:
     require_nginx()
     found = cluster.server_loss(PG, agents=6, seconds=6.0, servers=2)  # `make bench-cluster` runs three
@@ -79,7 +80,7 @@ def test_a_killed_server_loses_no_acknowledged_write_and_applies_nothing_twice()
     assert found["failed_by_kind"]["search"] == 0, found  # a search is retried by the router itself
 
 
-@pytest.mark.postgres  # shares the server with its like; never while a test stops it
+@pytest.mark.postgres
 def test_a_rolling_restart_fails_no_request() -> None:
     require_nginx()
     found = cluster.rolling_restart(PG, agents=6, drain_s=1.0, servers=2)
@@ -131,6 +132,36 @@ def test_workers_share_one_port_and_one_home_and_stop_together(tmp_path: Path) -
         server.stop()
 
 
+@pytest.mark.slow
+def test_a_worker_that_cannot_start_again_is_retried_while_the_other_serves(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("worker-key-0123456789\n")
+    server = Server(tmp_path / "home", serve_args=["--workers", "2", "--keys-file", str(keys)]).start()
+    assert server.process is not None
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers := worker_pids(server.process.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        keys.write_text("short\n")  # a worker started now stops at once: the key file is refused
+        os.kill(min(workers), signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while "starting it again in 2 s" not in server.log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        log = server.log_path.read_text()
+        assert "starting it again in 2 s" in log and server.process.poll() is None, log[-3000:]
+        assert httpx.get(f"{server.url}/v1/health", timeout=30).status_code == 200  # the other worker serves
+        keys.write_text("worker-key-0123456789\n")
+        deadline = time.monotonic() + 60  # two workers listened at the start; a third means one came back
+        while server.log_path.read_text().count("listening on") < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        now = worker_pids(server.process.pid)
+        assert len(now) == 2 and now != workers, server.log_path.read_text()[-3000:]
+        with httpx.Client(base_url=server.url, timeout=30) as api:
+            assert api.get("/v1/agents", headers={"Authorization": "Bearer worker-key-0123456789"}).status_code == 200
+    finally:
+        server.stop()
+
+
 def _check_workers(server: Server, tmp_path: Path) -> None:
     assert server.process is not None
     deadline = time.monotonic() + 60
@@ -152,7 +183,7 @@ def _check_workers(server: Server, tmp_path: Path) -> None:
             and time.monotonic() < deadline:
         time.sleep(0.2)
     final = worker_pids(server.process.pid)
-    assert len(final) == 2 and final != workers
+    assert len(final) == 2 and final != workers, server.log_path.read_text()[-3000:]
     server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(timeout=60) in (0, -signal.SIGTERM)
     assert not any(Path(f"/proc/{pid}").exists() for pid in final)  # every worker stopped with it
@@ -262,3 +293,15 @@ def test_verify_on_a_member_that_never_served_an_agent_says_not_loaded(tmp_path:
     assert report["ok"] and report["problems"] == [] and report["not_loaded"] == [{"agent": "ana", "tier": "archival"}]
     repaired = json.loads(run_cli("--model", "hash:64", "verify", "--repair", "--json", home=member).stdout)
     assert repaired["ok"] and repaired["not_loaded"] == []
+
+
+def test_a_worker_the_system_will_not_start_is_tried_again_later(caplog: pytest.LogCaptureFixture) -> None:
+    class Refused:
+        def start(self) -> None:
+            raise OSError(24, "Too many open files")
+
+    started, restarts = [0.0], [1]
+    before = time.monotonic()
+    _start_worker(0, Refused(), started, restarts)  # no exception: the supervisor goes on
+    assert restarts == [2] and started[0] >= before + 2.0
+    assert "could not be started" in caplog.text and "trying again in 2 s" in caplog.text

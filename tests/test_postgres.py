@@ -23,7 +23,7 @@ from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
 if TYPE_CHECKING:
     from tests.scripted_llm import ScriptedLLM
 
-# shares the PostgreSQL server with the other tests so marked (conftest.postgres_turn)
+# the shared PostgreSQL server (make test-fast leaves these out)
 pytestmark = pytest.mark.postgres
 
 BASE_URL = os.environ.get("MEMVEC_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")

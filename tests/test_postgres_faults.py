@@ -1,11 +1,13 @@
 """PostgreSQL going away under real `memvec serve` processes: requests fail fast with 503 while it
 is down, both servers heal by themselves when it is back, no acknowledged write is lost, and a
-server started while it is down comes up when it returns. The cluster is always started again."""
+server started while it is down comes up when it returns. The server these stop is one of their own
+(tests.private_postgres), so the suite's shared server keeps serving the tests running beside them."""
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,20 +18,29 @@ import pytest
 from memvec.errors import StoreUnavailableError
 from memvec.store.postgres import PostgresStore
 from memvec.types import Tier
-from tests.conftest import postgres_cluster, start_postgres
+from tests.private_postgres import PrivatePostgres
 from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
-from tests.test_postgres import BASE_URL, pg_url  # noqa: F401 - the fixture
 
-# these stop and restart the PostgreSQL server: each holds it alone (conftest.postgres_turn)
-pytestmark = [pytest.mark.slow, pytest.mark.postgres_outage]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[PrivatePostgres]:
+    server = PrivatePostgres().create()
+    yield server
+    server.remove()
 
 
 @pytest.fixture
-def outage() -> Iterator[None]:
-    """PostgreSQL is running again (and reachable) when the test ends, whatever happened."""
-    yield
-    postgres_cluster("start")
-    assert start_postgres(BASE_URL) == "", "PostgreSQL must be back for the rest of the suite"
+def pg_url(database: PrivatePostgres) -> Iterator[str]:
+    """A fresh schema of the private server, which is running again when the test ends."""
+    import psycopg
+
+    schema = f"memvec_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database.url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    yield f"{database.url}?options=-csearch_path%3D{schema}"
+    database.ensure_running()  # whatever state the test left it in
 
 
 def wait_healthy(servers: list[Server], timeout: float = 60) -> float:
@@ -64,18 +75,18 @@ def assert_down_answers(srv: Server) -> None:
     assert agents.status_code == 503 and "store unavailable" in agents.text and "<html" in agents.text
 
 
-def test_a_restart_under_write_load_through_two_servers(tmp_path: Path, pg_url: str, outage: None) -> None:  # noqa: F811
+def test_a_restart_under_write_load_through_two_servers(tmp_path: Path, pg_url: str, database: PrivatePostgres) -> None:
     first, second = (Server(tmp_path / name, store=pg_url).start() for name in ("one", "two"))
     try:
         assert httpx.post(f"{first.url}/v1/agents", json={"name": "ana"}).status_code == 201
         load = WriteLoad([first, second], writers_per_server=3).start()
         load.wait_for(100)
-        postgres_cluster("stop")
+        database.stop()
         down_at = time.monotonic()
         for srv in (first, second):
             assert_down_answers(srv)
         time.sleep(1)
-        postgres_cluster("start")
+        database.start()
         up_at = time.monotonic()
         healed_in = wait_healthy([first, second])  # raises if they never recover by themselves
         print(f"both servers healthy {healed_in:.2f} s after PostgreSQL started")
@@ -98,14 +109,14 @@ def test_a_restart_under_write_load_through_two_servers(tmp_path: Path, pg_url: 
 
 
 def test_a_server_started_while_postgres_is_down_comes_up_when_it_returns(
-        tmp_path: Path, pg_url: str, outage: None) -> None:  # noqa: F811
-    postgres_cluster("stop")
+        tmp_path: Path, pg_url: str, database: PrivatePostgres) -> None:
+    database.stop()
     srv = Server(tmp_path / "late", store=pg_url)
     starting = threading.Thread(target=srv.start, kwargs={"timeout": 120})
     starting.start()
     wait_for_log(srv, "retrying in 2 s")  # it has found the store down twice and keeps waiting
     assert starting.is_alive(), "the server must wait for the store, not give up"
-    postgres_cluster("start")
+    database.start()
     starting.join(timeout=120)
     try:
         assert httpx.get(f"{srv.url}/v1/health", timeout=10).json()["status"] == "ok"
@@ -115,17 +126,17 @@ def test_a_server_started_while_postgres_is_down_comes_up_when_it_returns(
     assert "the store is unavailable" in srv.log_path.read_text()
 
 
-def test_no_wait_exits_with_its_own_code_and_message(tmp_path: Path, pg_url: str, outage: None) -> None:  # noqa: F811
+def test_no_wait_exits_with_its_own_code_and_message(tmp_path: Path, pg_url: str, database: PrivatePostgres) -> None:
     from tests.conftest import run_cli
 
-    postgres_cluster("stop")
+    database.stop()
     for args in (["serve", "--no-wait-for-store"], ["stats"]):
         result = run_cli("--model", "hash:64", "--store", pg_url, *args, home=tmp_path / "h", check=False)
         assert result.returncode == 4, result.stderr
         assert "the store is unavailable" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_lost_connection_heals_and_a_repeated_insert_is_not_a_copy(pg_url: str) -> None:  # noqa: F811
+def test_a_lost_connection_heals_and_a_repeated_insert_is_not_a_copy(pg_url: str, database: PrivatePostgres) -> None:
     """Every connection of the store is killed by the server (as a failover does): the next read
     and write work on fresh connections; inserting the same rows again (what a retry after a commit
     whose answer was lost does) returns the same ids and logs no second change."""
@@ -141,7 +152,7 @@ def test_a_lost_connection_heals_and_a_repeated_insert_is_not_a_copy(pg_url: str
         rows = [PreparedRecord(record=r, dedup_key=r.dedup_key(), created_at=datetime.now(UTC),
                                embedding=np.ones(8, dtype=np.float32), model_id="hash:8") for r in records]
         first = store.insert(rows)
-        with psycopg.connect(BASE_URL, autocommit=True) as admin:
+        with psycopg.connect(database.url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                           "WHERE pid <> pg_backend_pid() AND datname = current_database()")
         assert store.count("a", Tier.ARCHIVAL) == 3  # read on a fresh connection
@@ -153,14 +164,14 @@ def test_a_lost_connection_heals_and_a_repeated_insert_is_not_a_copy(pg_url: str
         store.close()
 
 
-def test_the_store_reports_unavailable_instead_of_hanging(pg_url: str, outage: None) -> None:  # noqa: F811
+def test_the_store_reports_unavailable_instead_of_hanging(pg_url: str, database: PrivatePostgres) -> None:
     store = PostgresStore(pg_url, timeout=2)
     try:
-        postgres_cluster("stop")
+        database.stop()
         with pytest.raises(StoreUnavailableError):
             store.count("a", Tier.ARCHIVAL)  # an error, not a hang
         assert not store.healthy()
-        postgres_cluster("start")
+        database.start()
         deadline = time.monotonic() + 30
         while not store.healthy() and time.monotonic() < deadline:
             time.sleep(0.2)
