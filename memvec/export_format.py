@@ -11,7 +11,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memvec.consolidation_format import ConsolidationRun
-from memvec.types import MAX_TAGS, AgentSettings, AgentState, BlockChange, Citation, CoreBlock
+from memvec.types import (
+    MAX_TAGS,
+    SHARED_BLOCK_ID_PATTERN,
+    AgentSettings,
+    AgentState,
+    BlockChange,
+    Citation,
+    CoreBlock,
+)
 
 EXPORT_FORMAT = "memvec-agent-export"
 
@@ -32,6 +40,13 @@ class ExportedRecord(BaseModel):
     embedding: str | None = Field(default=None, description="base64 of little-endian float32")
 
 
+class ExportedSharedBlock(CoreBlock):
+    """A shared block the agent holds, with the block's own history (every holder's changes)."""
+
+    id: str = Field(pattern=SHARED_BLOCK_ID_PATTERN)
+    history: list[BlockChange] = Field(default_factory=list)
+
+
 class AgentExport(BaseModel):
     format: Literal["memvec-agent-export"] = "memvec-agent-export"
     version: Literal[1, 2] = 2
@@ -43,6 +58,9 @@ class AgentExport(BaseModel):
     blocks: list[CoreBlock] = Field(default_factory=list)
     block_history: list[BlockChange] = Field(default_factory=list, description="every change of the blocks, "
                                                                                "oldest first (version 2)")
+    shared_blocks: list[ExportedSharedBlock] = Field(
+        default_factory=list, description="shared blocks it holds: on import attached again, made first where "
+                                          "this home has no block of that id")
     consolidations: list[ConsolidationRun] = Field(default_factory=list, description="its consolidation runs, "
                                                                                      "oldest first (version 2)")
     passages: list[ExportedRecord] = Field(default_factory=list)

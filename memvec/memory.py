@@ -51,6 +51,7 @@ from memvec.store.sqlite import applied_migrations
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.recall import RecallMemory
+from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
     VERSION,
     AgentName,
@@ -187,6 +188,10 @@ class Memory:
     def core(self, agent: str, *, actor: str = "python") -> CoreMemory:
         """The agent's core blocks; `actor` is recorded with every change made through it."""
         return CoreMemory(self._store, validate_agent(agent), actor=actor)
+
+    def shared_blocks(self, *, actor: str = "python") -> SharedBlocks:
+        """The home's shared blocks (made once, attached to several agents); `actor` as for `core`."""
+        return SharedBlocks(self._store, actor=actor)
 
     def insert(self, records: list[NewRecord]) -> list[InsertResult]:
         return self._engine.insert(records)

@@ -41,6 +41,7 @@ IndexKindSetting = Literal["auto"] | IndexKind
 INDEX_KIND_SETTINGS: tuple[str, ...] = ("auto", *get_args(IndexKind))
 AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LABEL_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"  # a core block's label
+SHARED_BLOCK_ID_PATTERN = r"^block-[0-9a-f]{32}$"  # a shared block's id (memvec.tiers.shared)
 
 
 def _installed_version() -> str:

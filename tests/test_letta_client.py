@@ -236,3 +236,24 @@ def test_export_file_gives_memvecs_export(client: Letta) -> None:
     exported = json.loads(client.agents.export_file(agent.id))
     assert exported["format"] == "memvec-agent-export" and exported["agent"]["name"] == "exported"
     assert [p["text"] for p in exported["passages"]] == ["kept in the export"]
+
+
+def test_shared_blocks_through_the_client(client: Letta) -> None:
+    first, second = (client.agents.create(name=name, memory_blocks=QUICKSTART_BLOCKS) for name in ("crew-a", "crew-b"))
+    block = client.blocks.create(label="team", value="Project: apollo", limit=500, description="the crew's plan")
+    assert block.id.startswith("block-") and block.label == "team" and block.limit == 500
+    client.agents.blocks.attach(block.id, agent_id=first.id)
+    state = client.agents.blocks.attach(block.id, agent_id=second.id)
+    assert block.id in [b.id for b in state.memory.blocks]
+    client.agents.blocks.update("team", agent_id=first.id, value="Project: gemini")  # through one holder
+    assert client.agents.blocks.retrieve("team", agent_id=second.id).value == "Project: gemini"
+    assert client.blocks.retrieve(block.id).value == "Project: gemini"
+    assert [b.id for b in client.blocks.list(label="team")] == [block.id]
+    assert [a.id for a in client.blocks.agents.list(block.id)] == ["crew-a", "crew-b"]
+    assert client.blocks.update(block.id, value="Project: hermes").value == "Project: hermes"
+    assert "team" not in [b.label for b in client.agents.blocks.detach(block.id, agent_id=first.id).memory.blocks]
+    assert client.agents.blocks.retrieve("team", agent_id=second.id).value == "Project: hermes"
+    client.blocks.delete(block.id)
+    assert "team" not in [b.label for b in client.agents.blocks.list(agent_id=second.id)]
+    with pytest.raises(letta_client.NotFoundError):
+        client.blocks.retrieve(block.id)

@@ -55,6 +55,11 @@ def test_the_typescript_sdk_manages_agents_blocks_passages_and_streams_a_reply(t
     assert seen["updated"] == {"description": "changed", "tags": ["ts", "more"]}
     assert seen["block_labels"] == ["human", "persona"] and seen["block_value"] == "Name: Ana"
     assert seen["block_updated"] == "Name: Ana Lima"
+    shared = seen["shared"]
+    assert shared["id"].startswith("block-") and shared["attached"] and shared["listed"] == [shared["id"]]
+    assert shared["seen_by_other"] == "Project: gemini" == shared["retrieved"]
+    assert shared["updated"] == "Project: hermes"
+    assert shared["detached"] == ["human"] and shared["after_delete"] == 404
     assert seen["passages"] == ["Ana keeps bees in Lisbon", "The meeting moved to Friday"]
     assert seen["search"] == ["Ana keeps bees in Lisbon"]
     assert seen["after_delete"] == ["The meeting moved to Friday"]

@@ -29,14 +29,19 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 
 
 def concrete(client: TestClient, path: str) -> str:
-    """The path with real ids: agent `ana` with a `human` block and a passage (made again if gone)."""
+    """The path with real ids: agent `ana` with a `human` block and a passage (made again if gone),
+    a shared block where the route takes only those."""
     if client.get("/v1/agents/ana").status_code == 404:
         client.post("/v1/agents", json={"name": "ana", "memory_blocks": [{"label": "human", "value": "x"}]})
     passage = client.get("/v1/agents/ana/archival-memory").json()
     passage_id = passage[0]["id"] if passage else \
         client.post("/v1/agents/ana/archival-memory", json={"text": "Ana keeps bees"}).json()[0]["id"]
+    block_id = "ana:human"
+    if "/attach/" in path or "/detach/" in path or path.endswith("/agents"):
+        shared = client.get("/v1/blocks").json()
+        block_id = shared[0]["id"] if shared else client.post("/v1/blocks", json={"label": "team"}).json()["id"]
     return (path.replace("{agent_id}", "ana").replace("{label}", "human").replace("{passage_id}", str(passage_id))
-            .replace("{run_id}", "1").replace("{block_id}", "ana:human"))
+            .replace("{run_id}", "1").replace("{block_id}", block_id))
 
 
 def routers_own(status: int, body: str) -> bool:

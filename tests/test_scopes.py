@@ -1,4 +1,4 @@
-"""Every route of the app that names an agent, walked with a key scoped to another agent (#34): each
+"""Every route of the app that names an agent or a shared block, walked with a key scoped to another agent (#34): each
 answers 404 (or 403), exactly as for an agent that does not exist, and the same request with the
 admin key does not, so the scope is what refused it. The routes come from the app itself: a new
 route is walked without anyone adding it to a list, and one this file has no request for fails."""
@@ -14,7 +14,7 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from memvec import Memory
+from memvec import CoreBlock, Memory
 from memvec.consolidation_format import ConsolidationProposal
 from memvec.embed import HashingEmbedder
 from memvec.service.app import create_app
@@ -27,6 +27,7 @@ KEYS = KeyRing.parse([("admin", ADMIN), ("bob", f"{SCOPED}=bob")])
 REQUESTS: dict[str, dict[str, Any]] = {
     "PATCH /v1/agents/{agent_id}": {"json": {"description": "x"}},
     "PATCH /v1/agents/{agent_id}/core-memory/blocks/{label}": {"json": {"value": "x"}},
+    "PATCH /v1/blocks/{block_id}": {"json": {"value": "x"}},
     "POST /v1/agents/{agent_id}/archival-memory": {"json": {"text": "x"}},
     "GET /v1/agents/{agent_id}/archival-memory/search": {"params": {"query": "lisbon"}},
     "PATCH /v1/agents/{agent_id}/archival-memory/{passage_id}": {"json": {"text": "y"}},
@@ -44,7 +45,7 @@ def walked_routes() -> list[tuple[str, str]]:
     routes = [(method, route.path) for route in app.routes if isinstance(route, APIRoute)
               for method in sorted(route.methods or ())]
     app.state.service.memory.close()
-    return [(m, p) for m, p in routes if "{agent_id}" in p]
+    return [(m, p) for m, p in routes if "{agent_id}" in p or "{block_id}" in p]
 
 
 @pytest.fixture
@@ -58,7 +59,10 @@ def home_with_ana(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
         proposal = ConsolidationProposal.model_validate(
             {"facts": [{"text": "Ana likes tea.", "sources": [message], "reason": "she says so"}]})
         run = mem.apply_consolidation("ana", proposal, model="scripted/none", through_message=message)
-        yield mem, {"agent_id": "ana", "label": "human", "passage_id": str(passage), "run_id": str(run.id)}
+        shared = mem.shared_blocks().create(CoreBlock(label="team", value="Project: apollo"))
+        mem.shared_blocks().attach("ana", shared.id)  # held by ana only: bob's key cannot see it
+        yield mem, {"agent_id": "ana", "label": "human", "passage_id": str(passage), "run_id": str(run.id),
+                    "block_id": shared.id}
 
 
 def ask(client: TestClient, method: str, path: str, values: dict[str, str], csrf: str | None) -> int:

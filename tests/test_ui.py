@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from memvec import Memory
+from memvec import CoreBlock, Memory
 from memvec.embed.hashing import HashingEmbedder
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
@@ -288,3 +288,16 @@ def test_signing_out_ends_the_session_on_every_server_of_the_store(memory: Memor
                                 cookies={"memvec_session": cookie})
             answer = copied.get("/ui/agents")
             assert answer.status_code in (302, 303, 307) and "/ui/login" in answer.headers["location"]
+
+
+def test_a_shared_block_shows_as_shared_and_an_edit_in_the_browser_reaches_every_holder(memory: Memory) -> None:
+    team = memory.shared_blocks().create(CoreBlock(label="team", value="Project: apollo"))
+    for name in ("alice", "bob"):
+        memory.shared_blocks().attach(name, team.id)
+    client = browser(memory)
+    page = client.get("/ui/agents/alice").text
+    assert f'class="shared" title="{team.id}"' in page
+    assert page.count('class="shared"') == 1  # persona and human are alice's own
+    token = csrf_of(page)
+    edited = client.post("/ui/agents/alice/blocks/team", data={"value": "Project: gemini", "csrf_token": token})
+    assert edited.status_code == 303 and memory.core("bob").get("team").value == "Project: gemini"

@@ -94,10 +94,11 @@ def _write_facts(engine: Engine, agent: str, facts: list[ProposedFact], sources:
 
 
 def _edit_block(engine: Engine, agent: str, old: CoreBlock, change: ProposedBlock, run_id: int) -> ConsolidatedBlock:
-    if not engine.store.compare_and_set_block(agent, old.label, old.value, change.value,
+    owner = engine.store.block_owner(agent, old.label)  # a shared block's change is in its owner's history
+    if not engine.store.compare_and_set_block(owner, old.label, old.value, change.value,
                                               actor=f"consolidation:{run_id}", op="rewrite"):
         raise CoreMemoryError(f"block {old.label!r} changed while the run was written")
-    seq = engine.store.block_history(agent, old.label)[-1].seq
+    seq = engine.store.block_history(owner, old.label)[-1].seq
     return ConsolidatedBlock(label=old.label, seq=seq, old=old.value, new=change.value, reason=change.reason)
 
 
@@ -126,7 +127,8 @@ def undo_run(engine: Engine, agent: str, run_id: int) -> ConsolidationRun:
 
 
 def _undo_block(engine: Engine, agent: str, edit: ConsolidatedBlock, run_id: int) -> None:
-    pending = [c for c in engine.store.block_history(agent, edit.label) if c.op != "undo" and c.undone_by is None]
+    owner = engine.store.block_owner(agent, edit.label)
+    pending = [c for c in engine.store.block_history(owner, edit.label) if c.op != "undo" and c.undone_by is None]
     if not pending or pending[-1].seq != edit.seq:
         raise CoreMemoryError(f"block {edit.label!r} was edited after run {run_id}; undo that edit first")
-    engine.store.undo_block(agent, edit.label, actor=f"undo:consolidation:{run_id}")
+    engine.store.undo_block(owner, edit.label, actor=f"undo:consolidation:{run_id}")

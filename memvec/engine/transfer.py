@@ -18,12 +18,14 @@ from memvec.consolidation_format import ConsolidationRun
 from memvec.embed.base import checked_vectors
 from memvec.engine.engine import Engine
 from memvec.errors import AgentExistsError, InvalidInputError
-from memvec.export_format import AgentExport, ExportedRecord, ImportReport
+from memvec.export_format import AgentExport, ExportedRecord, ExportedSharedBlock, ImportReport
 from memvec.guard import checked_on_read
 from memvec.store.base import PreparedRecord, Store
+from memvec.store.shared_blocks import SHARED_OWNER_PREFIX
 from memvec.types import (
     AgentSettings,
     AgentState,
+    CoreBlock,
     NewRecord,
     Record,
     Tier,
@@ -56,12 +58,38 @@ def export_agent(engine: Engine, settings: AgentSettings, state: AgentState, *, 
                  with_embeddings: bool = True) -> AgentExport:
     """The agent (found by the caller) with its blocks and all its records."""
     name = settings.name
+    shared = _shared_blocks(engine.store, name)
+    held = {block.label for block in shared}
     return AgentExport(exported_at=datetime.now(UTC), embedding_model=model_id, agent=settings, state=state,
                        dim=engine.embedder.dim if with_embeddings else None,
-                       blocks=engine.store.blocks(name), block_history=engine.store.block_history(name),
+                       blocks=[b for b in engine.store.blocks(name) if b.label not in held],
+                       block_history=engine.store.block_history(name), shared_blocks=shared,
                        consolidations=engine.store.runs(name),
                        passages=_exported(engine, name, Tier.ARCHIVAL, with_embeddings),
                        messages=_exported(engine, name, Tier.RECALL, with_embeddings))
+
+
+def _shared_blocks(store: Store, agent: str) -> list[ExportedSharedBlock]:
+    return [ExportedSharedBlock(**block.model_dump(), id=owner.removeprefix(SHARED_OWNER_PREFIX),
+                                history=store.block_history(owner))
+            for owner in store.attachments(agent).values() for block in store.blocks(owner)]
+
+
+def _attach_shared(store: Store, agent: str, shared: list[ExportedSharedBlock]) -> dict[int, int]:
+    """Attach the agent to its shared blocks again, making each (with its history) where this home
+    has none of that id; one that exists is kept as this home has it. Returns old seq -> new seq."""
+    existing = {owner for owner, _ in store.shared_blocks()}
+    seqs: dict[int, int] = {}
+    for block in shared:
+        owner = SHARED_OWNER_PREFIX + block.id
+        if owner not in existing:
+            plain = CoreBlock.model_validate(block.model_dump(exclude={"id", "history"}))
+            if block.history:
+                seqs |= store.restore_blocks(owner, [plain], block.history)
+            else:
+                store.put_block(owner, plain, actor="import", op="import")
+        store.attach_block(agent, owner)
+    return seqs
 
 
 def _vectors(doc: AgentExport, rows: list[ExportedRecord], engine: Engine, model_id: str, what: str
@@ -144,6 +172,7 @@ def _write(engine: Engine, ready: _ReadyAgent) -> None:
         if ready.doc.block_history else {}
     for block in [] if ready.doc.block_history else ready.doc.blocks:
         store.put_block(ready.name, block, actor="import", op="import")
+    seqs |= _attach_shared(store, ready.name, ready.doc.shared_blocks)
     id_map = _insert_versions(store, ready.doc.messages, ready.messages)
     passage_map = _insert_versions(store, ready.doc.passages, [_cites_new_ids(row, id_map) for row in ready.passages])
     for run in ready.doc.consolidations:

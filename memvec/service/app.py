@@ -25,7 +25,15 @@ from memvec.errors import (
 )
 from memvec.memory import Memory
 from memvec.metrics import STORE_UNAVAILABLE
-from memvec.service import docs_pages, routes_agents, routes_memory, routes_messages, routes_metrics, ui
+from memvec.service import (
+    docs_pages,
+    routes_agents,
+    routes_blocks,
+    routes_memory,
+    routes_messages,
+    routes_metrics,
+    ui,
+)
 from memvec.service.access_log import AccessLog
 from memvec.service.auth import KeyRing
 from memvec.service.body import OffLoopBodyRoute
@@ -180,6 +188,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     add_health_route(app)
     docs_pages.add_routes(app, title="memvec")
     routes_agents.add_routes(app)
+    routes_blocks.add_routes(app)
     routes_memory.add_routes(app)
     routes_messages.add_routes(app)
     routes_metrics.add_routes(app)

@@ -13,9 +13,7 @@ from fastapi import FastAPI, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
 from memvec.agent.models import model_problem
-from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.errors import InvalidInputError
-from memvec.memory import Memory
 from memvec.service.auth import Principal
 from memvec.service.deps import AgentId, BlockLabel, Caller, Service, ServiceState, in_scope, visible_agent
 from memvec.service.schemas import (
@@ -25,35 +23,11 @@ from memvec.service.schemas import (
     BlockOut,
     BlockPatch,
     Deleted,
-    EmbeddingConfigOut,
     Forgotten,
-    LlmConfigOut,
     MemoryOut,
 )
-from memvec.types import AgentSettings, AgentState, BlockChange, CoreBlock
-
-# litellm provider prefixes that Letta's LlmConfig names the same way
-_ENDPOINT_TYPES = {"openai", "anthropic", "google_ai", "google_vertex", "azure", "groq", "ollama", "vllm",
-                   "mistral", "together", "bedrock", "deepseek", "xai", "openrouter", "fireworks"}
-
-
-def endpoint_type(model: str | None) -> str:
-    provider = (model or "").partition("/")[0]
-    return provider if provider in _ENDPOINT_TYPES else "openai"
-
-
-def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
-    blocks = [BlockOut.of(settings.name, b) for b in memory.core(settings.name).blocks()]
-    return AgentOut(
-        id=settings.name, name=settings.name, agent_type=settings.agent_type, blocks=blocks,
-        memory=MemoryOut(blocks=blocks, agent_type=settings.agent_type),
-        llm_config=LlmConfigOut(model=settings.model or "", model_endpoint_type=endpoint_type(settings.model),
-                                context_window=settings.context_window),
-        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim),
-        system=settings.system or SYSTEM_INSTRUCTIONS, tags=settings.tags, model=settings.model,
-        embedding=settings.embedding, description=settings.description, metadata=settings.metadata,
-        message_ids=[str(i) for i in state.in_context], context_window=settings.context_window,
-        created_at=state.created_at)
+from memvec.service.views import agent_out, block_out, blocks_out, page_by_id
+from memvec.types import AgentSettings, BlockChange, CoreBlock
 
 
 def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
@@ -166,7 +140,7 @@ def add_block_routes(app: FastAPI) -> None:
     def get_core_memory(agent_id: AgentId, principal: Caller, service: Service) -> MemoryOut:
         """The agent's whole core memory as Letta's Memory (letta-client 0.1.x `core_memory.retrieve`)."""
         settings, _ = visible_agent(agent_id, principal, service)
-        blocks = [BlockOut.of(agent_id, b) for b in service.memory.core(agent_id).blocks()]
+        blocks = blocks_out(service.memory, agent_id)
         return MemoryOut(blocks=blocks, agent_type=settings.agent_type)
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks", response_model=list[BlockOut], tags=["core memory"])
@@ -176,16 +150,12 @@ def add_block_routes(app: FastAPI) -> None:
                     limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[BlockOut]:
         """The agent's blocks in their order; `after`/`before` take a block id (what letta-client pages with)."""
         visible_agent(agent_id, principal, service)
-        blocks = [BlockOut.of(agent_id, b) for b in service.memory.core(agent_id).blocks()]
-        ids = [b.id for b in blocks]
-        start = ids.index(after) + 1 if after in ids else (len(ids) if after is not None else 0)
-        stop = ids.index(before) if before in ids else len(ids)
-        return blocks[start:stop][:limit]
+        return page_by_id(blocks_out(service.memory, agent_id), after=after, before=before, limit=limit)
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
     def get_block(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> BlockOut:
         visible_agent(agent_id, principal, service)
-        return BlockOut.of(agent_id, service.memory.core(agent_id).get(label))
+        return block_out(service.memory, agent_id, service.memory.core(agent_id).get(label))
 
     @app.patch("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
     def modify_block(agent_id: AgentId, label: str, body: BlockPatch, principal: Caller, service: Service
@@ -196,7 +166,7 @@ def add_block_routes(app: FastAPI) -> None:
         core = service.memory.core(agent_id, actor=principal.actor)
         changes = {k: v for k, v in body.model_dump(exclude_unset=True, exclude={"label"}).items() if v is not None}
         block = CoreBlock.model_validate({**core.get(label).model_dump(), **changes})
-        return BlockOut.of(agent_id, core.put(block))
+        return block_out(service.memory, agent_id, core.put(block))
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=list[BlockChange],
              tags=["core memory"])
@@ -222,4 +192,4 @@ def add_block_routes(app: FastAPI) -> None:
         its history since."""
         visible_agent(agent_id, principal, service)
         block = service.memory.core(agent_id, actor=principal.actor).undo(label)
-        return BlockOut.of(agent_id, block) if block is not None else None
+        return block_out(service.memory, agent_id, block) if block is not None else None

@@ -81,7 +81,8 @@ class AgentPatch(Lenient):
 
 
 class BlockOut(BaseModel):
-    """Letta's Block (`id` is `<agent>:<label>`; blocks are addressed by label)."""
+    """Letta's Block (`id` is `<agent>:<label>`, or `block-<hex>` for a shared block; an agent's blocks
+    are addressed by label)."""
 
     id: str
     label: str
@@ -92,8 +93,10 @@ class BlockOut(BaseModel):
     metadata: dict[str, Any]
 
     @classmethod
-    def of(cls, agent: str, block: CoreBlock) -> BlockOut:
-        return cls(id=f"{agent}:{block.label}", label=block.label, value=block.value, limit=block.limit,
+    def of(cls, agent: str, block: CoreBlock, shared: dict[str, str] | None = None) -> BlockOut:
+        """`shared`: the agent's shared blocks' ids by label (their id is theirs, not the agent's)."""
+        block_id = (shared or {}).get(block.label) or f"{agent}:{block.label}"
+        return cls(id=block_id, label=block.label, value=block.value, limit=block.limit,
                    description=block.description or None, read_only=block.read_only, metadata=block.metadata)
 
 

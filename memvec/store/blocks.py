@@ -16,6 +16,7 @@ from memvec.store.rows import format_time, parse_time, readable_metadata
 from memvec.types import BlockChange, CoreBlock
 
 BLOCK_COLUMNS = "label, value, char_limit, read_only, description, metadata"
+SHARED_BLOCK_COLUMNS = ", ".join(f"b.{column}" for column in BLOCK_COLUMNS.split(", "))
 BLOCK_UPSERT = (
     "INSERT INTO core_blocks (agent, label, value, char_limit, read_only, description, metadata, updated_at) "
     "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (agent, label) DO UPDATE SET value = excluded.value, "
@@ -38,7 +39,7 @@ class _SQL(Protocol):
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
 
-def _block(row: Any) -> CoreBlock:
+def block_of_row(row: Any) -> CoreBlock:
     return CoreBlock(label=row["label"], value=row["value"], limit=row["char_limit"], read_only=bool(row["read_only"]),
                      description=row["description"], metadata=readable_metadata(json.loads(row["metadata"])))
 
@@ -55,9 +56,13 @@ class BlockStore:
     """The core-block methods of `SQLStore` (a mixin over its plumbing)."""
 
     def blocks(self: _SQL, agent: str) -> list[CoreBlock]:
+        """The agent's own blocks, then the shared blocks attached to it (in the order attached)."""
         rows = self._query(f"SELECT {BLOCK_COLUMNS} FROM core_blocks WHERE agent = ? ORDER BY {self.BLOCK_ORDER}",
                            (agent,))
-        return [_block(r) for r in rows]
+        shared = self._query(f"SELECT {SHARED_BLOCK_COLUMNS} FROM block_attachments a JOIN core_blocks b "
+                             "ON b.agent = a.owner AND b.label = a.label WHERE a.agent = ? "
+                             "ORDER BY a.attached_at, a.owner", (agent,))
+        return [block_of_row(r) for r in [*rows, *shared]]
 
     def put_block(self: _SQL, agent: str, block: CoreBlock, *, actor: str = "python", op: str = "put") -> None:
         """Create a block or replace it whole."""
@@ -144,7 +149,7 @@ class BlockStore:
 def _current(run: Run, db: Any, agent: str, label: str) -> CoreBlock | None:
     row = run(db, f"SELECT {BLOCK_COLUMNS} FROM core_blocks WHERE agent = ? AND label = ?",
                      (agent, label)).fetchone()
-    return _block(row) if row is not None else None
+    return block_of_row(row) if row is not None else None
 
 
 def _apply(run: Run, db: Any, agent: str, label: str, block: CoreBlock | None) -> None:

@@ -65,7 +65,11 @@ CREATE INDEX IF NOT EXISTS consolidation_runs_by_agent ON consolidation_runs (ag
 CREATE TABLE IF NOT EXISTS agent_leases (agent TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TEXT NOT NULL);
 ALTER TABLE records ADD COLUMN IF NOT EXISTS near_key TEXT;
 CREATE INDEX IF NOT EXISTS records_by_near_key ON records (agent, tier, near_key);
-CREATE TABLE IF NOT EXISTS revoked_sessions (nonce TEXT PRIMARY KEY, expires_at TEXT NOT NULL)
+CREATE TABLE IF NOT EXISTS revoked_sessions (nonce TEXT PRIMARY KEY, expires_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS block_attachments (
+    agent TEXT NOT NULL, label TEXT NOT NULL, owner TEXT NOT NULL, attached_at TEXT NOT NULL,
+    PRIMARY KEY (agent, label));
+CREATE INDEX IF NOT EXISTS block_attachments_by_owner ON block_attachments (owner, agent)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

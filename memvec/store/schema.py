@@ -131,6 +131,17 @@ MIGRATIONS: list[tuple[int, str]] = [
     -- the memory browser's signed-out sessions, until their cookie would have expired anyway
     CREATE TABLE revoked_sessions (nonce TEXT PRIMARY KEY, expires_at TEXT NOT NULL);
     """),
+    (12, """
+    -- shared blocks (memvec.store.shared_blocks): a block owned by `~block-<hex>`, attached to agents
+    CREATE TABLE block_attachments (
+        agent TEXT NOT NULL,
+        label TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        attached_at TEXT NOT NULL,
+        PRIMARY KEY (agent, label)
+    );
+    CREATE INDEX block_attachments_by_owner ON block_attachments (owner, agent);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -31,6 +31,7 @@ from memvec.store.rows import (
     settings_from_json,
 )
 from memvec.store.runs import RunStore
+from memvec.store.shared_blocks import SHARED_OWNER_PREFIX, SharedBlockStore
 from memvec.store.versions import VersionStore
 from memvec.tracing import span
 from memvec.types import AgentSettings, AgentState, Citation, NewRecord, Record, SearchFilters, Tier
@@ -57,7 +58,7 @@ def _operation(sql: str) -> str:
     return sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
 
 
-class SQLStore(BlockStore, RunStore, VersionStore):
+class SQLStore(BlockStore, SharedBlockStore, RunStore, VersionStore):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
@@ -359,7 +360,8 @@ class SQLStore(BlockStore, RunStore, VersionStore):
 
     def agents(self) -> list[str]:
         rows = self._query("SELECT DISTINCT agent AS name FROM records UNION SELECT agent FROM core_blocks "
-                           "UNION SELECT name FROM agents ORDER BY 1")
+                           "WHERE agent NOT LIKE ? UNION SELECT name FROM agents ORDER BY 1",
+                           (f"{SHARED_OWNER_PREFIX}%",))
         return [r["name"] for r in rows]
 
     def has_agent(self, name: str) -> bool:
@@ -402,6 +404,7 @@ class SQLStore(BlockStore, RunStore, VersionStore):
                 self._run(db, LOG_CHANGE, (name, r["tier"], r["id"], "delete"))
             self._run(db, "DELETE FROM core_blocks WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM block_history WHERE agent = ?", (name,))
+            self._run(db, "DELETE FROM block_attachments WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM consolidation_runs WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agent_leases WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from memvec.errors import CoreMemoryError, NotFoundError
 from memvec.store.base import Store
+from memvec.store.shared_blocks import SHARED_OWNER_PREFIX
 from memvec.types import BlockChange, CoreBlock
 
 DEFAULT_BLOCKS = (
@@ -20,8 +21,10 @@ DEFAULT_BLOCKS = (
 
 
 class CoreMemory:
-    """One agent's blocks. Every change is recorded in the block's history with `actor`: who or what
-    made it (``tool:NAME``, ``http:KEY-ID``, ``cli``, ``import``, ``python``)."""
+    """One agent's blocks: its own, then the shared blocks attached to it (an edit of a shared block
+    is made to the one block every holder sees). Every change is recorded in the block's history with
+    `actor`: who or what made it (``tool:NAME``, ``http:KEY-ID``, ``cli``, ``import``, ``python``;
+    ``... via AGENT`` on a shared block)."""
 
     def __init__(self, store: Store, agent: str, *, actor: str = "python") -> None:
         self._store = store
@@ -31,6 +34,11 @@ class CoreMemory:
     def blocks(self) -> list[CoreBlock]:
         return self._store.blocks(self.agent)
 
+    def shared_ids(self) -> dict[str, str]:
+        """The labels of the agent's blocks that are shared blocks, with their ids."""
+        return {label: owner.removeprefix(SHARED_OWNER_PREFIX)
+                for label, owner in self._store.attachments(self.agent).items()}
+
     def get(self, label: str) -> CoreBlock:
         for block in self.blocks():
             if block.label == label:
@@ -38,24 +46,44 @@ class CoreMemory:
         known = ", ".join(b.label for b in self.blocks()) or "none"
         raise NotFoundError(f"agent {self.agent!r} has no core memory block {label!r} (blocks: {known})")
 
+    def _owner(self, label: str) -> str:
+        """Whose row the block is: a shared block's owner, else this agent."""
+        return self._store.block_owner(self.agent, label)
+
+    def _actor(self, owner: str) -> str:
+        return self.actor if owner == self.agent else f"{self.actor} via {self.agent}"
+
     def put(self, block: CoreBlock) -> CoreBlock:
         """Create a block or replace one whole (value, limit, flags)."""
-        self._store.put_block(self.agent, block, actor=self.actor)
+        owner = self._owner(block.label)
+        self._store.put_block(owner, block, actor=self._actor(owner))
         return block
 
     def delete(self, label: str) -> None:
+        """Delete the agent's own block; a shared block is only detached from this agent."""
         self.get(label)
+        owner = self._owner(label)
+        if owner != self.agent:
+            self._store.detach_block(self.agent, owner)
+            return
         self._store.delete_block(self.agent, label, actor=self.actor)
 
     def history(self, label: str | None = None) -> list[BlockChange]:
-        """Every change of this agent's blocks (or of one), oldest first, with the block before and after."""
-        return self._store.block_history(self.agent, label)
+        """Every change of this agent's blocks (or of one), oldest first, with the block before and
+        after; a shared block's history is every holder's changes of it."""
+        if label is not None:
+            return self._store.block_history(self._owner(label), label)
+        changes = self._store.block_history(self.agent)
+        for owner in self._store.attachments(self.agent).values():
+            changes += self._store.block_history(owner)
+        return sorted(changes, key=lambda change: change.seq)
 
     def forget_history(self, label: str | None = None) -> int:
-        """Delete the history of one block (or of all the agent's blocks): the old values go from the
-        store's files too (SQLite's WAL is checkpointed), the blocks keep what they hold now, and there
-        is nothing left to undo. Returns how many changes were deleted."""
-        deleted = self._store.forget_block_history(self.agent, label)
+        """Delete the history of one block (or of all the agent's own blocks; a shared block's only
+        when named): the old values go from the store's files too (SQLite's WAL is checkpointed), the
+        blocks keep what they hold now, and there is nothing left to undo. Returns how many changes
+        were deleted."""
+        deleted = self._store.forget_block_history(self._owner(label) if label else self.agent, label)
         self._store.checkpoint()
         return deleted
 
@@ -63,7 +91,8 @@ class CoreMemory:
         """Revert the block's latest change not yet undone (repeat to go further back); returns the
         block as it is now (None: the undone change had created it). CoreMemoryError when the block
         was changed since in a way that is not in its history."""
-        return self._store.undo_block(self.agent, label, actor=self.actor)
+        owner = self._owner(label)
+        return self._store.undo_block(owner, label, actor=self._actor(owner))
 
     def ensure_defaults(self) -> None:
         existing = {b.label for b in self.blocks()}
@@ -109,7 +138,8 @@ class CoreMemory:
                 raise CoreMemoryError(
                     f"block {label!r} would hold {len(value)} characters; its limit is {block.limit} "
                     f"({block.limit - len(block.value)} left). Shorten or replace existing content first.")
-            if self._store.compare_and_set_block(self.agent, label, block.value, value, actor=self.actor, op=op):
+            owner = self._owner(label)
+            if self._store.compare_and_set_block(owner, label, block.value, value, actor=self._actor(owner), op=op):
                 return block.model_copy(update={"value": value})
         raise CoreMemoryError(f"block {label!r} kept changing under concurrent edits; try again")
 

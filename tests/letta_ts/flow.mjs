@@ -30,6 +30,32 @@ async function blocks(agentId) {
   seen.block_updated = updated.value;
 }
 
+async function sharedBlocks(agentId) {
+  const other = await client.agents.create({ name: 'ts-other', memory_blocks: [{ label: 'human', value: 'Name: Bo' }] });
+  const block = await client.blocks.create({ label: 'team', value: 'Project: apollo', limit: 500 });
+  await client.agents.blocks.attach(block.id, { agent_id: agentId });
+  const state = await client.agents.blocks.attach(block.id, { agent_id: other.id });
+  await client.agents.blocks.update('team', { agent_id: agentId, value: 'Project: gemini' });
+  const listed = [];
+  for await (const found of client.blocks.list({ label: 'team' })) listed.push(found.id);
+  seen.shared = {
+    id: block.id, attached: state.memory.blocks.some((b) => b.id === block.id), listed,
+    seen_by_other: (await client.agents.blocks.retrieve('team', { agent_id: other.id })).value,
+    retrieved: (await client.blocks.retrieve(block.id)).value,
+    updated: (await client.blocks.update(block.id, { value: 'Project: hermes' })).value,
+  };
+  const detached = await client.agents.blocks.detach(block.id, { agent_id: other.id });
+  seen.shared.detached = detached.memory.blocks.map((b) => b.label);
+  await client.blocks.delete(block.id);
+  try {
+    await client.blocks.retrieve(block.id);
+    seen.shared.after_delete = 'found';
+  } catch (err) {
+    seen.shared.after_delete = err.status;
+  }
+  await client.agents.delete(other.id);
+}
+
 async function passages(agentId) {
   const made = await client.agents.passages.create(agentId, { text: 'Ana keeps bees in Lisbon', tags: ['home'] });
   await client.agents.passages.create(agentId, { text: 'The meeting moved to Friday' });
@@ -58,6 +84,7 @@ async function streaming(agentId) {
 async function main() {
   const agentId = await agents();
   await blocks(agentId);
+  await sharedBlocks(agentId);
   await passages(agentId);
   await streaming(agentId);
   await client.agents.delete(agentId);

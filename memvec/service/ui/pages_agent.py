@@ -32,7 +32,8 @@ def add_routes(app: FastAPI) -> None:
         settings, state = seen_agent(agent_id, viewer, service)
         memory = service.memory
         return page(request, viewer, "agent.html", agent=settings, state=state, row=agent_row(memory, settings),
-                    blocks=memory.core(agent_id).blocks(), runs=len(memory.consolidation_runs(agent_id)))
+                    blocks=memory.core(agent_id).blocks(), shared=memory.core(agent_id).shared_ids(),
+                    runs=len(memory.consolidation_runs(agent_id)))
 
     @app.post("/ui/agents/{agent_id}/blocks/{label}", include_in_schema=False)
     def edit_block(agent_id: AgentId, label: Label, viewer: PageViewer, service: Service,

@@ -1,0 +1,61 @@
+"""Letta's agent and block shapes, built from what `Memory` holds (shared by the route modules)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
+from memvec.memory import Memory
+from memvec.service.schemas import AgentOut, BlockOut, EmbeddingConfigOut, LlmConfigOut, MemoryOut
+from memvec.types import AgentSettings, AgentState, CoreBlock
+
+# litellm provider prefixes that Letta's LlmConfig names the same way
+_ENDPOINT_TYPES = {"openai", "anthropic", "google_ai", "google_vertex", "azure", "groq", "ollama", "vllm",
+                   "mistral", "together", "bedrock", "deepseek", "xai", "openrouter", "fireworks"}
+
+
+def endpoint_type(model: str | None) -> str:
+    provider = (model or "").partition("/")[0]
+    return provider if provider in _ENDPOINT_TYPES else "openai"
+
+
+def blocks_out(memory: Memory, agent: str) -> list[BlockOut]:
+    core = memory.core(agent)
+    shared = core.shared_ids()
+    return [BlockOut.of(agent, block, shared) for block in core.blocks()]
+
+
+def block_out(memory: Memory, agent: str, block: CoreBlock) -> BlockOut:
+    return BlockOut.of(agent, block, memory.core(agent).shared_ids())
+
+
+def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
+    blocks = blocks_out(memory, settings.name)
+    return AgentOut(
+        id=settings.name, name=settings.name, agent_type=settings.agent_type, blocks=blocks,
+        memory=MemoryOut(blocks=blocks, agent_type=settings.agent_type),
+        llm_config=LlmConfigOut(model=settings.model or "", model_endpoint_type=endpoint_type(settings.model),
+                                context_window=settings.context_window),
+        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim),
+        system=settings.system or SYSTEM_INSTRUCTIONS, tags=settings.tags, model=settings.model,
+        embedding=settings.embedding, description=settings.description, metadata=settings.metadata,
+        message_ids=[str(i) for i in state.in_context], context_window=settings.context_window,
+        created_at=state.created_at)
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=_HasId)
+
+
+def page_by_id(items: Sequence[Item], *, after: str | None, before: str | None, limit: int) -> list[Item]:
+    """The items after `after` and before `before` (ids: what letta-client pages with), at most `limit`.
+    An id not in the list pages past the end (after) or to the end (before)."""
+    ids = [item.id for item in items]
+    start = ids.index(after) + 1 if after in ids else (len(ids) if after is not None else 0)
+    stop = ids.index(before) if before in ids else len(ids)
+    return list(items[start:stop][:limit])

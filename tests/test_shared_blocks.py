@@ -1,0 +1,123 @@
+"""Shared blocks (#36): a block made once and attached to several agents; an edit through one holder
+is every holder's, in the block's history and undo; export/import and the API keep it shared; a
+scoped key reaches only blocks its agents hold. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memvec import CoreBlock, CoreMemoryError, Memory, NotFoundError
+from memvec.embed import HashingEmbedder
+from memvec.export_format import AgentExport
+from memvec.service.app import create_app
+from memvec.service.auth import KeyRing
+from memvec.types import AgentSettings
+from tests.test_postgres import pg_url  # noqa: F401  (the fixture)
+
+ADMIN, ANA = {"Authorization": "Bearer admin-key-0123456789"}, {"Authorization": "Bearer ana-key-0123456789"}
+
+
+def check_sharing(mem: Memory) -> None:
+    for name in ("ana", "bob"):
+        mem.create_agent(AgentSettings(name=name))
+    shared = mem.shared_blocks(actor="admin")
+    team = shared.create(CoreBlock(label="team", value="Project: apollo", limit=200))
+    assert re.fullmatch(r"block-[0-9a-f]{32}", team.id)
+    assert shared.attach("ana", team.id) and shared.attach("bob", team.id) and not shared.attach("ana", team.id)
+    mem.core("ana", actor="tool:core_memory_append").append("team", "Deadline: Friday")
+    bob = mem.core("bob", actor="cli")
+    assert bob.get("team").value == "Project: apollo\nDeadline: Friday" and "Deadline: Friday" in bob.render()
+    assert [(c.op, c.actor) for c in bob.history("team")] == [
+        ("create", "admin"), ("append", "tool:core_memory_append via ana")]
+    assert bob.shared_ids() == {"team": team.id} and mem.core("ana").shared_ids() == {"team": team.id}
+    undone = bob.undo("team")  # bob undoes ana's edit: the block's latest change, whoever made it
+    assert undone is not None and undone.value == "Project: apollo" == mem.core("ana").get("team").value
+    mem.core("carl").put(CoreBlock(label="team", value="carl's own"))
+    with pytest.raises(CoreMemoryError, match="already has a block labelled 'team'"):
+        shared.attach("carl", team.id)
+    assert mem.agents() == ["ana", "bob", "carl"]  # a shared block's owner is no agent
+    mem.delete_agent("ana")
+    assert shared.get(team.id).agents == ["bob"] and mem.core("carl").get("team").value == "carl's own"
+    bob.delete("team")  # through an agent, a shared block is detached, not deleted
+    assert shared.get(team.id).agents == [] and "team" not in {b.label for b in bob.blocks()}
+    shared.attach("bob", team.id)
+    shared.delete(team.id)
+    assert bob.shared_ids() == {} and shared.list() == [] and "team" not in {b.label for b in bob.blocks()}
+    with pytest.raises(NotFoundError):
+        shared.get(team.id)
+
+
+def test_a_shared_block_is_one_block_for_every_holder(memory: Memory) -> None:
+    check_sharing(memory)
+
+
+@pytest.mark.postgres
+def test_a_shared_block_is_one_block_for_every_holder_on_postgres(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64), store=pg_url) as mem:
+        check_sharing(mem)
+
+
+def test_export_and_import_keep_a_shared_block_shared(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "one", embedder=HashingEmbedder(64)) as mem:
+        mem.create_agent(AgentSettings(name="ana"))
+        team = mem.shared_blocks().create(CoreBlock(label="team", value="Project: apollo"))
+        mem.shared_blocks().attach("ana", team.id)
+        mem.core("ana").append("team", "Deadline: Friday")
+        doc = AgentExport.model_validate_json(mem.export_agent("ana").model_dump_json())
+        assert [b.label for b in doc.blocks] == ["persona", "human"]  # the shared one is not a copy of its own
+        assert [(s.id, s.value, [c.op for c in s.history]) for s in doc.shared_blocks] == [
+            (team.id, "Project: apollo\nDeadline: Friday", ["create", "append"])]
+        mem.import_agent(doc, name="ana2")  # same home: attached to the same block
+        assert mem.shared_blocks().get(team.id).agents == ["ana", "ana2"]
+        mem.core("ana2").rewrite("team", "Project: gemini")
+        assert mem.core("ana").get("team").value == "Project: gemini"
+    with Memory.open(tmp_path / "two", embedder=HashingEmbedder(64)) as other:
+        other.import_agent(doc)  # another home: the block is made, with its history, and attached
+        block = other.shared_blocks().get(team.id)
+        assert block.agents == ["ana"] and block.value == "Project: apollo\nDeadline: Friday"
+        assert [c.op for c in other.core("ana").history("team")] == ["create", "append"]
+        assert other.core("ana").undo("team") is not None and other.core("ana").get("team").value == "Project: apollo"
+
+
+def test_over_http_a_scoped_key_reaches_only_blocks_its_agents_hold(memory: Memory) -> None:
+    keys = KeyRing.parse([("test", "admin-key-0123456789"), ("test", "ana-key-0123456789=ana")])
+    with TestClient(create_app(memory, keys)) as api:
+        for name in ("ana", "bob"):
+            assert api.post("/v1/agents", json={"name": name}, headers=ADMIN).status_code == 201
+        assert api.post("/v1/blocks", json={"label": "team", "value": "v"}, headers=ANA).status_code == 403
+        made = api.post("/v1/blocks", json={"label": "team", "value": "Project: apollo"}, headers=ADMIN)
+        assert made.status_code == 201
+        block_id = made.json()["id"]
+        assert api.get(f"/v1/blocks/{block_id}", headers=ANA).status_code == 404  # held by none of ana's agents
+        assert api.get("/v1/blocks", headers=ANA).json() == []
+        attach = f"/v1/agents/{{}}/core-memory/blocks/attach/{block_id}"
+        assert api.patch(attach.format("ana"), headers=ANA).status_code == 404
+        bob = api.patch(attach.format("bob"), headers=ADMIN).json()
+        assert {b["label"]: b["id"] for b in bob["blocks"]}["team"] == block_id
+        assert api.patch(attach.format("ana"), headers=ADMIN).status_code == 200
+        changed = api.patch(f"/v1/blocks/{block_id}", json={"value": "Project: gemini"}, headers=ANA)
+        assert changed.status_code == 200 and changed.json()["value"] == "Project: gemini"
+        assert api.get("/v1/agents/bob/core-memory/blocks/team", headers=ADMIN).json()["value"] == "Project: gemini"
+        actors = [c["actor"] for c in api.get("/v1/agents/bob/core-memory/blocks/team/history", headers=ADMIN).json()]
+        assert actors[0] == f"http:{keys.principal('admin-key-0123456789').key_id}"  # type: ignore[union-attr]
+        assert actors[1] == f"http:{keys.principal('ana-key-0123456789').key_id}"  # type: ignore[union-attr]
+        assert [b["id"] for b in api.get("/v1/blocks", headers=ANA).json()] == [block_id]
+        assert [a["id"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ANA).json()] == ["ana"]
+        assert [a["id"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == ["ana", "bob"]
+        assert api.delete(f"/v1/blocks/{block_id}", headers=ANA).status_code == 403
+        other = api.post("/v1/blocks", json={"label": "team", "value": "another"}, headers=ADMIN).json()["id"]
+        clash = api.patch(f"/v1/agents/bob/core-memory/blocks/attach/{other}", headers=ADMIN)
+        assert clash.status_code == 409 and "already has a block labelled 'team'" in clash.json()["detail"]
+        detached = api.patch(f"/v1/agents/ana/core-memory/blocks/detach/{block_id}", headers=ANA)
+        assert detached.status_code == 200 and "team" not in {b["label"] for b in detached.json()["blocks"]}
+        assert api.get(f"/v1/blocks/{block_id}", headers=ANA).status_code == 404
+        assert api.get("/v1/blocks/bob:human", headers=ADMIN).json()["label"] == "human"
+        assert api.get("/v1/blocks/bob:human", headers=ANA).status_code == 404
+        assert api.get("/v1/blocks/not-a-block", headers=ADMIN).status_code == 422
+        assert api.delete(f"/v1/blocks/{block_id}", headers=ADMIN).status_code == 200
+        assert "team" not in {b["label"] for b in api.get("/v1/agents/bob/core-memory/blocks", headers=ADMIN).json()}
+        assert [b["id"] for b in api.get("/v1/blocks", headers=ADMIN).json()] == [other]
