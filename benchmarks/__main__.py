@@ -33,6 +33,7 @@ from benchmarks import (
     speed,
     staleness,
     stores,
+    streaming,
     train_ranker,
     ui_pages,
 )
@@ -143,6 +144,7 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
     http = load.run(args.model, preload=200 if args.quick else 2000, seconds=0.5 if args.quick else 6.0)
     http["observability"] = observability.run(args.model, preload=200 if args.quick else 1000,
                                               seconds=0.5 if args.quick else 3.0, rounds=1 if args.quick else 2)
+    http["streaming"] = streaming.run(replies=4 if args.quick else 20)
     bar.update(1)
     bar.set_description("memory browser pages: server time at 10k records per tier")
     ui = ui_pages.run(embedder.inner, n=500 if args.quick else 10_000, repeats=5 if args.quick else 30)

@@ -269,7 +269,8 @@ def _http_section(http: dict[str, Any]) -> list[str]:
             "and commits (fsync) each passage.", "",
             _table(["operation", "clients", "requests", "errors", "requests/s", "p50 ms", "p99 ms"], rows), ""] + (
         _workers_section(http["workers"]) if "workers" in http else []) + (
-        _observability_section(http["observability"]) if "observability" in http else [])
+        _observability_section(http["observability"]) if "observability" in http else []) + (
+        _streaming_section(http["streaming"]) if "streaming" in http else [])
 
 
 def _observability_section(cost: dict[str, Any]) -> list[str]:
@@ -280,6 +281,20 @@ def _observability_section(cost: dict[str, Any]) -> list[str]:
             f"{cost['p50_ms_with_log']:.2f} ms with, x{cost['log_ratio']:.2f}. The metric updates of one search "
             f"request (its count and duration, three search stages) take {cost['metrics_us_per_search']:.1f} µs "
             f"timed alone, {100 * cost['metrics_share']:.2f}% of that search's median.", ""]
+
+
+def _streaming_section(stream: dict[str, Any]) -> list[str]:
+    rows = [[route, round(1000 * r["first_event_s"]), round(1000 * r["first_token_s"]), round(1000 * r["done_s"])]
+            for route, r in stream.items() if isinstance(r, dict)]
+    direct = stream["direct"]
+    return ["### Time to the first event of a streamed reply", "",
+            f"An agent whose model (litellm's scripted provider, no network) streams a reply in {direct['pieces']} "
+            f"pieces of its `send_message`, pausing {1000 * stream['pause_s']:.0f} ms before each; `POST "
+            f".../messages/stream` with `stream_tokens`, {direct['replies']} replies per route, medians in ms from "
+            "the request. Behind nginx (`memvec router-config`) the first token still comes while the model is "
+            "streaming, not with the last piece." + ("" if stream.get("nginx") else
+                                                     " nginx is not installed here: the routed row is missing."),
+            "", _table(["route", "first event ms", "first assistant token ms", "stream end ms"], rows), ""]
 
 
 def _workers_section(rows: list[dict[str, Any]]) -> list[str]:

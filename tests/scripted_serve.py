@@ -22,5 +22,8 @@ if DELAY_S:
 
     SCRIPTED.completion = slow_completion  # type: ignore[method-assign]
 
+# MEMVEC_TEST_STREAM_PAUSE_S: a streamed reply pauses this long before each piece (benchmarks/streaming.py)
+SCRIPTED.stream_pause_s = float(os.environ.get("MEMVEC_TEST_STREAM_PAUSE_S", "0"))
+
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 """The benchmark harness runs end to end (quick sizes, real model) and writes its report. Its
-sections run as three tests so two workers share them, and only the one that measures the stores
-holds PostgreSQL (conftest.postgres_turn)."""
+sections run as three tests so two workers share them; the one that measures the stores uses
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -74,6 +74,10 @@ def test_quick_speed_stores_http_and_pages(tmp_path: Path) -> None:
     cost = results["speed"]["http"]["observability"]
     assert cost["p50_ms_with_log"] > 0 and cost["metrics_us_per_search"] > 0
     assert "### What logs and metrics cost a search" in report
+    streamed = results["speed"]["http"]["streaming"]
+    assert "### Time to the first event of a streamed reply" in report
+    assert streamed["nginx"] is not None or os.environ.get("CI", "").lower() != "true"  # CI installs nginx
+    assert all(0 < r["first_token_s"] < r["done_s"] for r in (streamed["direct"], streamed["nginx"]) if r)
     pages = results["speed"]["ui"]["pages"]
     assert {"agents", "search archival (hybrid + ranker)", "recall, last page", "health"} <= set(pages)
     assert all(page["p50"] > 0 and page["kb"] > 0 for page in pages.values())

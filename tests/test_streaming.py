@@ -6,6 +6,7 @@ event, and a client that leaves mid-stream leaving a whole transcript and a free
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,9 @@ import letta_client
 import pytest
 from letta_client import Letta
 
+from benchmarks import streaming
 from memvec.agent.stream import decoded_prefix
+from tests.conftest import unavailable
 from tests.scripted_llm import SCRIPTED, STREAM_PIECE, ScriptedLLM, ToolCall, Turn, say
 from tests.service_helpers import served_in_process
 
@@ -158,3 +161,21 @@ def test_an_error_event_uses_the_words_of_the_same_error_in_a_plain_response() -
     assert error_payload(StoreUnavailableError("down")) == {"error": "store_unavailable", "detail": "down"}
     assert error_payload(CoreMemoryError("full"))["error"] == "core_memory_refused"
     assert error_payload(RuntimeError("secret"))["error"] == "internal_error"
+
+
+@pytest.mark.slow
+def test_behind_nginx_the_first_token_comes_while_the_model_is_still_streaming(tmp_path: Path) -> None:
+    """The router's nginx passes each event on as it comes: the model pauses before every piece, so
+    the first and the last assistant piece cannot arrive closer together than those pauses add up
+    to unless a hop held the first back (a buffering nginx delivers them together)."""
+    if shutil.which("nginx") is None:
+        unavailable("Debian's nginx is not installed: `apt-get install -y nginx` (the router tests run it)")
+    pause = 0.1
+    with streaming.scripted_server(tmp_path / "home", pause) as url, \
+            streaming.nginx_in_front(url, tmp_path / "nginx") as routed:
+        httpx.post(f"{routed}/v1/agents", json={"name": streaming.AGENT, "model": "scripted/echo"},
+                   timeout=30).raise_for_status()
+        for _ in range(2):
+            reply = streaming.streamed_reply(routed)
+            assert reply["pieces"] >= 3, reply
+            assert reply["done_s"] - reply["first_token_s"] >= (reply["pieces"] - 1) * pause, reply
