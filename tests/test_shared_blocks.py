@@ -36,6 +36,8 @@ def check_sharing(mem: Memory) -> None:
     assert bob.shared_ids() == {"team": team.id} and mem.core("ana").shared_ids() == {"team": team.id}
     undone = bob.undo("team")  # bob undoes ana's edit: the block's latest change, whoever made it
     assert undone is not None and undone.value == "Project: apollo" == mem.core("ana").get("team").value
+    with pytest.raises(NotFoundError, match="agent 'carl' not found"):
+        shared.attach("carl", team.id)  # an agent must exist to hold a block
     mem.core("carl").put(CoreBlock(label="team", value="carl's own"))
     with pytest.raises(CoreMemoryError, match="already has a block labelled 'team'"):
         shared.attach("carl", team.id)

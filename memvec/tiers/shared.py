@@ -73,7 +73,9 @@ class SharedBlocks:
 
     def attach(self, agent: str, block_id: str) -> bool:
         """Attach the block to `agent` (False: it was already). CoreMemoryError when the agent has a
-        block of that label."""
+        block of that label; NotFoundError for an agent that does not exist."""
+        if not self._store.has_agent(agent):
+            raise NotFoundError(f"agent {agent!r} not found")
         return self._store.attach_block(agent, owner_of(block_id))
 
     def detach(self, agent: str, block_id: str) -> bool:
