@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memvec import CoreBlock, CoreMemoryError, Memory, NotFoundError
+from memvec.consolidation_format import ConsolidationProposal
 from memvec.embed import HashingEmbedder
 from memvec.export_format import AgentExport
 from memvec.service.app import create_app
@@ -123,3 +124,19 @@ def test_over_http_a_scoped_key_reaches_only_blocks_its_agents_hold(memory: Memo
         assert api.delete(f"/v1/blocks/{block_id}", headers=ADMIN).status_code == 200
         assert "team" not in {b["label"] for b in api.get("/v1/agents/bob/core-memory/blocks", headers=ADMIN).json()}
         assert [b["id"] for b in api.get("/v1/blocks", headers=ADMIN).json()] == [other]
+
+
+def test_a_consolidation_rewrites_a_shared_block_for_every_holder_and_its_undo_too(memory: Memory) -> None:
+    for name in ("ana", "bob"):
+        memory.create_agent(AgentSettings(name=name))
+    team = memory.shared_blocks().create(CoreBlock(label="team", value="Project: apollo"))
+    for name in ("ana", "bob"):
+        memory.shared_blocks().attach(name, team.id)
+    message = memory.recall("ana").append("user", "we renamed the project to gemini").record.id
+    proposal = ConsolidationProposal.model_validate(
+        {"facts": [], "blocks": [{"label": "team", "value": "Project: gemini", "reason": "renamed"}]})
+    run = memory.apply_consolidation("ana", proposal, model="scripted/none", through_message=message)
+    assert memory.core("bob").get("team").value == "Project: gemini"
+    assert memory.core("bob").history("team")[-1].actor == f"consolidation:{run.id}"
+    memory.undo_consolidation("ana", run.id)
+    assert memory.core("bob").get("team").value == "Project: apollo"
