@@ -184,14 +184,17 @@ def test_a_message_to_a_busy_agent_in_the_same_server_waits_at_most_the_lease_wa
         memory.create_agent(AgentSettings(name="bot", model="scripted/agent"))
         memory.create_agent(AgentSettings(name="other"))
 
+        replying, release = threading.Event(), threading.Event()
+
         def slow(messages: list[dict[str, Any]]) -> Turn:
-            time.sleep(1.5)
+            replying.set()  # the first message holds the agent now
+            release.wait(timeout=20)  # a second message that waits without bound is stuck until then
             return say("done")
 
         llm.script = [slow]
         app = create_app(memory, KeyRing.parse([("t", KEY)]))
 
-        async def scenario() -> tuple[httpx.Response, float, httpx.Response, httpx.Response]:
+        async def scenario() -> tuple[httpx.Response, bool, httpx.Response, httpx.Response]:
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost",
                                          headers={"Authorization": f"Bearer {KEY}"}) as client:
                 def message(agent: str, text: str) -> Any:
@@ -199,16 +202,16 @@ def test_a_message_to_a_busy_agent_in_the_same_server_waits_at_most_the_lease_wa
                                        json={"messages": [{"role": "user", "content": text}]})
 
                 busy = asyncio.ensure_future(message("bot", "take your time"))
-                await asyncio.sleep(0.3)
-                started = time.monotonic()
+                assert await asyncio.to_thread(replying.wait, 60)
                 refused = await message("bot", "me too")
-                waited = time.monotonic() - started
+                still_replying = not busy.done()  # the refusal did not wait for the first reply
                 other = await message("other", "meanwhile")
-                return refused, waited, other, await busy
+                release.set()
+                return refused, still_replying, other, await busy
 
-        refused, waited, other, first = asyncio.run(scenario())
+        refused, still_replying, other, first = asyncio.run(scenario())
         assert refused.status_code == 409 and "busy with another message" in refused.json()["detail"]
-        assert refused.headers["retry-after"] == "1" and waited < 1.0
+        assert refused.headers["retry-after"] == "1" and still_replying
         assert other.status_code == 200 and first.status_code == 200
         assert [m.text for m in memory.recall("bot").list(limit=10, newest_first=False)] == [
             "take your time", "done"]
