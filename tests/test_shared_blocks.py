@@ -140,3 +140,17 @@ def test_a_consolidation_rewrites_a_shared_block_for_every_holder_and_its_undo_t
     assert memory.core("bob").history("team")[-1].actor == f"consolidation:{run.id}"
     memory.undo_consolidation("ana", run.id)
     assert memory.core("bob").get("team").value == "Project: apollo"
+
+
+def test_undoing_a_shared_blocks_creation_leaves_no_attachment_behind(memory: Memory) -> None:
+    memory.create_agent(AgentSettings(name="ana"))
+    shared = memory.shared_blocks()
+    gone = shared.create(CoreBlock(label="team", value="first"))
+    shared.attach("ana", gone.id)
+    assert memory.core("ana").undo("team") is None  # the undone change created the block
+    assert "team" not in {b.label for b in memory.core("ana").blocks()} and memory.core("ana").shared_ids() == {}
+    memory.core("ana").put(CoreBlock(label="team", value="ana's own"))  # the label is free again
+    assert shared.list() == [] and memory.core("ana").get("team").value == "ana's own"
+    memory.core("ana").delete("team")
+    again = shared.create(CoreBlock(label="team", value="second"))
+    assert shared.attach("ana", again.id) and memory.core("ana").shared_ids() == {"team": again.id}

@@ -27,6 +27,8 @@ class _SQL(Protocol):
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
+    def attachments(self, agent: str) -> dict[str, str]: ...
+
 
 class SharedBlockStore:
     """The shared-block methods of `SQLStore` (a mixin over its plumbing)."""
@@ -39,13 +41,14 @@ class SharedBlockStore:
 
     def block_owner(self: _SQL, agent: str, label: str) -> str:
         """Whose row holds the agent's block `label`: a shared block's owner, else the agent itself."""
-        rows = self._query("SELECT owner FROM block_attachments WHERE agent = ? AND label = ?", (agent, label))
-        return str(rows[0]["owner"]) if rows else agent
+        return self.attachments(agent).get(label, agent)
 
     def attachments(self: _SQL, agent: str) -> dict[str, str]:
-        """The shared blocks attached to the agent: label -> owner, in the order attached."""
-        rows = self._query("SELECT label, owner FROM block_attachments WHERE agent = ? ORDER BY attached_at, owner",
-                           (agent,))
+        """The shared blocks attached to the agent: label -> owner, in the order attached (one whose
+        block is gone, its creation undone, is no attachment)."""
+        rows = self._query("SELECT a.label, a.owner FROM block_attachments a JOIN core_blocks b "
+                           "ON b.agent = a.owner AND b.label = a.label WHERE a.agent = ? "
+                           "ORDER BY a.attached_at, a.owner", (agent,))
         return {r["label"]: r["owner"] for r in rows}
 
     def block_holders(self: _SQL, owner: str) -> list[str]:
@@ -61,8 +64,10 @@ class SharedBlockStore:
             if found is None:
                 raise NotFoundError(f"no shared block {owner.removeprefix(SHARED_OWNER_PREFIX)!r}")
             label = found["label"]
-            held = self._run(db, "SELECT owner FROM block_attachments WHERE agent = ? AND label = ?",
-                             (agent, label)).fetchone()
+            held = self._run(db, "SELECT a.owner FROM block_attachments a JOIN core_blocks b ON b.agent = a.owner "
+                                 "AND b.label = a.label WHERE a.agent = ? AND a.label = ?", (agent, label)).fetchone()
+            self._run(db, "DELETE FROM block_attachments WHERE agent = ? AND label = ? AND owner <> ?",
+                      (agent, label, owner if held is None else held["owner"]))  # what a gone block left
             if held is not None and held["owner"] == owner:
                 return False
             own = self._run(db, "SELECT 1 AS x FROM core_blocks WHERE agent = ? AND label = ?",
