@@ -334,6 +334,11 @@ class SearchRequest(BaseModel):
                                                           "ranker (None: when it was fitted for the home's model "
                                                           "and this fusion, convex)")
     filters: SearchFilters = Field(default_factory=SearchFilters)
+    dates_in_query: bool = Field(default=False, description="keep only records from the period a time expression "
+                                 "in the query names ('yesterday', 'two weeks ago', 'last May', 'in 2023'; "
+                                 "memvec.search.when), within start/end; a query naming none is not filtered")
+    reference_time: UtcDatetime | None = Field(default=None, description="what relative time expressions are "
+                                               "resolved against (None: now)")
 
 
 class AgentSettings(BaseModel):

@@ -19,6 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("dates_in_query filters nothing", "memvec/search/when.py",
+     "    if not request.dates_in_query:\n        return request", "    if True:\n        return request",
+     "tests/test_when.py"),
+    ("'last' month or season means the current one", "memvec/search/when.py",
+     '    if which == "last" and _month_start(year, first + 3) > today:', '    if False:', "tests/test_when.py"),
     ("nginx buffers a streamed reply", "memvec/service/streaming.py",
      '"X-Accel-Buffering": "no"}', '}', "tests/test_streaming.py"),
     ("a worker that fails to start again stops the whole server", "memvec/cli_serve.py",

@@ -23,6 +23,7 @@ from memvec.index.heap import release_freed_memory
 from memvec.metrics import INDEX_EVICTIONS, INDEX_LOADS, INDEXES_LOADED, SEARCH_SECONDS, timed
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.rerank import Matrix, Ranker
+from memvec.search.when import dated
 from memvec.store.base import PreparedRecord, Store
 from memvec.tracing import span
 from memvec.types import (
@@ -319,6 +320,10 @@ class Engine:
                                                        after=after, before=before))
 
     def search(self, request: SearchRequest) -> list[Hit]:
+        narrowed = dated(request)  # the period a time expression in the query names, when asked
+        if narrowed is None:
+            return []
+        request = narrowed
         labels = (request.tier.value, request.mode.value)
         with span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}), \
                 timed(SEARCH_SECONDS, *labels, "total"):

@@ -44,9 +44,15 @@ def ranking(fusion: Annotated[Fusion | None, Query(description="hybrid fusion: c
             rerank: Annotated[bool | None, Query(
                 description="re-order the best candidates with the learned ranker (default: when it was fitted "
                             "for the home's model and the fusion, convex); false: fusion alone")] = None,
+            dates_in_query: Annotated[bool, Query(
+                description="keep only records from the period a time expression in the query names "
+                            "('yesterday', 'two weeks ago', 'last May', 'in 2023'), within start/end")] = False,
+            reference_time: Annotated[datetime | None, Query(
+                description="what relative time expressions are resolved against (default: now)")] = None,
             ) -> dict[str, object]:
-    """Hybrid-search overrides shared by both search endpoints (None: the server's defaults)."""
-    return {"fusion": fusion, "vector_weight": vector_weight, "session_weight": session_weight, "rerank": rerank}
+    """Search options shared by both search endpoints (None: the server's defaults)."""
+    return {"fusion": fusion, "vector_weight": vector_weight, "session_weight": session_weight, "rerank": rerank,
+            "dates_in_query": dates_in_query, "reference_time": reference_time}
 
 
 Ranking = Annotated[dict[str, object], Depends(ranking)]

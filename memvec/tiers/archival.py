@@ -46,13 +46,15 @@ class ArchivalMemory(TierView):
     def search(self, query: str, *, k: int = 10, mode: SearchMode | str = SearchMode.HYBRID,
                tags: Sequence[str] = (), tag_match: str = "any", start: datetime | None = None,
                end: datetime | None = None, as_of: datetime | None = None, fusion: Fusion | str | None = None,
-               vector_weight: float | None = None, rerank: bool | None = None) -> list[Hit]:
+               vector_weight: float | None = None, rerank: bool | None = None, dates_in_query: bool = False,
+               reference_time: datetime | None = None) -> list[Hit]:
         """`start`/`end` filter record time (created_at); `as_of` searches the versions that held at
         that event time (default: current versions only). `rerank=False` ranks hybrid hits by fusion
-        alone (default: the learned ranker, when the home's model has one)."""
+        alone (default: the learned ranker, when the home's model has one). `dates_in_query`: only
+        records from the period the query names ("last week"), resolved against `reference_time`."""
         filters = {"tags": list(tags), "tag_match": tag_match, "start": start, "end": end, "as_of": as_of}
         return self._search(query, k=k, mode=mode, filters=filters, fusion=fusion, vector_weight=vector_weight,
-                            rerank=rerank)
+                            rerank=rerank, dates_in_query=dates_in_query, reference_time=reference_time)
 
     def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False,
              after: int | None = None, before: int | None = None, as_of: datetime | None = None,

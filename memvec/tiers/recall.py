@@ -24,11 +24,14 @@ class RecallMemory(TierView):
 
     def search(self, query: str, *, k: int = 10, mode: SearchMode | str = SearchMode.HYBRID,
                roles: Sequence[str] = (), start: datetime | None = None, end: datetime | None = None,
-               session_id: str | None = None, rerank: bool | None = None) -> list[Hit]:
+               session_id: str | None = None, rerank: bool | None = None, dates_in_query: bool = False,
+               reference_time: datetime | None = None) -> list[Hit]:
         """`rerank=False` ranks hybrid hits by fusion alone (default: the learned ranker, when the
-        home's model has one)."""
+        home's model has one). `dates_in_query`: only messages from the period the query names
+        ("what did I say yesterday"), resolved against `reference_time` (default now)."""
         filters = {"roles": list(roles), "start": start, "end": end, "session_id": session_id}
-        return self._search(query, k=k, mode=mode, filters=filters, rerank=rerank)
+        return self._search(query, k=k, mode=mode, filters=filters, rerank=rerank, dates_in_query=dates_in_query,
+                            reference_time=reference_time)
 
     def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False,
              roles: Sequence[str] = (), start: datetime | None = None,
