@@ -192,7 +192,7 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
                     stop(signal.SIGTERM, None)
                     raise click.ClickException(f"worker {n} exited at start ({process.exitcode}); see above")
                 # a worker that once served is started again; one that fails again soon waits longer
-                delay = min(2.0 ** restarts[n], MAX_RESTART_DELAY_S) if quick else 0.0
+                delay = _restart_delay(restarts[n]) if quick else 0.0
                 server_log.warning("worker %d exited (%s); starting it again in %g s", n, process.exitcode, delay)
                 mark_process_dead(process.pid)  # its loaded-indexes gauge no longer counts
                 running[n] = spawn.Process(target=_worker, args=(obj, plans[n]), daemon=False)
@@ -211,13 +211,18 @@ def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
             counted_in.cleanup()
 
 
+def _restart_delay(restarts: int) -> float:
+    """Seconds before a worker's next start, doubling with each restart that failed again."""
+    return min(2.0 ** restarts, MAX_RESTART_DELAY_S)
+
+
 def _start_worker(n: int, process: Any, started: list[float], restarts: list[int]) -> None:
     """Start a worker again; when the system refuses a process (no memory, too many files), try
     later rather than leave the others without a supervisor."""
     try:
         process.start()
     except OSError as exc:
-        delay = min(2.0 ** restarts[n], MAX_RESTART_DELAY_S)
+        delay = _restart_delay(restarts[n])
         server_log.warning("worker %d could not be started (%s); trying again in %g s", n, exc, delay)
         started[n], restarts[n] = time.monotonic() + delay, restarts[n] + 1
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
+from benchmarks.load import free_port
 from tests.conftest import unavailable
 
 
@@ -21,18 +21,11 @@ def _bin(name: str) -> Path:
     return found[-1]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 class PrivatePostgres:
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="memvec-pg-"))  # in /tmp: the postgres user can enter it
         self.data = self.folder / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/test"
 
     def _run(self, *args: str) -> None:

@@ -78,11 +78,10 @@ def _shared_blocks(store: Store, agent: str) -> list[ExportedSharedBlock]:
 def _attach_shared(store: Store, agent: str, shared: list[ExportedSharedBlock]) -> dict[int, int]:
     """Attach the agent to its shared blocks again, making each (with its history) where this home
     has none of that id; one that exists is kept as this home has it. Returns old seq -> new seq."""
-    existing = {owner for owner, _ in store.shared_blocks()}
     seqs: dict[int, int] = {}
     for block in shared:
         owner = SHARED_OWNER_PREFIX + block.id
-        if owner not in existing:
+        if not store.blocks(owner):
             plain = CoreBlock.model_validate(block.model_dump(exclude={"id", "history"}))
             if block.history:
                 seqs |= store.restore_blocks(owner, [plain], block.history)

@@ -57,7 +57,7 @@ class SharedBlockStore:
         return [r["agent"] for r in rows]
 
     def attach_block(self: _SQL, agent: str, owner: str) -> bool:
-        """Attach a shared block to an agent (False: it already was). ConflictError when the agent
+        """Attach a shared block to an agent (False: it already was). CoreMemoryError when the agent
         already has a block of that label."""
         with self._write() as db:
             found = self._run(db, "SELECT label FROM core_blocks WHERE agent = ?", (owner,)).fetchone()

@@ -50,9 +50,8 @@ class SharedBlocks:
 
     def get(self, block_id: str) -> SharedBlock:
         owner = owner_of(block_id)
-        for found, block in self._store.shared_blocks():
-            if found == owner:
-                return self._shared(owner, block)
+        for block in self._store.blocks(owner):  # its owner's one row
+            return self._shared(owner, block)
         raise NotFoundError(f"no shared block {block_id!r}")
 
     def modify(self, block_id: str, changes: dict[str, Any]) -> SharedBlock:
