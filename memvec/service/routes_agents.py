@@ -26,7 +26,7 @@ from memvec.service.schemas import (
     Forgotten,
     MemoryOut,
 )
-from memvec.service.views import agent_out, block_out, blocks_out, page_by_id
+from memvec.service.views import agent_out, block_out, blocks_out, page
 from memvec.types import AgentSettings, BlockChange, CoreBlock
 
 
@@ -150,7 +150,8 @@ def add_block_routes(app: FastAPI) -> None:
                     limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[BlockOut]:
         """The agent's blocks in their order; `after`/`before` take a block id (what letta-client pages with)."""
         visible_agent(agent_id, principal, service)
-        return page_by_id(blocks_out(service.memory, agent_id), after=after, before=before, limit=limit)
+        blocks = blocks_out(service.memory, agent_id)
+        return blocks[page([b.id for b in blocks], after=after, before=before, limit=limit)]
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
     def get_block(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> BlockOut:
@@ -161,11 +162,8 @@ def add_block_routes(app: FastAPI) -> None:
     def modify_block(agent_id: AgentId, label: str, body: BlockPatch, principal: Caller, service: Service
                      ) -> BlockOut:
         visible_agent(agent_id, principal, service)
-        if body.label is not None and body.label != label:
-            raise InvalidInputError("a block is addressed by its label: renaming is not supported")
         core = service.memory.core(agent_id, actor=principal.actor)
-        changes = {k: v for k, v in body.model_dump(exclude_unset=True, exclude={"label"}).items() if v is not None}
-        block = CoreBlock.model_validate({**core.get(label).model_dump(), **changes})
+        block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.changes(label)})
         return block_out(service.memory, agent_id, core.put(block))
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=list[BlockChange],

@@ -7,7 +7,6 @@ or delete a shared block (those need an unscoped key: a block nobody holds belon
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Path, Query
@@ -15,9 +14,9 @@ from fastapi import FastAPI, HTTPException, Path, Query
 from memvec.errors import NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
-from memvec.service.deps import AgentId, Caller, Service, visible_agent
+from memvec.service.deps import AgentId, Caller, Service, ServiceState, visible_agent
 from memvec.service.schemas import AgentOut, BlockIn, BlockOut, BlockPatch, Deleted
-from memvec.service.views import agent_out, block_out, page_by_id
+from memvec.service.views import agent_out, block_out, page
 from memvec.types import AGENT_PATTERN, LABEL_PATTERN, SHARED_BLOCK_ID_PATTERN, CoreBlock
 
 _AGENT_BLOCK = f"{AGENT_PATTERN.strip('^$')}:{LABEL_PATTERN.strip('^$')}"
@@ -42,18 +41,14 @@ def _visible_shared(memory: Memory, principal: Principal, block_id: str) -> Any:
     return block
 
 
-def _shared_out(block: Any) -> BlockOut:
-    return BlockOut(id=block.id, label=block.label, value=block.value, limit=block.limit,
-                    description=block.description or None, read_only=block.read_only, metadata=block.metadata)
-
-
-@dataclass(frozen=True)
-class _Named:
-    id: str
-
-
-def _changes(body: BlockPatch) -> dict[str, Any]:
-    return {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None}
+def _own_block(block_id: str, principal: Principal, service: ServiceState) -> tuple[str, str] | None:
+    """(agent, label) of an agent's own block id `<agent>:<label>` (404 for an agent the caller may
+    not see); None for a shared block's id."""
+    if ":" not in block_id:
+        return None
+    agent, label = block_id.split(":", 1)
+    visible_agent(agent, principal, service)
+    return agent, label
 
 
 def add_routes(app: FastAPI) -> None:
@@ -63,44 +58,44 @@ def add_routes(app: FastAPI) -> None:
         `PATCH /v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}`)."""
         _unscoped(principal, "creating a shared block")
         block = CoreBlock.model_validate(body.model_dump(exclude_none=True))
-        return _shared_out(service.memory.shared_blocks(actor=principal.actor).create(block))
+        made = service.memory.shared_blocks(actor=principal.actor).create(block)
+        return BlockOut.with_id(made.id, made)
 
     @app.get("/v1/blocks", response_model=list[BlockOut], tags=["blocks"])
     def list_blocks(principal: Caller, service: Service,
                     label: Annotated[str | None, Query(max_length=64, description="only blocks of this label")] = None,
                     after: After = None, before: Before = None, limit: Limit = 50) -> list[BlockOut]:
         """The shared blocks the caller can see (a scoped key: those its agents hold), oldest first."""
-        blocks = [_shared_out(b) for b in service.memory.shared_blocks().list(label=label)
+        blocks = [BlockOut.with_id(b.id, b) for b in service.memory.shared_blocks().list(label=label)
                   if principal.agents is None or principal.agents & set(b.agents)]
-        return page_by_id(blocks, after=after, before=before, limit=limit)
+        return blocks[page([b.id for b in blocks], after=after, before=before, limit=limit)]
 
     @app.get("/v1/blocks/{block_id}", response_model=BlockOut, tags=["blocks"])
     def get_block(block_id: BlockId, principal: Caller, service: Service) -> BlockOut:
-        if ":" in block_id:
-            agent, label = block_id.split(":", 1)
-            visible_agent(agent, principal, service)
+        if own := _own_block(block_id, principal, service):
+            agent, label = own
             return block_out(service.memory, agent, service.memory.core(agent).get(label))
-        return _shared_out(_visible_shared(service.memory, principal, block_id))
+        shared = _visible_shared(service.memory, principal, block_id)
+        return BlockOut.with_id(shared.id, shared)
 
     @app.patch("/v1/blocks/{block_id}", response_model=BlockOut, tags=["blocks"])
     def modify_block(block_id: BlockId, body: BlockPatch, principal: Caller, service: Service) -> BlockOut:
         """Change a block's value, limit, description, flags or metadata: every agent holding a shared
         block sees the change (and it is in the block's history with the caller as actor)."""
-        if ":" in block_id:
-            agent, label = block_id.split(":", 1)
-            visible_agent(agent, principal, service)
+        if own := _own_block(block_id, principal, service):
+            agent, label = own
             core = service.memory.core(agent, actor=principal.actor)
-            block = CoreBlock.model_validate({**core.get(label).model_dump(), **_changes(body)})
+            block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.changes(label)})
             return block_out(service.memory, agent, core.put(block))
-        _visible_shared(service.memory, principal, block_id)
-        return _shared_out(service.memory.shared_blocks(actor=principal.actor).modify(block_id, _changes(body)))
+        shared = _visible_shared(service.memory, principal, block_id)
+        changed = service.memory.shared_blocks(actor=principal.actor).modify(block_id, body.changes(shared.label))
+        return BlockOut.with_id(changed.id, changed)
 
     @app.delete("/v1/blocks/{block_id}", response_model=Deleted, tags=["blocks"])
     def delete_block(block_id: BlockId, principal: Caller, service: Service) -> Deleted:
         """Delete a block: a shared one from every agent holding it, with its history."""
-        if ":" in block_id:
-            agent, label = block_id.split(":", 1)
-            visible_agent(agent, principal, service)
+        if own := _own_block(block_id, principal, service):
+            agent, label = own
             service.memory.core(agent, actor=principal.actor).delete(label)
             return Deleted(message=f"block {label!r} of agent {agent!r} deleted")
         _unscoped(principal, "deleting a shared block")
@@ -113,8 +108,8 @@ def add_routes(app: FastAPI) -> None:
         """The agents holding a shared block (those the caller can see), by name."""
         block = _visible_shared(service.memory, principal, block_id)
         held = [agent for agent in block.agents if principal.may_see(agent)]
-        page = page_by_id([_Named(agent) for agent in held], after=after, before=before, limit=limit)
-        return [agent_out(service.memory, *service.memory.get_agent(named.id)) for named in page]
+        return [agent_out(service.memory, *service.memory.get_agent(agent))
+                for agent in held[page(held, after=after, before=before, limit=limit)]]
 
     @app.patch("/v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response_model=AgentOut,
                tags=["blocks"])

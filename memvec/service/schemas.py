@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memvec.errors import InvalidInputError
 from memvec.types import (
     LABEL_PATTERN,
     MAX_ID,
@@ -95,7 +96,10 @@ class BlockOut(BaseModel):
     @classmethod
     def of(cls, agent: str, block: CoreBlock, shared: dict[str, str] | None = None) -> BlockOut:
         """`shared`: the agent's shared blocks' ids by label (their id is theirs, not the agent's)."""
-        block_id = (shared or {}).get(block.label) or f"{agent}:{block.label}"
+        return cls.with_id((shared or {}).get(block.label) or f"{agent}:{block.label}", block)
+
+    @classmethod
+    def with_id(cls, block_id: str, block: CoreBlock) -> BlockOut:
         return cls(id=block_id, label=block.label, value=block.value, limit=block.limit,
                    description=block.description or None, read_only=block.read_only, metadata=block.metadata)
 
@@ -107,6 +111,12 @@ class BlockPatch(Lenient):
     read_only: bool | None = None
     metadata: Metadata | None = None
     label: str | None = Field(default=None, description="must be the block's label: renaming is not supported")
+
+    def changes(self, label: str) -> dict[str, Any]:
+        """What to change in block `label` (fields given and not null); a rename is refused."""
+        if self.label is not None and self.label != label:
+            raise InvalidInputError("a block is addressed by its label: renaming is not supported")
+        return {k: v for k, v in self.model_dump(exclude_unset=True, exclude={"label"}).items() if v is not None}
 
 
 class LlmConfigOut(BaseModel):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
 
 from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.memory import Memory
@@ -44,18 +43,9 @@ def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> Age
         created_at=state.created_at)
 
 
-class _HasId(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-Item = TypeVar("Item", bound=_HasId)
-
-
-def page_by_id(items: Sequence[Item], *, after: str | None, before: str | None, limit: int) -> list[Item]:
-    """The items after `after` and before `before` (ids: what letta-client pages with), at most `limit`.
-    An id not in the list pages past the end (after) or to the end (before)."""
-    ids = [item.id for item in items]
+def page(ids: Sequence[str], *, after: str | None, before: str | None, limit: int) -> slice:
+    """The slice of a list with these ids after `after` and before `before` (what letta-client pages
+    with), at most `limit` long. An id not in the list pages past the end (after) or to the end (before)."""
     start = ids.index(after) + 1 if after in ids else (len(ids) if after is not None else 0)
     stop = ids.index(before) if before in ids else len(ids)
-    return list(items[start:stop][:limit])
+    return slice(start, max(start, min(stop, start + limit)))
