@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from memvec.cli_agents import agent, blocks, chat, import_command
 from memvec.cli_common import TIER, TIMESTAMP, Context, dump, existing_agent, input_lines, print_json
+from memvec.cli_documents import add_file, documents
 from memvec.cli_lifecycle import backup, consolidate, forget, history, restore, sweep, update, upgrade
 from memvec.cli_mcp import mcp
 from memvec.cli_serve import router_config, serve
@@ -373,8 +374,8 @@ def stats(obj: Context, as_json: bool) -> None:
                    f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
 
 
-for command in (agent, blocks, chat, serve, router_config, mcp, import_command, forget, sweep, update, history,
-                consolidate, backup, restore, upgrade):
+for command in (agent, blocks, chat, add_file, documents, serve, router_config, mcp, import_command, forget, sweep,
+                update, history, consolidate, backup, restore, upgrade):
     cli.add_command(command)
 
 

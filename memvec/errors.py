@@ -8,7 +8,8 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     │   ├── AgentExistsError     an agent of that name exists already (HTTP 409)
     │   ├── VersionConflictError a passage version that is no longer current, or a second current copy (HTTP 409)
     │   ├── ModelMismatchError   the home was built with another embedding model
-    │   └── ModelExportError     a model cannot be turned into an ONNX backend (nothing was written)
+    │   ├── ModelExportError     a model cannot be turned into an ONNX backend (nothing was written)
+    │   └── UnreadableDocumentError a file that is empty, too large, corrupt or in a format memvec does not read
     ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
     ├── StoreError               the transactional store failed (CLI exit 1)
     │   └── StoreUnavailableError the database cannot be reached right now (HTTP 503, CLI exit 4); retry later
@@ -57,6 +58,11 @@ class ModelExportError(InvalidInputError):
 class QuantizationRefusedError(ModelExportError):
     """The int8 graph's vectors disagree with the fp32 graph's on sample texts (the model quantizes
     badly): a default int8 backend falls back to fp32 ONNX, whose model id says so."""
+
+
+class UnreadableDocumentError(InvalidInputError):
+    """A file handed to `add_document` cannot be read: empty, over the size limits, corrupt, without
+    text, or in a format memvec does not read (plain text, Markdown, HTML, PDF); nothing was written."""
 
 
 class NotFoundError(MemvecError, LookupError):

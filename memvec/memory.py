@@ -50,6 +50,7 @@ from memvec.store.schema import LATEST_VERSION, pending
 from memvec.store.sqlite import applied_migrations
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
+from memvec.tiers.documents import Documents
 from memvec.tiers.recall import RecallMemory
 from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
@@ -58,6 +59,7 @@ from memvec.types import (
     AgentSettings,
     AgentState,
     CoreBlock,
+    DocumentReport,
     Hit,
     InsertResult,
     NewRecord,
@@ -188,6 +190,17 @@ class Memory:
     def core(self, agent: str, *, actor: str = "python") -> CoreMemory:
         """The agent's core blocks; `actor` is recorded with every change made through it."""
         return CoreMemory(self._store, validate_agent(agent), actor=actor)
+
+    def documents(self, agent: str) -> Documents:
+        """The files added to the agent's archival memory (see `add_document`)."""
+        return Documents(self._engine, validate_agent(agent))
+
+    def add_document(self, agent: str, source: str | os.PathLike[str], content: str | bytes | None = None, *,
+                     media_type: str | None = None, tags: Sequence[str] = ()) -> DocumentReport:
+        """Add a file to the agent's archival memory as chunks citing it (see `Documents.add`): the
+        file at `source`, or `content` (text or bytes) named `source`. The same content again adds
+        nothing; a changed file of the same name replaces the old one's chunks as new versions."""
+        return self.documents(agent).add(source, content, media_type=media_type, tags=tags)
 
     def shared_blocks(self, *, actor: str = "python") -> SharedBlocks:
         """The home's shared blocks (made once, attached to several agents); `actor` as for `core`."""

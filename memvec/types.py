@@ -146,6 +146,24 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
 
 
+class DocumentCitation(BaseModel):
+    """Where in a file a chunk comes from (a document added with `add_document`): `start`/`end` slice
+    the document's text (`Memory.document_text`) to the chunk."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    document_id: int = Field(ge=1, le=MAX_ID, description="the document version the chunk belongs to")
+    file_name: MetaText
+    content_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the file's bytes")
+    media_type: MetaText
+    folder: MetaText | None = Field(default=None, description="the folder's name, for a file of a folder")
+    page: int | None = Field(default=None, ge=1, le=MAX_ID, description="1-based page, for PDFs")
+    start: int = Field(ge=0, le=MAX_ID, description="offset of the chunk's first character in the text")
+    end: int = Field(ge=0, le=MAX_ID, description="offset just past its last character")
+    headings: list[MetaText] = Field(default_factory=list, max_length=16, description="the heading path above it")
+    chunk: int = Field(ge=0, le=MAX_ID, description="its position among the document's chunks, from 0")
+
+
 class Citation(BaseModel):
     """Where a memory came from; every field optional, every field returned with every hit."""
 
@@ -154,6 +172,7 @@ class Citation(BaseModel):
     session_id: IdText | None = None
     turn_id: IdText | None = None
     source_url: MetaText | None = None
+    document: DocumentCitation | None = Field(default=None, description="the file, page and offsets of a chunk")
 
 
 class NewRecord(BaseModel):
@@ -209,6 +228,8 @@ class NewRecord(BaseModel):
         """Archival: the normalized text. Recall: also who said it, in which session and turn,
         since the same words said twice in a conversation are two messages."""
         parts = [normalize_text(self.text)]
+        if (document := self.citation.document) is not None:  # a chunk is its file's, wherever else the words are
+            parts += [f"document {document.document_id}", str(document.start)]
         if self.tier is Tier.RECALL:
             parts += [self.role or "", self.citation.session_id or "", self.citation.turn_id or ""]
         return "\x1f".join(parts)
@@ -231,6 +252,34 @@ class Record(BaseModel):
     valid_to: datetime | None = Field(default=None, description="event time: until when it held (None: still holds)")
     supersedes: int | None = Field(default=None, description="the version this one replaced")
     superseded_by: int | None = Field(default=None, description="the version that replaced this one (None: current)")
+
+
+class Document(BaseModel):
+    """A file added to archival memory: its chunks are archival records citing it."""
+
+    id: int
+    owner: str = Field(description="the agent it was added to, or the folder (`~folder-...`) that holds it")
+    name: str
+    content_hash: str = Field(description="SHA-256 of the file's bytes: the same content again adds nothing")
+    media_type: str
+    size_bytes: int
+    pages: int | None = None
+    title: str | None = None
+    chunks: int
+    status: Literal["completed"] = Field(default="completed", description="files are parsed and embedded when "
+                                                                         "added: a stored document is complete")
+    created_at: datetime
+    replaced_at: datetime | None = Field(default=None, description="when a changed file replaced it")
+    replaced_by: int | None = None
+
+
+class DocumentReport(BaseModel):
+    """What `add_document` did."""
+
+    document: Document
+    created: bool = Field(description="False: the same content was there already, and nothing was added")
+    replaced: int | None = Field(default=None, description="the document version this one replaced")
+    chunk_ids: list[int] = Field(default_factory=list, description="the chunks' record ids, in text order")
 
 
 class CoreBlock(BaseModel):

@@ -19,6 +19,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("a passage is taken for a repeat of a document's chunk", "memvec/engine/repeats.py",
+     "    return content_key(record.text) if tier is Tier.ARCHIVAL and record.citation.document is None else None",
+     "    return content_key(record.text) if tier is Tier.ARCHIVAL else None", "tests/test_documents.py"),
+    ("a changed file leaves the old chunks current", "memvec/engine/documents.py",
+     "            engine.store.replace_document(previous.id, document_id, now)\n", "            pass\n",
+     "tests/test_documents.py"),
+    ("deleting a file keeps its earlier versions' chunks", "memvec/engine/documents.py",
+     "    versions = engine.store.document_versions(document_id)", "    versions = [document_id]",
+     "tests/test_documents.py"),
+    ("the same content again is added again", "memvec/engine/documents.py",
+     "    if (same := next((d for d in current if d.content_hash == content_hash), None)) is not None:",
+     "    if (same := None) is not None:", "tests/test_documents.py"),
+    ("paragraphs are packed past the model's window", "memvec/documents/chunking.py",
+     "(not same_section or pending_tokens + tokens > settings.max_tokens):", "(not same_section):",
+     "tests/test_documents.py"),
+    ("a file over the size limit is parsed first", "memvec/documents/formats.py",
+     "    if len(data) > MAX_DOCUMENT_BYTES:", "    if False:", "tests/test_documents.py"),
     ("dates_in_query filters nothing", "memvec/search/when.py",
      "    if not request.dates_in_query:\n        return request", "    if True:\n        return request",
      "tests/test_when.py"),

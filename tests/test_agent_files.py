@@ -89,7 +89,8 @@ def test_an_imported_conversation_is_searchable_with_citations(server: Server) -
     found = httpx.get(f"{server.url}/v1/agents/{agent_id}/recall-memory/search",
                       params={"query": "Himalayas restaurant", "top_k": 1}).json()["results"][0]
     assert found["content"].startswith("My favourite restaurant")
-    assert found["citation"] == {"session_id": f"agent-file:{agent_id}", "turn_id": "4", "source_url": None}
+    assert found["citation"] == {"session_id": f"agent-file:{agent_id}", "turn_id": "4", "source_url": None,
+                                 "document": None}
 
 
 def test_a_broken_agent_file_writes_nothing(server: Server) -> None:

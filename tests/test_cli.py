@@ -43,7 +43,8 @@ def test_add_then_search_json_carries_the_citation(memvec: Cli) -> None:
     [hit] = json.loads(out)
     assert set(hit) >= {"id", "text", "score", "scores", "citation", "tags", "created_at", "role"}
     assert set(hit["scores"]) >= {"vector", "bm25"}
-    assert hit["citation"] == {"session_id": "S3", "turn_id": "D3:7", "source_url": "https://chat/3"}
+    assert hit["citation"] == {"session_id": "S3", "turn_id": "D3:7", "source_url": "https://chat/3",
+                               "document": None}
     assert (hit["tags"], hit["role"]) == (["pets"], "Ana")
     code, out, _ = memvec("search", "beagle", "--agent", "a", "--tier", "recall")
     assert code == 0 and "turn_id=D3:7" in out and "Ana: Ana adopted" in out

@@ -30,7 +30,7 @@ def test_insert_search_round_trips_citations(memory: Memory) -> None:
     hit = archival.search("how tall is the eiffel tower", k=1)[0]
     assert hit.id == result.record.id
     assert hit.citation.model_dump() == {"session_id": "s1", "turn_id": "4",
-                                         "source_url": "https://example.org/eiffel"}
+                                         "source_url": "https://example.org/eiffel", "document": None}
     assert hit.tags == ["paris", "facts"]
     assert hit.scores.vector is not None and hit.scores.bm25 is not None
     assert archival.get(result.record.id).text == result.record.text

@@ -61,7 +61,7 @@ def test_a_repeat_merges_into_the_passage_and_a_change_does_not(real_memory: Mem
     assert (repeat.created, repeat.duplicate_of, repeat.record.id) == (False, first.id, first.id)
     assert repeat.record.tags == ["family", "porto"]
     assert repeat.record.citation.model_dump() == {"session_id": "s9", "turn_id": None,
-                                                   "source_url": "https://chat.example/12"}
+                                                   "source_url": "https://chat.example/12", "document": None}
     again = archival.insert("Ana's sister Maya lives in Porto!", source_url="https://other.example")
     assert again.duplicate_of == first.id and again.record.citation.source_url == "https://chat.example/12"
     changed = archival.insert("Ana's sister Maya lives in Braga.")

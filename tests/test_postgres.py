@@ -276,3 +276,18 @@ def test_metrics_count_postgresql_connections(tmp_path: Path, pg_url: str) -> No
                  for s in family.samples}
     assert found["memvec_store_connections_opened_total"] >= 1
     assert found["memvec_store_connections_failed_total"] == 0 and found["memvec_store_connections_lost_total"] == 0
+
+
+def test_documents_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    with open_pg(tmp_path / "a", pg_url) as mem:
+        first = mem.add_document("app", "notes.md", "# Notes\n\nThe pump is primed on Mondays.\n")
+        assert not mem.add_document("app", "again.md", "# Notes\n\nThe pump is primed on Mondays.\n").created
+        second = mem.add_document("app", "notes.md", "# Notes\n\nThe pump is primed on Fridays.\n")
+        assert second.replaced == first.document.id
+        hit = mem.archival("app").search("when is the pump primed", k=1)[0]
+        assert hit.citation.document is not None and hit.citation.document.document_id == second.document.id
+        assert hit.citation.document.headings == ["Notes"]
+    with open_pg(tmp_path / "b", pg_url) as other:  # another server sees the file and deletes it everywhere
+        assert [d.id for d in other.documents("app").list()] == [second.document.id]
+        assert other.documents("app").delete(second.document.id) == 2
+        assert other.archival("app").count() == 0

@@ -83,7 +83,8 @@ def test_cli_end_to_end_with_the_default_model(tmp_path: Path) -> None:
     out = run_cli("search", "When did Caroline go to the support group?", "--agent", "locomo", "--tier", "recall",
                   "--json", "-k", "1", home=home).stdout
     [hit] = json.loads(out)
-    assert hit["citation"] == {"session_id": "1", "turn_id": "D1:3", "source_url": "https://example.org/conv-26"}
+    assert hit["citation"] == {"session_id": "1", "turn_id": "D1:3", "source_url": "https://example.org/conv-26",
+                               "document": None}
     stats = json.loads(run_cli("stats", "--json", home=home).stdout)
     assert (stats["model_id"], stats["partitions"][0]["dim"]) == ("onnx-int8:all-MiniLM-L6-v2", 384)
 

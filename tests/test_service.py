@@ -106,7 +106,8 @@ def test_agents_blocks_passages_and_citations(server: InProcess) -> None:
     assert [p["untrusted"] for p in passages] == [False, True]
     hits = api.get("/v1/agents/ana/archival-memory/search",
                    params={"query": "beagle Toby", "top_k": 5, "tags": ["pets"]}).json()["results"]
-    assert hits[0]["citation"] == {"session_id": "s1", "turn_id": "D1:3", "source_url": "https://chat/1"}
+    assert hits[0]["citation"] == {"session_id": "s1", "turn_id": "D1:3", "source_url": "https://chat/1",
+                                   "document": None}
     assert set(hits[0]["scores"]) >= {"vector", "bm25"} and hits[0]["untrusted"] is False
     page = api.get("/v1/agents/ana/archival-memory", params={"limit": 1}).json()
     assert [p["id"] for p in page] == [passages[0]["id"]]

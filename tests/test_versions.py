@@ -173,7 +173,8 @@ def test_patch_in_lettas_shape_and_history_over_http(memory: Memory) -> None:
     assert patched.status_code == 200
     new = patched.json()[0]
     assert new["supersedes"] == made["id"] and new["tags"] == ["home"]
-    assert new["citation"] == {"session_id": None, "turn_id": None, "source_url": "https://chat.example/7"}
+    assert new["citation"] == {"session_id": None, "turn_id": None, "source_url": "https://chat.example/7",
+                               "document": None}
     again = client.patch(f"{base}/{made['id']}", json={"text": "Ana lives in Rome."}, headers=headers)
     assert again.status_code == 409 and again.json()["error"] == "version_conflict"
     assert client.patch(f"{base}/424242", json={"text": "x"}, headers=headers).status_code == 404

@@ -64,6 +64,21 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
     return np.stack([embedder.embed_query(t) for t in texts])
 
 
+Spans = list[list[tuple[int, int]]]
+FALLBACK_WINDOW = 200  # words per chunk for an embedder that has no tokenizer (the test embedders)
+
+
+def tokenizer_of(embedder: Embedder) -> tuple[Callable[[Sequence[str]], Spans], int] | None:
+    """The model's own tokens as character spans of each text (special tokens left out, nothing
+    truncated), and how many of them its window holds beside its special tokens; None for an
+    embedder without a tokenizer."""
+    window = getattr(embedder, "max_tokens", None)
+    spans = getattr(embedder, "token_spans", None)
+    if window is None or spans is None:
+        return None
+    return spans, int(window)
+
+
 def l2_normalize(matrix: npt.NDArray[np.floating]) -> Vectors:
     out = np.ascontiguousarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
@@ -125,3 +140,14 @@ class LazyEmbedder:
     @property
     def batch_invariant(self) -> bool:
         return batch_invariant(self.loaded)
+
+    @property
+    def max_tokens(self) -> int | None:
+        found = tokenizer_of(self.loaded)
+        return None if found is None else found[1]
+
+    def token_spans(self, texts: Sequence[str]) -> Spans:
+        found = tokenizer_of(self.loaded)
+        if found is None:
+            raise TypeError(f"{self.model_id} has no tokenizer")
+        return found[0](texts)

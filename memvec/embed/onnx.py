@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -68,6 +69,7 @@ class OnnxEmbedder:
         self._tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.spec.layout.max_seq_length)
+        self._spans_tokenizer: Any = None  # an untruncated copy, made when a document is first chunked
         self._lock = threading.Lock()
 
     @property
@@ -84,6 +86,21 @@ class OnnxEmbedder:
         quantization scales each layer's activations by the largest value in the whole batch, so
         a LoCoMo turn embedded beside another text moves to cosine ~0.99 of itself alone."""
         return self._quantization != "int8"
+
+    @property
+    def max_tokens(self) -> int:
+        """Tokens of text the window holds beside the special tokens ([CLS], [SEP])."""
+        return self.spec.layout.max_seq_length - self._tokenizer.num_special_tokens_to_add(False)
+
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        if self._spans_tokenizer is None:
+            from tokenizers import Tokenizer
+
+            copy = Tokenizer.from_str(self._tokenizer.to_str())
+            copy.no_truncation()
+            self._spans_tokenizer = copy
+        encodings = self._spans_tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [[(start, end) for start, end in e.offsets if end > start] for e in encodings]
 
     def _token_ids(self, texts: Sequence[str], kind: str) -> list[list[int]]:
         prompt = self.spec.layout.prompt_for(kind)

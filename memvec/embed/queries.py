@@ -16,7 +16,7 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from memvec.embed.base import Embedder, Vectors, batch_invariant, embed_queries
+from memvec.embed.base import Embedder, Spans, Vectors, batch_invariant, embed_queries, tokenizer_of
 
 
 class _Delegate:
@@ -40,6 +40,17 @@ class _Delegate:
     @property
     def batch_invariant(self) -> bool:
         return batch_invariant(self.inner)
+
+    @property
+    def max_tokens(self) -> int | None:
+        found = tokenizer_of(self.inner)
+        return None if found is None else found[1]
+
+    def token_spans(self, texts: Sequence[str]) -> Spans:
+        found = tokenizer_of(self.inner)
+        if found is None:
+            raise TypeError(f"{self.inner.model_id} has no tokenizer")
+        return found[0](texts)
 
     def close(self) -> None:
         close_inner = getattr(self.inner, "close", None)

@@ -50,6 +50,18 @@ class SentenceTransformerEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def max_tokens(self) -> int | None:
+        tokenizer: Any = getattr(self._model, "tokenizer", None)
+        if not getattr(tokenizer, "is_fast", False):
+            return None  # no character offsets to cut at
+        return int(self._model.max_seq_length) - int(tokenizer.num_special_tokens_to_add(pair=False))
+
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        encoded = self._model.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
+                                        truncation=False, verbose=False)
+        return [[(int(a), int(b)) for a, b in offsets if b > a] for offsets in encoded["offset_mapping"]]
+
     def _encode(self, method: str, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)

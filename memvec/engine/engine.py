@@ -162,7 +162,7 @@ class Engine:
         now = datetime.now(UTC)
         return [PreparedRecord(record=record, dedup_key=record.dedup_key(), created_at=record.created_at or now,
                                embedding=vector, model_id=self.embedder.model_id, context=context,
-                               untrusted=looks_untrusted(record.text), near_key=near_key(tier, record.text))
+                               untrusted=looks_untrusted(record.text), near_key=near_key(tier, record))
                 for record, vector, context in zip(records, vectors, contexts, strict=True)]
 
     def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]],

@@ -24,16 +24,17 @@ from memvec.config import DedupSettings
 from memvec.engine.tier import TierIndex
 from memvec.index.duplicates import content_key, near_identical
 from memvec.store.base import PreparedRecord, Store
-from memvec.types import Tier
+from memvec.types import NewRecord, Tier
 
 SCAN_LIMIT = 20_000  # records of a flat index searched for each insert batch (one matrix product)
 BATCH_SCAN_LIMIT = 1_000  # rows of one insert compared with each other by vector
 Target = tuple[str, int]  # ("record", a passage id) or ("row", an earlier row of the batch)
 
 
-def near_key(tier: Tier, text: str) -> str | None:
-    """What `PreparedRecord.near_key` holds: the content key of an archival passage."""
-    return content_key(text) if tier is Tier.ARCHIVAL else None
+def near_key(tier: Tier, record: NewRecord) -> str | None:
+    """What `PreparedRecord.near_key` holds: the content key of an archival passage (a document's chunk
+    has none: no passage is taken for a repeat of it)."""
+    return content_key(record.text) if tier is Tier.ARCHIVAL and record.citation.document is None else None
 
 
 def find_repeats(store: Store, index: TierIndex | None, closed: npt.NDArray[np.int64], agent: str, tier: Tier,
@@ -51,8 +52,8 @@ def find_repeats(store: Store, index: TierIndex | None, closed: npt.NDArray[np.i
     first_with_key: dict[str, int] = {}
     repeats: dict[int, Target] = {}
     for position, row in enumerate(rows):
-        if row.record.supersedes is not None:
-            continue
+        if row.record.supersedes is not None or row.record.citation.document is not None:
+            continue  # a new version, or a chunk of a file: stored as it is
         target = _keyed(index, row, by_key, threshold) or (
             _nearest(row, nearest[0][position], nearest[1], dedup) if nearest is not None else None)
         earlier = first_with_key.get(row.near_key or "")
@@ -84,7 +85,8 @@ def _nearest_all(store: Store, agent: str, index: TierIndex, batch: npt.NDArray[
     close = [[int(i) for i, score in zip(row_ids, row_scores, strict=True) if i >= 0 and score >= threshold]
              for row_ids, row_scores in zip(ids.tolist(), scores.tolist(), strict=True)]
     wanted = sorted({i for row in close for i in row})
-    texts = {i: text for i, (_, text) in store.speakers_and_texts(agent, wanted).items()} if wanted else {}
+    # a document's chunk is never what a passage repeats: deleting the file would take the passage with it
+    texts = {r.id: r.text for r in store.get(agent, wanted) if r.citation.document is None} if wanted else {}
     return close, texts
 
 

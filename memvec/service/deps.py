@@ -23,6 +23,7 @@ from memvec.errors import (
     ModelCallError,
     NotFoundError,
     StoreUnavailableError,
+    UnreadableDocumentError,
     VersionConflictError,
 )
 from memvec.memory import Memory
@@ -37,6 +38,7 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
     CoreMemoryError: (409, "core_memory_refused"),
     VersionConflictError: (409, "version_conflict"),
     AgentBusyError: (409, "agent_busy"),
+    UnreadableDocumentError: (422, "unreadable_document"),
     InvalidInputError: (400, "bad_request"),
     ModelCallError: (502, "model_error"),
     MemvecError: (500, "internal_error"),

@@ -18,6 +18,7 @@ from memvec.types import (
     BlockChange,
     Citation,
     CoreBlock,
+    Document,
     NewRecord,
     Record,
     SearchFilters,
@@ -39,6 +40,22 @@ class PreparedRecord:
     context: str | None = None
     untrusted: bool = False  # what the guard (run by the engine) said of the text
     near_key: str | None = None  # archival: memvec.index.duplicates.content_key of the text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewDocument:
+    """A document row to write (its chunks are written as records beside it)."""
+
+    owner: str
+    name: str
+    content_hash: str
+    media_type: str
+    size_bytes: int
+    text: str
+    pages: int | None
+    title: str | None
+    chunks: int
+    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +141,28 @@ class Store(Protocol):
     def next_end(self, agent: str, tier: Tier, now: datetime) -> datetime | None:
         """The earliest `valid_to` still ahead of `now`."""
         ...
+
+    def add_document_row(self, doc: NewDocument) -> int: ...
+
+    def replace_document(self, old: int, new: int, at: datetime) -> int:
+        """Document `old` is replaced by `new` at `at`: its chunks' current versions end there."""
+        ...
+
+    def documents(self, owner: str, *, include_replaced: bool = False) -> list[Document]: ...
+
+    def document(self, document_id: int) -> Document | None: ...
+
+    def document_text(self, document_id: int) -> str | None: ...
+
+    def document_versions(self, document_id: int) -> list[int]:
+        """Every version of the file `document_id` is a version of (same owner and name), oldest first."""
+        ...
+
+    def chunk_ids(self, document_ids: Sequence[int]) -> dict[str, list[int]]:
+        """The records citing the documents, by agent."""
+        ...
+
+    def delete_document_rows(self, document_ids: Sequence[int]) -> None: ...
 
     def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
         """Versions that are not current at `now` (superseded, or ended by their valid_to)."""

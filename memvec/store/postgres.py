@@ -69,7 +69,15 @@ CREATE TABLE IF NOT EXISTS revoked_sessions (nonce TEXT PRIMARY KEY, expires_at 
 CREATE TABLE IF NOT EXISTS block_attachments (
     agent TEXT NOT NULL, label TEXT NOT NULL, owner TEXT NOT NULL, attached_at TEXT NOT NULL,
     PRIMARY KEY (agent, label));
-CREATE INDEX IF NOT EXISTS block_attachments_by_owner ON block_attachments (owner, agent)
+CREATE INDEX IF NOT EXISTS block_attachments_by_owner ON block_attachments (owner, agent);
+CREATE TABLE IF NOT EXISTS documents (
+    id BIGSERIAL PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, content_hash TEXT NOT NULL,
+    media_type TEXT NOT NULL, size_bytes BIGINT NOT NULL, text TEXT NOT NULL, pages INTEGER, title TEXT,
+    chunks INTEGER NOT NULL, created_at TEXT NOT NULL, replaced_at TEXT, replaced_by BIGINT);
+CREATE INDEX IF NOT EXISTS documents_by_owner ON documents (owner, name, id);
+ALTER TABLE records ADD COLUMN IF NOT EXISTS document_id BIGINT;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS document TEXT;
+CREATE INDEX IF NOT EXISTS records_by_document ON records (document_id)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -11,10 +11,10 @@ import numpy as np
 
 from memvec.limits import MAX_METADATA_DEPTH, json_depth_exceeds
 from memvec.store.base import EmbeddingBatch
-from memvec.types import AgentSettings, Citation, Record, SearchFilters, Tier
+from memvec.types import AgentSettings, Citation, DocumentCitation, Record, SearchFilters, Tier
 
 RECORD_COLUMNS = ("id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted, "
-                  "expires_at, valid_from, valid_to, supersedes, superseded_by")
+                  "expires_at, valid_from, valid_to, supersedes, superseded_by, document")
 # event time: when a version held. valid_from NULL (rows from before versions) means its record time.
 VALID_FROM = "COALESCE(valid_from, created_at)"
 # a current version: never superseded, and not ended (valid_to, when set, still ahead)
@@ -58,8 +58,8 @@ def row_to_record(row: Any) -> Record:
         expires_at=_time_or_none(row["expires_at"]),
         valid_from=_time_or_none(row["valid_from"]) or created_at, valid_to=_time_or_none(row["valid_to"]),
         supersedes=row["supersedes"], superseded_by=row["superseded_by"],
-        citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"],
-                          source_url=row["source_url"]),
+        citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"], source_url=row["source_url"],
+                          document=DocumentCitation.model_validate_json(row["document"]) if row["document"] else None),
     )
 
 

@@ -142,6 +142,28 @@ MIGRATIONS: list[tuple[int, str]] = [
     );
     CREATE INDEX block_attachments_by_owner ON block_attachments (owner, agent);
     """),
+    (13, """
+    -- documents (memvec.store.documents): a file's text, whose chunks are archival records citing it
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        media_type TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        pages INTEGER,
+        title TEXT,
+        chunks INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        replaced_at TEXT,
+        replaced_by INTEGER
+    );
+    CREATE INDEX documents_by_owner ON documents (owner, name, id);
+    ALTER TABLE records ADD COLUMN document_id INTEGER;
+    ALTER TABLE records ADD COLUMN document TEXT;
+    CREATE INDEX records_by_document ON records (document_id);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from memvec.errors import InvalidInputError, NotFoundError, StoreError, VersionConflictError
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
 from memvec.store.blocks import BlockStore
+from memvec.store.documents import DocumentStore
 from memvec.store.rows import (
     CURRENT,
     EMBEDDING_COLUMNS,
@@ -39,8 +40,9 @@ from memvec.types import AgentSettings, AgentState, Citation, NewRecord, Record,
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 RECORD_INSERT = (
     "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, tags, created_at, "
-    "embedding, embedding_model, untrusted, context, expires_at, valid_from, valid_to, supersedes, near_key) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "embedding, embedding_model, untrusted, context, expires_at, valid_from, valid_to, supersedes, near_key, "
+    "document_id, document) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id")
 LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
 
@@ -58,7 +60,7 @@ def _operation(sql: str) -> str:
     return sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
 
 
-class SQLStore(BlockStore, SharedBlockStore, RunStore, VersionStore):
+class SQLStore(BlockStore, SharedBlockStore, DocumentStore, RunStore, VersionStore):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
@@ -142,6 +144,7 @@ class SQLStore(BlockStore, SharedBlockStore, RunStore, VersionStore):
 
     def _insert_one(self, db: Any, row: PreparedRecord) -> tuple[int, bool]:
         rec = row.record
+        document = rec.citation.document
         valid_from = rec.valid_from or row.created_at
         expires_at = rec.expires_at
         if rec.supersedes is not None:
@@ -153,7 +156,8 @@ class SQLStore(BlockStore, SharedBlockStore, RunStore, VersionStore):
             rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags), format_time(row.created_at),
             np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, row.untrusted,
             row.context, _time(expires_at), format_time(valid_from), _time(rec.valid_to),
-            rec.supersedes, row.near_key)).fetchall()
+            rec.supersedes, row.near_key, document.document_id if document else None,
+            document.model_dump_json() if document else None)).fetchall()
         if not returned:
             existing = self._run(db, "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
                                  (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
@@ -407,5 +411,6 @@ class SQLStore(BlockStore, SharedBlockStore, RunStore, VersionStore):
             self._run(db, "DELETE FROM block_attachments WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM consolidation_runs WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agent_leases WHERE agent = ?", (name,))
+            self._run(db, "DELETE FROM documents WHERE owner = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
         return [(int(r["id"]), str(r["tier"])) for r in rows]

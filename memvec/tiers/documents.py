@@ -1,0 +1,72 @@
+"""An agent's documents: files added to its archival memory, each cut into chunks that are archival
+records citing the file, page, character offsets and headings (memvec.engine.documents)."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from memvec.engine.documents import DocumentInput, add_document, delete_document, document_of
+from memvec.engine.engine import Engine
+from memvec.errors import InvalidInputError, NotFoundError
+from memvec.types import Document, DocumentReport, Record, Tier
+
+
+class Documents:
+    def __init__(self, engine: Engine, agent: str) -> None:
+        self._engine = engine
+        self.agent = agent
+
+    def add(self, source: str | os.PathLike[str], content: str | bytes | None = None, *,
+            media_type: str | None = None, tags: Sequence[str] = ()) -> DocumentReport:
+        """Add the file `source` (read from disk when `content` is None; else `source` is its name and
+        `content` its text or bytes). The format comes from `media_type`, else the name's extension,
+        else the first bytes: plain text, Markdown, HTML or PDF (UnreadableDocumentError otherwise)."""
+        if content is None:
+            path = Path(source)
+            if not path.is_file():
+                raise NotFoundError(f"no file {str(path)!r}")
+            data, name = path.read_bytes(), path.name
+        else:
+            data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+            name = os.fspath(source)
+        if not name.strip() or len(name) > 1024:
+            raise InvalidInputError("a document needs a name of 1 to 1024 characters")
+        return add_document(self._engine, DocumentInput(owner=self.agent, name=name.strip(), data=data,
+                                                        media_type=media_type, tags=list(tags), agents=[self.agent]))
+
+    def list(self, *, include_replaced: bool = False) -> list[Document]:
+        """The agent's documents, oldest first (with the versions changed files replaced, if asked)."""
+        return self._engine.store.documents(self.agent, include_replaced=include_replaced)
+
+    def get(self, document_id: int) -> Document:
+        return document_of(self._engine, self.agent, document_id)
+
+    def text(self, document_id: int) -> str:
+        """The document's whole text, as its chunks' offsets count it."""
+        self.get(document_id)
+        return self._engine.store.document_text(document_id) or ""
+
+    def chunks(self, document_id: int) -> builtins.list[Record]:
+        """The document's chunks in text order."""
+        self.get(document_id)
+        ids = self._engine.store.chunk_ids([document_id]).get(self.agent, [])
+        records = self._engine.get_many(self.agent, Tier.ARCHIVAL, ids)
+        return sorted(records, key=lambda r: r.citation.document.chunk if r.citation.document else 0)
+
+    def around(self, record: Record, *, context: int = 1) -> builtins.list[Record]:
+        """A chunk with up to `context` chunks of its document either side, in text order."""
+        cited = record.citation.document
+        if cited is None:
+            raise InvalidInputError(f"record {record.id} is not a document's chunk")
+        if not 0 <= context <= 100:
+            raise InvalidInputError("context is 0 to 100 chunks either side")
+        return [r for r in self.chunks(cited.document_id) if r.citation.document is not None
+                and abs(r.citation.document.chunk - cited.chunk) <= context]
+
+    def delete(self, document_id: int) -> int:
+        """Delete the document, every earlier version of its file, and all their chunks (from the store
+        and the indexes, which are saved without them); returns how many chunks went."""
+        return delete_document(self._engine, self.agent, document_id)
