@@ -6,6 +6,7 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     ├── InvalidInputError        bad input from a caller; nothing was written (CLI exit 2)
     │   ├── CoreMemoryError      a core-memory edit that cannot be applied (over limit, read-only, ...)
     │   ├── AgentExistsError     an agent of that name exists already (HTTP 409)
+    │   ├── NameTakenError       another folder has that name (HTTP 409)
     │   ├── VersionConflictError a passage version that is no longer current, or a second current copy (HTTP 409)
     │   ├── ModelMismatchError   the home was built with another embedding model
     │   ├── ModelExportError     a model cannot be turned into an ONNX backend (nothing was written)
@@ -39,6 +40,10 @@ class CoreMemoryError(InvalidInputError):
 
 class AgentExistsError(InvalidInputError):
     """An agent of that name exists already (it has settings, core blocks or records); nothing was written."""
+
+
+class NameTakenError(InvalidInputError):
+    """Another folder has that name; nothing was written."""
 
 
 class VersionConflictError(InvalidInputError):

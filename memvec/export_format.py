@@ -11,7 +11,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memvec.consolidation_format import ConsolidationRun
+from memvec.limits import MAX_DOCUMENT_CHARS
 from memvec.types import (
+    MAX_ID,
+    MAX_META_CHARS,
     MAX_TAGS,
     SHARED_BLOCK_ID_PATTERN,
     AgentSettings,
@@ -19,6 +22,7 @@ from memvec.types import (
     BlockChange,
     Citation,
     CoreBlock,
+    MetaText,
 )
 
 EXPORT_FORMAT = "memvec-agent-export"
@@ -38,6 +42,25 @@ class ExportedRecord(BaseModel):
     supersedes: int | None = Field(default=None, description="the id (in this document) of the version it replaced")
     untrusted: bool = False
     embedding: str | None = Field(default=None, description="base64 of little-endian float32")
+
+
+class ExportedDocument(BaseModel):
+    """A file whose chunks are among the passages (its text and structure, so it can be cut again)."""
+
+    id: int = Field(ge=1, le=MAX_ID)
+    name: MetaText
+    content_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    media_type: MetaText
+    size_bytes: int = Field(ge=0, le=MAX_ID)
+    text: str = Field(max_length=MAX_DOCUMENT_CHARS)
+    pages: int | None = Field(default=None, ge=0, le=MAX_ID)
+    title: str | None = Field(default=None, max_length=MAX_META_CHARS)
+    chunks: int = Field(ge=0, le=MAX_ID)
+    blocks: list[tuple[int, int, int | None, list[str]]] = Field(default_factory=list, max_length=1_000_000)
+    created_at: datetime
+    replaced_at: datetime | None = None
+    replaced_by: int | None = Field(default=None, description="the id (in this export) of the version that "
+                                                              "replaced it")
 
 
 class ExportedSharedBlock(CoreBlock):
@@ -65,6 +88,8 @@ class AgentExport(BaseModel):
                                                                                      "oldest first (version 2)")
     passages: list[ExportedRecord] = Field(default_factory=list)
     messages: list[ExportedRecord] = Field(default_factory=list)
+    documents: list[ExportedDocument] = Field(default_factory=list, description="the files its passages are "
+                                                                                "chunks of (every version)")
 
 
 class ImportReport(BaseModel):

@@ -19,6 +19,7 @@ from typing import Any
 MAX_JSON_DEPTH = 64  # request bodies and imported files: Letta agent files nest about 8 deep
 MAX_METADATA_DEPTH = 16  # free-form metadata kept with agents and blocks
 MAX_BODY_VALUES = 100_000  # objects, arrays and scalars in one request body
+MAX_DOCUMENT_CHARS = 4_000_000  # the text parsed out of one file (memvec.documents)
 
 
 class JSONLimitError(ValueError):

@@ -51,6 +51,7 @@ from memvec.store.sqlite import applied_migrations
 from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.documents import Documents
+from memvec.tiers.folders import Folders
 from memvec.tiers.recall import RecallMemory
 from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
@@ -201,6 +202,10 @@ class Memory:
         file at `source`, or `content` (text or bytes) named `source`. The same content again adds
         nothing; a changed file of the same name replaces the old one's chunks as new versions."""
         return self.documents(agent).add(source, content, media_type=media_type, tags=tags)
+
+    def folders(self) -> Folders:
+        """The home's folders (Letta's): sets of files attached to agents, whose chunks they hold."""
+        return Folders(self._engine)
 
     def shared_blocks(self, *, actor: str = "python") -> SharedBlocks:
         """The home's shared blocks (made once, attached to several agents); `actor` as for `core`."""

@@ -273,6 +273,23 @@ class Document(BaseModel):
     replaced_by: int | None = None
 
 
+FOLDER_ID_PATTERN = r"^source-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"  # Letta's folder ids
+
+
+class Folder(BaseModel):
+    """A named set of documents (Letta's folder), attached to agents: each attached agent's archival
+    tier holds the folder's chunks."""
+
+    id: str = Field(pattern=FOLDER_ID_PATTERN)
+    name: MetaText
+    description: Utf8Text | None = Field(default=None, max_length=MAX_META_CHARS)
+    instructions: Utf8Text | None = Field(default=None, max_length=MAX_META_CHARS)
+    metadata: Metadata = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    agents: list[str] = Field(default_factory=list, description="the agents it is attached to")
+
+
 class DocumentReport(BaseModel):
     """What `add_document` did."""
 

@@ -19,6 +19,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("a scoped key reaches folders its agents do not hold", "memvec/service/routes_folders.py",
+     "    if principal.agents is not None and not principal.agents & set(folder.agents):", "    if False:",
+     "tests/test_scopes.py"),
+    ("detaching a folder leaves the agent's copies of its chunks", "memvec/engine/folders.py",
+     "    ids = engine.store.chunk_ids(versions).get(agent, [])", "    ids: list[int] = []",
+     "tests/test_folders.py"),
+    ("a file uploaded to a folder reaches none of its agents", "memvec/engine/documents.py",
+     "        agents = engine.store.folder_agents(item.folder[0]) if item.folder else [item.owner]",
+     "        agents = [item.owner]", "tests/test_folders.py"),
+    ("an import keeps the exported document ids", "memvec/engine/transfer.py",
+     '        "document": cited.model_copy(update={"document_id": documents[cited.document_id]})})',
+     '        "document": cited})', "tests/test_documents.py"),
     ("a passage is taken for a repeat of a document's chunk", "memvec/engine/repeats.py",
      "    return content_key(record.text) if tier is Tier.ARCHIVAL and record.citation.document is None else None",
      "    return content_key(record.text) if tier is Tier.ARCHIVAL else None", "tests/test_documents.py"),

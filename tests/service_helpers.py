@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -159,3 +160,17 @@ def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[str, str]]
                 hits = api.get("/v1/agents/ana/archival-memory/search",
                                params={"query": query(text), "top_k": 1, "mode": mode}).json()["results"]
                 assert hits[0]["id"] == record_id, (mode, text)
+
+
+def api_routes(app: Any) -> list[Any]:
+    """Every APIRoute of the app, those of routers it includes too (FastAPI keeps an included router
+    as one entry of `app.routes`)."""
+    from fastapi.routing import APIRoute
+
+    found: list[Any] = []
+    for route in app.routes:
+        if isinstance(route, APIRoute):
+            found.append(route)
+        elif (inner := getattr(route, "original_router", None)) is not None:
+            found += api_routes(inner)
+    return found

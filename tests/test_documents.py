@@ -16,8 +16,9 @@ from memvec.documents import formats
 from memvec.documents.chunking import ChunkSettings, chunk_document, word_spans
 from memvec.documents.formats import parse
 from memvec.embed.hashing import HashingEmbedder
-from memvec.errors import NotFoundError, UnreadableDocumentError
+from memvec.errors import InvalidInputError, NotFoundError, UnreadableDocumentError
 from memvec.memory import Memory
+from memvec.types import AgentSettings
 
 MANUAL = """# Pump manual
 
@@ -282,3 +283,38 @@ def test_a_question_answered_on_page_3_finds_the_chunk_that_cites_page_3(
     assert cited["page"] == 3 and cited["file_name"] == "report.pdf" and "1,200 litres" in top["text"]
     code, text, _ = memvec("documents", "text", str(document_id), "--agent", "ana")
     assert text[cited["start"]:cited["end"]] == top["text"]
+
+
+def test_an_export_carries_the_files_and_an_import_cites_them_by_their_new_ids(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "a", embedder=HashingEmbedder(32)) as source:
+        source.create_agent(AgentSettings(name="ana"))
+        source.add_document("ana", "manual.md", MANUAL)
+        before = datetime.now(UTC)
+        source.add_document("ana", "manual.md", MANUAL.replace("ninety", "thirty"))
+        folder = source.folders().create("papers")
+        source.folders().upload(folder.id, "plots.txt", b"Plot row C is by the gate.")
+        source.folders().attach(folder.id, "ana")
+        exported = source.export_agent("ana")
+    assert len(exported.documents) == 3
+    with Memory.open(tmp_path / "b", embedder=HashingEmbedder(32)) as target:
+        target.add_document("bob", "other.txt", "an unrelated file, so ids differ between the homes")
+        target.import_agent(exported, name="ana2")
+        docs = target.documents("ana2")
+        assert sorted(d.name for d in docs.list()) == ["manual.md", "plots.txt"]
+        assert len(docs.list(include_replaced=True)) == 3
+        for at, word in ((None, "thirty"), (before, "ninety")):
+            hits = target.archival("ana2").search("mesh filter", k=3, as_of=at)
+            hit = next(h for h in hits if "mesh filter" in h.text)
+            cited = hit.citation.document
+            assert cited is not None and word in hit.text
+            assert docs.text(cited.document_id)[cited.start:cited.end] == hit.text
+        plots = next(d for d in docs.list() if d.name == "plots.txt")
+        assert docs.delete(plots.id) == 1 and target.documents("bob").list()[0].name == "other.txt"
+
+
+def test_an_import_whose_chunk_cites_a_file_it_lacks_is_refused_whole(memory: Memory) -> None:
+    memory.add_document("ana", "manual.md", MANUAL)
+    exported = memory.export_agent("ana").model_copy(update={"documents": []})
+    with pytest.raises(InvalidInputError, match="which the export does not hold"):
+        memory.import_agent(exported, name="ana2")
+    assert not memory.has_agent("ana2")

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from memvec import Memory
 from memvec.embed import HashingEmbedder
 from memvec.service.app import create_app
+from tests.service_helpers import api_routes
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
 ROW = re.compile(r"^\| `(GET|POST|PATCH|PUT|DELETE) (/\S+)` \| (served|not served)", re.M)
@@ -30,7 +31,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 
 def concrete(client: TestClient, path: str) -> str:
     """The path with real ids: agent `ana` with a `human` block and a passage (made again if gone),
-    a shared block where the route takes only those."""
+    a shared block where the route takes only those, a folder with a file."""
     if client.get("/v1/agents/ana").status_code == 404:
         client.post("/v1/agents", json={"name": "ana", "memory_blocks": [{"label": "human", "value": "x"}]})
     passage = client.get("/v1/agents/ana/archival-memory").json()
@@ -40,6 +41,13 @@ def concrete(client: TestClient, path: str) -> str:
     if "/attach/" in path or "/detach/" in path or path.endswith("/agents"):
         shared = client.get("/v1/blocks").json()
         block_id = shared[0]["id"] if shared else client.post("/v1/blocks", json={"label": "team"}).json()["id"]
+    if "{folder_id}" in path:
+        folders = client.get("/v1/folders").json()
+        folder_id = folders[0]["id"] if folders else client.post("/v1/folders", json={"name": "docs"}).json()["id"]
+        files = client.get(f"/v1/folders/{folder_id}/files").json()
+        file_id = files[0]["id"] if files else client.post(
+            f"/v1/folders/{folder_id}/upload", files={"file": ("a.txt", b"Ana keeps bees", "text/plain")}).json()["id"]
+        path = path.replace("{folder_id}", folder_id).replace("{file_id}", file_id)
     return (path.replace("{agent_id}", "ana").replace("{label}", "human").replace("{passage_id}", str(passage_id))
             .replace("{run_id}", "1").replace("{block_id}", block_id))
 
@@ -57,9 +65,8 @@ def test_each_listed_route_is_as_the_table_says(client: TestClient, method: str,
 
 def test_every_route_of_the_app_is_in_the_table(client: TestClient) -> None:
     listed = {(method, path) for method, path, served in TABLE if served}
-    routes = {(method, route.path) for route in client.app.routes  # type: ignore[attr-defined]
-              if getattr(route, "path", "").startswith("/v1") for method in getattr(route, "methods", ()) or ()
-              if method != "HEAD"}
+    routes = {(method, route.path) for route in api_routes(client.app)
+              if route.path.startswith("/v1") for method in route.methods or () if method != "HEAD"}
     assert routes - listed == set(), "document these routes in docs/integrations.md"
     assert listed - routes == set(), "the table lists routes the app does not have"
     assert len(TABLE) > 30

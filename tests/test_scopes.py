@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from memvec import CoreBlock, Memory
@@ -20,6 +19,7 @@ from memvec.embed import HashingEmbedder
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.types import AgentSettings
+from tests.service_helpers import api_routes
 
 ADMIN, SCOPED = "admin-key-0123456789", "bob-only-key-0123456789"
 KEYS = KeyRing.parse([("admin", ADMIN), ("bob", f"{SCOPED}=bob")])
@@ -37,15 +37,16 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "POST /v1/agents/{agent_id}/messages/stream": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
     "POST /ui/agents/{agent_id}/blocks/{label}": {"form": {"value": "x"}},
     "GET /ui/agents/{agent_id}/search": {"params": {"q": "lisbon"}},
+    "PATCH /v1/folders/{folder_id}": {"json": {"description": "papers"}},
+    "POST /v1/folders/{folder_id}/upload": {"files": {"file": ("more.txt", b"More notes.", "text/plain")}},
 }
 
 
 def walked_routes() -> list[tuple[str, str]]:
     app = create_app(Memory.open(Path("/tmp/memvec-scope-routes"), embedder=HashingEmbedder(8)), KEYS)
-    routes = [(method, route.path) for route in app.routes if isinstance(route, APIRoute)
-              for method in sorted(route.methods or ())]
+    routes = [(method, route.path) for route in api_routes(app) for method in sorted(route.methods or ())]
     app.state.service.memory.close()
-    return [(m, p) for m, p in routes if "{agent_id}" in p or "{block_id}" in p]
+    return [(m, p) for m, p in routes if "{agent_id}" in p or "{block_id}" in p or "{folder_id}" in p]
 
 
 @pytest.fixture
@@ -61,8 +62,11 @@ def home_with_ana(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
         run = mem.apply_consolidation("ana", proposal, model="scripted/none", through_message=message)
         shared = mem.shared_blocks().create(CoreBlock(label="team", value="Project: apollo"))
         mem.shared_blocks().attach("ana", shared.id)  # held by ana only: bob's key cannot see it
+        folder = mem.folders().create("ana's papers")
+        mem.folders().attach(folder.id, "ana")  # attached to ana only: bob's key cannot see it
+        file = mem.folders().upload(folder.id, "notes.txt", b"Ana keeps her notes here.").document
         yield mem, {"agent_id": "ana", "label": "human", "passage_id": str(passage), "run_id": str(run.id),
-                    "block_id": shared.id}
+                    "block_id": shared.id, "folder_id": folder.id, "file_id": f"file-{file.id}"}
 
 
 def ask(client: TestClient, method: str, path: str, values: dict[str, str], csrf: str | None) -> int:

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from memvec.errors import UnreadableDocumentError
+from memvec.limits import MAX_DOCUMENT_CHARS
 
-MAX_DOCUMENT_BYTES = 32 * 1024 * 1024  # a file as uploaded, checked before it is parsed
-MAX_DOCUMENT_CHARS = 4_000_000  # the text parsed out of it
+MAX_DOCUMENT_BYTES = 15 * 1024 * 1024  # a file as uploaded, checked before it is parsed (an upload fits
+# in the service's 16 MiB body with its multipart framing)
 MAX_PDF_PAGES = 2_000
 MEDIA_TYPES = {
     ".txt": "text/plain", ".text": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown",

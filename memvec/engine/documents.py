@@ -5,17 +5,21 @@ whose citation names the file, page, character offsets and heading path.
 The same content again (by SHA-256) writes nothing. A changed file (same owner and name, new
 content) is a new document that replaces the old one: the old chunks are closed where the new ones
 begin, so a search `as_of` before the change still finds them. Deleting a file deletes every version's
-chunks from the store and saves the indexes without them."""
+chunks from the store and saves the indexes without them. A folder's documents are owned by the
+folder; each agent it is attached to holds a copy of their chunks (memvec.engine.folders)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
+import numpy.typing as npt
+
 from memvec.documents.chunking import Chunk, ChunkSettings, chunk_document, word_spans
-from memvec.documents.formats import ParsedDocument, parse
+from memvec.documents.formats import Block, ParsedDocument, parse
 from memvec.embed.base import FALLBACK_WINDOW, embed_records, tokenizer_of
 from memvec.engine.engine import Engine
 from memvec.errors import NotFoundError
@@ -24,32 +28,54 @@ from memvec.types import Citation, Document, DocumentCitation, DocumentReport, N
 
 HEADING_RESERVE = 16  # tokens of a chunk's window left for its heading path, embedded with it
 DEFAULT_OVERLAP = 32
+FOLDER_OWNER_PREFIX = "~"  # a folder's documents are owned by `~<folder id>`: no agent name starts with it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentInput:
-    owner: str  # the agent the document is added to (or the folder that holds it)
+    owner: str  # the agent the document is added to, or `~<folder id>`
     name: str
     data: bytes
     media_type: str | None = None
-    folder: str | None = None  # a folder's name, cited with each chunk
+    folder: tuple[str, str] | None = None  # (id, name) of the folder it goes in
     tags: Sequence[str] = ()
-    agents: Sequence[str] = field(default_factory=tuple)  # whose archival tier gets the chunks
     overlap: int = DEFAULT_OVERLAP
 
 
-def chunk_settings(engine: Engine, overlap: int = DEFAULT_OVERLAP) -> tuple[ChunkSettings, bool]:
-    """How the home's model cuts documents: its window less the heading reserve (and whether it has a
-    tokenizer; without one, words stand in for tokens)."""
+@dataclass(frozen=True, slots=True)
+class Chunked:
+    """A document cut and embedded, ready to be written into any number of agents."""
+
+    parsed: ParsedDocument
+    chunks: list[Chunk]
+    texts: list[str]
+    contexts: list[str | None]
+    vectors: npt.NDArray[np.float32]
+
+
+def chunk_settings(engine: Engine, overlap: int = DEFAULT_OVERLAP) -> ChunkSettings:
+    """How the home's model cuts documents: its window less the heading reserve (without a
+    tokenizer, words stand in for tokens)."""
     found = tokenizer_of(engine.embedder)
     window = found[1] if found is not None else FALLBACK_WINDOW
-    return ChunkSettings(max_tokens=max(16, window - HEADING_RESERVE), overlap=overlap), found is not None
+    return ChunkSettings(max_tokens=max(16, window - HEADING_RESERVE), overlap=overlap)
 
 
-def chunks_of(engine: Engine, parsed: ParsedDocument, overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
-    settings, _ = chunk_settings(engine, overlap)
+def chunked(engine: Engine, parsed: ParsedDocument, overlap: int = DEFAULT_OVERLAP) -> Chunked:
     found = tokenizer_of(engine.embedder)
-    return chunk_document(parsed, found[0] if found is not None else word_spans, settings)
+    chunks = chunk_document(parsed, found[0] if found is not None else word_spans, chunk_settings(engine, overlap))
+    texts = [parsed.text[c.start:c.end] for c in chunks]
+    contexts = [" > ".join(c.headings) or None for c in chunks]
+    vectors = embed_records(engine.embedder, texts, contexts if engine.index_settings.vector_context
+                            else [None] * len(texts))
+    return Chunked(parsed, chunks, texts, contexts, vectors)
+
+
+def stored_document(engine: Engine, document: Document) -> ParsedDocument:
+    """A stored document as parsed, from its text and blocks (to cut it again for another agent)."""
+    blocks = [Block(s, e, p, h) for s, e, p, h in engine.store.document_blocks(document.id)]
+    return ParsedDocument(text=engine.store.document_text(document.id) or "", media_type=document.media_type,
+                          blocks=blocks, pages=document.pages, title=document.title)
 
 
 def add_document(engine: Engine, item: DocumentInput) -> DocumentReport:
@@ -58,11 +84,7 @@ def add_document(engine: Engine, item: DocumentInput) -> DocumentReport:
     if (same := next((d for d in current if d.content_hash == content_hash), None)) is not None:
         return DocumentReport(document=same, created=False)
     parsed = parse(item.name, item.data, item.media_type)
-    chunks = chunks_of(engine, parsed, item.overlap)
-    texts = [parsed.text[c.start:c.end] for c in chunks]
-    contexts = [" > ".join(c.headings) or None for c in chunks]
-    vectors = embed_records(engine.embedder, texts, contexts if engine.index_settings.vector_context
-                            else [None] * len(texts))
+    cut = chunked(engine, parsed, item.overlap)
     previous = next((d for d in current if d.name == item.name), None)
     now = datetime.now(UTC)
     ids: list[int] = []
@@ -70,30 +92,36 @@ def add_document(engine: Engine, item: DocumentInput) -> DocumentReport:
         document_id = engine.store.add_document_row(NewDocument(
             owner=item.owner, name=item.name, content_hash=content_hash, media_type=parsed.media_type,
             size_bytes=len(item.data), text=parsed.text, pages=parsed.pages, title=parsed.title,
-            chunks=len(chunks), created_at=now))
+            chunks=len(cut.chunks), blocks=[(b.start, b.end, b.page, b.headings) for b in parsed.blocks],
+            created_at=now))
         if previous is not None:
             engine.store.replace_document(previous.id, document_id, now)
-        for agent in item.agents:
-            records = [_chunk_record(agent, item, parsed, content_hash, document_id, chunk, text, context, now)
-                       for chunk, text, context in zip(chunks, texts, contexts, strict=True)]
-            written = engine.store.insert(engine.prepare(agent, Tier.ARCHIVAL, records, vectors))
-            if agent == item.owner or not ids:
-                ids = [record_id for record_id, _ in written]
-    for agent in item.agents:
+        document = engine.store.document(document_id)
+        assert document is not None
+        # read in the transaction: an agent attached to the folder meanwhile gets this file too
+        agents = engine.store.folder_agents(item.folder[0]) if item.folder else [item.owner]
+        for agent in agents:
+            ids = write_chunks(engine, agent, document, cut, folder=item.folder[1] if item.folder else None,
+                               tags=item.tags, at=now)
+    for agent in agents:
         engine.tier_index(agent, Tier.ARCHIVAL)  # catches up with what was just written
-    document = engine.store.document(document_id)
-    assert document is not None
     return DocumentReport(document=document, created=True, replaced=previous.id if previous else None,
                           chunk_ids=ids)
 
 
-def _chunk_record(agent: str, item: DocumentInput, parsed: ParsedDocument, content_hash: str, document_id: int,
-                  chunk: Chunk, text: str, context: str | None, now: datetime) -> NewRecord:
-    citation = DocumentCitation(document_id=document_id, file_name=item.name, content_hash=content_hash,
-                                media_type=parsed.media_type, folder=item.folder, page=chunk.page,
-                                start=chunk.start, end=chunk.end, headings=list(chunk.headings), chunk=chunk.index)
-    return NewRecord(agent=agent, tier=Tier.ARCHIVAL, text=text, tags=list(item.tags), created_at=now,
-                     valid_from=now, context=context, citation=Citation(document=citation))
+def write_chunks(engine: Engine, agent: str, document: Document, cut: Chunked, *, folder: str | None,
+                 tags: Sequence[str], at: datetime) -> list[int]:
+    """The document's chunks as the agent's archival records (inside the caller's transaction)."""
+    records = []
+    for chunk, text, context in zip(cut.chunks, cut.texts, cut.contexts, strict=True):
+        citation = DocumentCitation(document_id=document.id, file_name=document.name,
+                                    content_hash=document.content_hash, media_type=document.media_type,
+                                    folder=folder, page=chunk.page, start=chunk.start, end=chunk.end,
+                                    headings=list(chunk.headings), chunk=chunk.index)
+        records.append(NewRecord(agent=agent, tier=Tier.ARCHIVAL, text=text, tags=list(tags), created_at=at,
+                                 valid_from=at, context=context, citation=Citation(document=citation)))
+    return [record_id for record_id, _ in engine.store.insert(engine.prepare(agent, Tier.ARCHIVAL, records,
+                                                                              cut.vectors))]
 
 
 def document_of(engine: Engine, owner: str, document_id: int) -> Document:
@@ -103,19 +131,31 @@ def document_of(engine: Engine, owner: str, document_id: int) -> Document:
     return document
 
 
-def delete_document(engine: Engine, owner: str, document_id: int) -> int:
-    """Delete the document (every version of its file) and its chunks in every agent holding them, in
-    one transaction; the indexes are saved without them. Returns how many chunks were deleted."""
-    document_of(engine, owner, document_id)
-    versions = engine.store.document_versions(document_id)
-    holders = engine.store.chunk_ids(versions)
+def delete_documents(engine: Engine, document_ids: Sequence[int]) -> tuple[int, list[str]]:
+    """Delete documents (each every version of its file, as given) and their chunks in every agent
+    holding them, in one transaction (inside the caller's, if any); returns how many chunks and the
+    agents whose indexes the caller saves."""
+    holders = engine.store.chunk_ids(document_ids)
     deleted = 0
     with engine.store.transaction():
         for agent, ids in holders.items():
             deleted += engine.store.delete_many(agent, ids)
             engine.store.forget_in_runs(agent, ids)
-        engine.store.delete_document_rows(versions)
+        engine.store.delete_document_rows(document_ids)
+    return deleted, list(holders)
+
+
+def saved_without(engine: Engine, agents: Sequence[str]) -> None:
+    """What was deleted is in no file: the store's log checkpointed, the agents' indexes saved."""
     engine.store.checkpoint()
-    for agent in holders:
+    for agent in agents:
         engine.tier_index(agent, Tier.ARCHIVAL).save()
+
+
+def delete_document(engine: Engine, owner: str, document_id: int) -> int:
+    """Delete the document (every version of its file) and its chunks in every agent holding them;
+    the indexes are saved without them. Returns how many chunks were deleted."""
+    document_of(engine, owner, document_id)
+    deleted, agents = delete_documents(engine, engine.store.document_versions(document_id))
+    saved_without(engine, agents)
     return deleted

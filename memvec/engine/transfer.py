@@ -18,9 +18,9 @@ from memvec.consolidation_format import ConsolidationRun
 from memvec.embed.base import checked_vectors
 from memvec.engine.engine import Engine
 from memvec.errors import AgentExistsError, InvalidInputError
-from memvec.export_format import AgentExport, ExportedRecord, ExportedSharedBlock, ImportReport
+from memvec.export_format import AgentExport, ExportedDocument, ExportedRecord, ExportedSharedBlock, ImportReport
 from memvec.guard import checked_on_read
-from memvec.store.base import PreparedRecord, Store
+from memvec.store.base import NewDocument, PreparedRecord, Store
 from memvec.store.shared_blocks import SHARED_OWNER_PREFIX
 from memvec.types import (
     AgentSettings,
@@ -65,8 +65,45 @@ def export_agent(engine: Engine, settings: AgentSettings, state: AgentState, *, 
                        blocks=[b for b in engine.store.blocks(name) if b.label not in held],
                        block_history=engine.store.block_history(name), shared_blocks=shared,
                        consolidations=engine.store.runs(name),
-                       passages=_exported(engine, name, Tier.ARCHIVAL, with_embeddings),
-                       messages=_exported(engine, name, Tier.RECALL, with_embeddings))
+                       passages=(passages := _exported(engine, name, Tier.ARCHIVAL, with_embeddings)),
+                       messages=_exported(engine, name, Tier.RECALL, with_embeddings),
+                       documents=_exported_documents(engine.store, name, passages))
+
+
+def _exported_documents(store: Store, agent: str, passages: list[ExportedRecord]) -> list[ExportedDocument]:
+    """The agent's own documents (every version) and those its passages are chunks of (a folder's)."""
+    ids = {d.id for d in store.documents(agent, include_replaced=True)}
+    ids |= {p.citation.document.document_id for p in passages if p.citation.document is not None}
+    out = []
+    for document in sorted(ids):
+        found = store.document(document)
+        if found is not None:
+            blocks = [(s, e, p, list(h)) for s, e, p, h in store.document_blocks(document)]
+            out.append(ExportedDocument(**found.model_dump(exclude={"owner", "status"}), blocks=blocks,
+                                        text=store.document_text(document) or ""))
+    return out
+
+
+def _write_documents(store: Store, agent: str, documents: list[ExportedDocument]) -> dict[int, int]:
+    """The exported documents, owned by the agent (inside the caller's transaction); old id -> new id."""
+    new_ids: dict[int, int] = {}
+    for doc in sorted(documents, key=lambda d: d.id):
+        new_ids[doc.id] = store.add_document_row(NewDocument(
+            owner=agent, name=doc.name, content_hash=doc.content_hash, media_type=doc.media_type,
+            size_bytes=doc.size_bytes, text=doc.text, pages=doc.pages, title=doc.title, chunks=doc.chunks,
+            blocks=[(s, e, p, tuple(h)) for s, e, p, h in doc.blocks], created_at=doc.created_at))
+    return new_ids
+
+
+def _cites_new_documents(row: PreparedRecord, documents: dict[int, int]) -> PreparedRecord:
+    """A chunk citing its document by the document's id in this home (and keyed by it)."""
+    cited = row.record.citation.document
+    if cited is None:
+        return row
+    citation = row.record.citation.model_copy(update={
+        "document": cited.model_copy(update={"document_id": documents[cited.document_id]})})
+    record = row.record.model_copy(update={"citation": citation})
+    return replace(row, record=record, dedup_key=record.dedup_key())
 
 
 def _shared_blocks(store: Store, agent: str) -> list[ExportedSharedBlock]:
@@ -145,6 +182,11 @@ class _ReadyAgent:
 
 
 def _ready(engine: Engine, model_id: str, doc: AgentExport, name: str) -> _ReadyAgent:
+    held = {d.id for d in doc.documents}
+    for row in doc.passages:
+        if row.citation.document is not None and row.citation.document.document_id not in held:
+            raise InvalidInputError(f"passage {row.id} is a chunk of document {row.citation.document.document_id}, "
+                                    "which the export does not hold")
     # oldest id first: a version comes after the one it replaced
     doc = doc.model_copy(update={"passages": sorted(doc.passages, key=lambda r: r.id),
                                  "messages": sorted(doc.messages, key=lambda r: r.id)})
@@ -173,7 +215,12 @@ def _write(engine: Engine, ready: _ReadyAgent) -> None:
         store.put_block(ready.name, block, actor="import", op="import")
     seqs |= _attach_shared(store, ready.name, ready.doc.shared_blocks)
     id_map = _insert_versions(store, ready.doc.messages, ready.messages)
-    passage_map = _insert_versions(store, ready.doc.passages, [_cites_new_ids(row, id_map) for row in ready.passages])
+    documents = _write_documents(store, ready.name, ready.doc.documents)
+    passage_map = _insert_versions(store, ready.doc.passages, [
+        _cites_new_documents(_cites_new_ids(row, id_map), documents) for row in ready.passages])
+    for doc in ready.doc.documents:  # the chunks of a replaced version came closed already
+        if doc.replaced_by in documents and doc.replaced_at is not None:
+            store.replace_document(documents[doc.id], documents[doc.replaced_by], doc.replaced_at)
     for run in ready.doc.consolidations:
         store.restore_run(ready.name, _remapped_run(run, passage_map, id_map, seqs))
     state = ready.doc.state.model_copy(update={"in_context": [id_map[i] for i in ready.doc.state.in_context

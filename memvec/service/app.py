@@ -29,6 +29,7 @@ from memvec.service import (
     docs_pages,
     routes_agents,
     routes_blocks,
+    routes_folders,
     routes_memory,
     routes_messages,
     routes_metrics,
@@ -58,11 +59,11 @@ from memvec.types import VERSION, describe_validation_error
 API_DESCRIPTION = """Vector-search memory for LLM agents: core, recall and archival tiers with citations.
 
 The `/v1` routes take Letta's shapes, so the official `letta-client` works unchanged for agents,
-core-memory blocks, passages, messages and agent-file import. Agent ids are agent names; passage and
-message ids are record ids as strings. memvec-only: `recall-memory/search`, batch passage insert,
-search filters and fusion parameters, the export with embeddings. Replies stream as Server-Sent Events
-(`streaming: true`, `/messages/stream`, `stream_tokens`). Not served: async runs, tools,
-sources/folders, identities, groups, templates, `/v1/blocks`."""
+core-memory blocks, shared blocks (`/v1/blocks`), passages, messages, folders of files and agent-file
+import. Agent ids are agent names; passage and message ids are record ids as strings. memvec-only:
+`recall-memory/search`, batch passage insert, search filters and fusion parameters, the export with
+embeddings. Replies stream as Server-Sent Events (`streaming: true`, `/messages/stream`,
+`stream_tokens`). Not served: async runs, tools, identities, groups, templates."""
 log = logging.getLogger("memvec.service")
 # FastAPI's own OpenTelemetry spans carry the query string (a search's text) and its logs the
 # rejected input: memvec's request span (access_log) and /metrics replace them, bounded and without
@@ -189,6 +190,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     docs_pages.add_routes(app, title="memvec")
     routes_agents.add_routes(app)
     routes_blocks.add_routes(app)
+    app.include_router(routes_folders.router)
     routes_memory.add_routes(app)
     routes_messages.add_routes(app)
     routes_metrics.add_routes(app)

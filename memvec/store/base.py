@@ -19,6 +19,7 @@ from memvec.types import (
     Citation,
     CoreBlock,
     Document,
+    Folder,
     NewRecord,
     Record,
     SearchFilters,
@@ -55,6 +56,7 @@ class NewDocument:
     pages: int | None
     title: str | None
     chunks: int
+    blocks: list[tuple[int, int, int | None, tuple[str, ...]]]  # (start, end, page, headings): to cut it again
     created_at: datetime
 
 
@@ -154,6 +156,8 @@ class Store(Protocol):
 
     def document_text(self, document_id: int) -> str | None: ...
 
+    def document_blocks(self, document_id: int) -> list[tuple[int, int, int | None, tuple[str, ...]]]: ...
+
     def document_versions(self, document_id: int) -> list[int]:
         """Every version of the file `document_id` is a version of (same owner and name), oldest first."""
         ...
@@ -163,6 +167,24 @@ class Store(Protocol):
         ...
 
     def delete_document_rows(self, document_ids: Sequence[int]) -> None: ...
+
+    def put_folder(self, folder: Folder, *, create: bool) -> None:
+        """NameTakenError when another folder has its name."""
+        ...
+
+    def folders(self) -> list[Folder]: ...
+
+    def folder(self, folder_id: str) -> Folder | None: ...
+
+    def folder_agents(self, folder_id: str) -> list[str]: ...
+
+    def agent_folders(self, agent: str) -> list[str]: ...
+
+    def attach_folder(self, folder_id: str, agent: str, at: datetime) -> bool: ...
+
+    def detach_folder(self, folder_id: str, agent: str) -> bool: ...
+
+    def delete_folder_row(self, folder_id: str) -> None: ...
 
     def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
         """Versions that are not current at `now` (superseded, or ended by their valid_to)."""

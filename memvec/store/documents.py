@@ -4,6 +4,7 @@ closed, so a search `as_of` before the change still finds them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -39,9 +40,11 @@ class DocumentStore:
     def add_document_row(self: _SQL, doc: NewDocument) -> int:
         with self._write() as db:
             rows = self._run(db, "INSERT INTO documents (owner, name, content_hash, media_type, size_bytes, text, "
-                                 "pages, title, chunks, created_at) VALUES (?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                                 "pages, title, chunks, blocks, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                                 "RETURNING id",
                              (doc.owner, doc.name, doc.content_hash, doc.media_type, doc.size_bytes, doc.text,
-                              doc.pages, doc.title, doc.chunks, format_time(doc.created_at))).fetchall()
+                              doc.pages, doc.title, doc.chunks, json.dumps(doc.blocks),
+                              format_time(doc.created_at))).fetchall()
             return int(rows[0]["id"])
 
     def replace_document(self: _SQL, old: int, new: int, at: datetime) -> int:
@@ -66,6 +69,11 @@ class DocumentStore:
     def document_text(self: _SQL, document_id: int) -> str | None:
         rows = self._query("SELECT text FROM documents WHERE id = ?", (document_id,))
         return str(rows[0]["text"]) if rows else None
+
+    def document_blocks(self: _SQL, document_id: int) -> list[tuple[int, int, int | None, tuple[str, ...]]]:
+        """The document's paragraphs as parsed: (start, end, page, headings), to cut it into chunks again."""
+        rows = self._query("SELECT blocks FROM documents WHERE id = ?", (document_id,))
+        return [(s, e, p, tuple(h)) for s, e, p, h in json.loads(rows[0]["blocks"])] if rows else []
 
     def document_versions(self: _SQL, document_id: int) -> list[int]:
         """The ids of every version of the file `document_id` is a version of, oldest first."""

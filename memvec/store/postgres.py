@@ -73,8 +73,15 @@ CREATE INDEX IF NOT EXISTS block_attachments_by_owner ON block_attachments (owne
 CREATE TABLE IF NOT EXISTS documents (
     id BIGSERIAL PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, content_hash TEXT NOT NULL,
     media_type TEXT NOT NULL, size_bytes BIGINT NOT NULL, text TEXT NOT NULL, pages INTEGER, title TEXT,
-    chunks INTEGER NOT NULL, created_at TEXT NOT NULL, replaced_at TEXT, replaced_by BIGINT);
+    chunks INTEGER NOT NULL, blocks TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL, replaced_at TEXT,
+    replaced_by BIGINT);
 CREATE INDEX IF NOT EXISTS documents_by_owner ON documents (owner, name, id);
+CREATE TABLE IF NOT EXISTS folders (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, description TEXT, instructions TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS folder_attachments (
+    folder_id TEXT NOT NULL, agent TEXT NOT NULL, attached_at TEXT NOT NULL, PRIMARY KEY (folder_id, agent));
+CREATE INDEX IF NOT EXISTS folder_attachments_by_agent ON folder_attachments (agent, folder_id);
 ALTER TABLE records ADD COLUMN IF NOT EXISTS document_id BIGINT;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS document TEXT;
 CREATE INDEX IF NOT EXISTS records_by_document ON records (document_id)

@@ -155,11 +155,29 @@ MIGRATIONS: list[tuple[int, str]] = [
         pages INTEGER,
         title TEXT,
         chunks INTEGER NOT NULL,
+        blocks TEXT NOT NULL DEFAULT '[]',
         created_at TEXT NOT NULL,
         replaced_at TEXT,
         replaced_by INTEGER
     );
     CREATE INDEX documents_by_owner ON documents (owner, name, id);
+    -- folders (Letta's /v1/folders): documents owned by `~<folder id>`, copied into attached agents
+    CREATE TABLE folders (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT,
+        instructions TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE folder_attachments (
+        folder_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        attached_at TEXT NOT NULL,
+        PRIMARY KEY (folder_id, agent)
+    );
+    CREATE INDEX folder_attachments_by_agent ON folder_attachments (agent, folder_id);
     ALTER TABLE records ADD COLUMN document_id INTEGER;
     ALTER TABLE records ADD COLUMN document TEXT;
     CREATE INDEX records_by_document ON records (document_id);

@@ -20,6 +20,7 @@ from memvec.errors import InvalidInputError, NotFoundError, StoreError, VersionC
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
 from memvec.store.blocks import BlockStore
 from memvec.store.documents import DocumentStore
+from memvec.store.folders import FolderStore
 from memvec.store.rows import (
     CURRENT,
     EMBEDDING_COLUMNS,
@@ -60,7 +61,7 @@ def _operation(sql: str) -> str:
     return sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
 
 
-class SQLStore(BlockStore, SharedBlockStore, DocumentStore, RunStore, VersionStore):
+class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStore, VersionStore):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
@@ -412,5 +413,6 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, RunStore, VersionSto
             self._run(db, "DELETE FROM consolidation_runs WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agent_leases WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM documents WHERE owner = ?", (name,))
+            self._run(db, "DELETE FROM folder_attachments WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
         return [(int(r["id"]), str(r["tier"])) for r in rows]

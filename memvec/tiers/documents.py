@@ -35,7 +35,7 @@ class Documents:
         if not name.strip() or len(name) > 1024:
             raise InvalidInputError("a document needs a name of 1 to 1024 characters")
         return add_document(self._engine, DocumentInput(owner=self.agent, name=name.strip(), data=data,
-                                                        media_type=media_type, tags=list(tags), agents=[self.agent]))
+                                                        media_type=media_type, tags=list(tags)))
 
     def list(self, *, include_replaced: bool = False) -> list[Document]:
         """The agent's documents, oldest first (with the versions changed files replaced, if asked)."""
