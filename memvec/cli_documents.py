@@ -10,7 +10,7 @@ import click
 
 from memvec.cli_common import Context, dump, print_json
 from memvec.documents.formats import MEDIA_TYPES
-from memvec.errors import InvalidInputError, NotFoundError
+from memvec.errors import InvalidInputError, MemvecError, NotFoundError
 
 
 def _files(patterns: tuple[str, ...]) -> Iterator[Path]:
@@ -47,19 +47,19 @@ def add_file(obj: Context, paths: tuple[str, ...], agent: str, tags: tuple[str, 
     character offsets and headings. PATHS are files, folders (their .txt, .md, .html and .pdf files)
     or quoted globs ("docs/**/*.md"). The same content again adds nothing; a changed file of the same
     name replaces the old chunks (the old ones stay visible to searches `--as-of` before). A file
-    that cannot be read is reported and writes nothing; the exit status is then 2."""
-    failed, files = 0, list(_files(paths))
+    that cannot be read is reported and writes nothing; the exit status is then 2. The files' chunks
+    are embedded together, in batches."""
+    files = list(_files(paths))
     with obj.open() as mem:
-        for path in files:
-            try:
-                report = mem.add_document(agent, path, media_type=media_type, tags=tags)
-            except InvalidInputError as exc:
-                failed += 1
-                click.echo(f"error: {exc}", err=True)
-                continue
-            if as_json:
-                print_json(dump(report))
-                continue
+        reports = mem.documents(agent).add_many(files, media_type=media_type, tags=tags)
+    failed = 0
+    for path, report in zip(files, reports, strict=True):
+        if isinstance(report, MemvecError):
+            failed += 1
+            click.echo(f"error: {report}", err=True)
+        elif as_json:
+            print_json(dump(report))
+        else:
             doc = report.document
             what = ("unchanged" if not report.created else f"replaced document {report.replaced} with"
                     if report.replaced else "added")

@@ -197,11 +197,13 @@ class Memory:
         return Documents(self._engine, validate_agent(agent))
 
     def add_document(self, agent: str, source: str | os.PathLike[str], content: str | bytes | None = None, *,
-                     media_type: str | None = None, tags: Sequence[str] = ()) -> DocumentReport:
+                     media_type: str | None = None, tags: Sequence[str] = (), chunk_overlap: int = 32
+                     ) -> DocumentReport:
         """Add a file to the agent's archival memory as chunks citing it (see `Documents.add`): the
         file at `source`, or `content` (text or bytes) named `source`. The same content again adds
         nothing; a changed file of the same name replaces the old one's chunks as new versions."""
-        return self.documents(agent).add(source, content, media_type=media_type, tags=tags)
+        return self.documents(agent).add(source, content, media_type=media_type, tags=tags,
+                                         chunk_overlap=chunk_overlap)
 
     def folders(self) -> Folders:
         """The home's folders (Letta's): sets of files attached to agents, whose chunks they hold."""

@@ -18,7 +18,7 @@ from memvec.documents.formats import parse
 from memvec.embed.hashing import HashingEmbedder
 from memvec.errors import InvalidInputError, NotFoundError, UnreadableDocumentError
 from memvec.memory import Memory
-from memvec.types import AgentSettings
+from memvec.types import AgentSettings, DocumentReport
 
 MANUAL = """# Pump manual
 
@@ -202,7 +202,8 @@ def test_chunks_fit_the_window_keep_text_order_and_cover_every_token(
         paragraphs: list[list[str]], max_tokens: int, overlap: int) -> None:
     text = "\n\n".join(" ".join(words) for words in paragraphs)
     doc = parse("p.txt", text.encode())
-    chunks = chunk_document(doc, word_spans, ChunkSettings(max_tokens=max_tokens, overlap=overlap))
+    cut = ChunkSettings(max_tokens=max_tokens, overlap=min(overlap, max_tokens // 4))
+    chunks = chunk_document(doc, word_spans, cut)
     tokens = [(doc.text[s:e], s) for s, e in word_spans([doc.text])[0]]
     covered = set()
     for previous, chunk in itertools.pairwise(chunks):
@@ -318,3 +319,18 @@ def test_an_import_whose_chunk_cites_a_file_it_lacks_is_refused_whole(memory: Me
     with pytest.raises(InvalidInputError, match="which the export does not hold"):
         memory.import_agent(exported, name="ana2")
     assert not memory.has_agent("ana2")
+
+
+def test_many_files_go_in_together_and_a_bad_one_gets_its_error_in_its_place(memory: Memory, tmp_path: Path) -> None:
+    (tmp_path / "manual.md").write_text(MANUAL)
+    reports = memory.documents("ana").add_many([
+        tmp_path / "manual.md", ("empty.txt", b""), ("copy.md", MANUAL), ("notes.txt", "Water the ferns."),
+        tmp_path / "missing.md"])
+    assert [type(r).__name__ for r in reports] == ["DocumentReport", "UnreadableDocumentError", "DocumentReport",
+                                                   "DocumentReport", "NotFoundError"]
+    first, _, copy, notes, _ = reports
+    assert isinstance(first, DocumentReport) and isinstance(copy, DocumentReport)
+    assert first.created and not copy.created and copy.document.id == first.document.id  # the same content
+    assert isinstance(notes, DocumentReport) and notes.created
+    assert [d.name for d in memory.documents("ana").list()] == ["manual.md", "notes.txt"]
+    assert memory.archival("ana").count() == first.document.chunks + 1

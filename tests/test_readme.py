@@ -20,7 +20,8 @@ def test_three_line_example_runs(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True,
                             env={**env, "HF_HUB_OFFLINE": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "https://example.org/eiffel" in result.stdout
+    assert "Hold the red button" in result.stdout and "file_name='manual.md'" in result.stdout
+    assert "headings=['Pump P-200', 'Reset']" in result.stdout
     assert (tmp_path / "indexes" / "store.sqlite3").exists()
 
 

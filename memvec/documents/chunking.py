@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memvec.documents.formats import Block, ParsedDocument
+from memvec.errors import InvalidInputError
 
 Span = tuple[int, int]
 TokenSpans = Callable[[Sequence[str]], list[list[Span]]]  # each text's tokens as character spans
@@ -33,8 +34,9 @@ class ChunkSettings:
     overlap: int = 32  # tokens a window of a long paragraph repeats from the one before
 
     def __post_init__(self) -> None:
-        if self.max_tokens < 8 or not 0 <= self.overlap <= self.max_tokens // 2:
-            raise ValueError(f"chunks of {self.max_tokens} tokens cannot overlap by {self.overlap}")
+        if self.max_tokens < 8 or not 0 <= self.overlap <= self.max_tokens // 4:
+            raise InvalidInputError(f"chunks of {self.max_tokens} tokens overlap by 0 to {self.max_tokens // 4} "
+                                    f"tokens, not {self.overlap}")
 
 
 def word_spans(texts: Sequence[str]) -> list[list[Span]]:

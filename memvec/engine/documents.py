@@ -22,7 +22,7 @@ from memvec.documents.chunking import Chunk, ChunkSettings, chunk_document, word
 from memvec.documents.formats import Block, ParsedDocument, parse
 from memvec.embed.base import FALLBACK_WINDOW, embed_records, tokenizer_of
 from memvec.engine.engine import Engine
-from memvec.errors import NotFoundError
+from memvec.errors import InvalidInputError, NotFoundError
 from memvec.store.base import NewDocument
 from memvec.types import Citation, Document, DocumentCitation, DocumentReport, NewRecord, Tier
 
@@ -53,6 +53,20 @@ class Chunked:
     vectors: npt.NDArray[np.float32]
 
 
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """One file of a batch, parsed and cut, waiting for the batch's one embedding call."""
+
+    position: int
+    item: DocumentInput
+    content_hash: str
+    parsed: ParsedDocument
+    chunks: list[Chunk]
+
+
+EMBED_GROUP_CHUNKS = 2_048  # chunks of several files embedded in one call (bounded: memory stays small)
+
+
 def chunk_settings(engine: Engine, overlap: int = DEFAULT_OVERLAP) -> ChunkSettings:
     """How the home's model cuts documents: its window less the heading reserve (without a
     tokenizer, words stand in for tokens)."""
@@ -61,14 +75,28 @@ def chunk_settings(engine: Engine, overlap: int = DEFAULT_OVERLAP) -> ChunkSetti
     return ChunkSettings(max_tokens=max(16, window - HEADING_RESERVE), overlap=overlap)
 
 
-def chunked(engine: Engine, parsed: ParsedDocument, overlap: int = DEFAULT_OVERLAP) -> Chunked:
+def cut(engine: Engine, parsed: ParsedDocument, overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
     found = tokenizer_of(engine.embedder)
-    chunks = chunk_document(parsed, found[0] if found is not None else word_spans, chunk_settings(engine, overlap))
-    texts = [parsed.text[c.start:c.end] for c in chunks]
-    contexts = [" > ".join(c.headings) or None for c in chunks]
-    vectors = embed_records(engine.embedder, texts, contexts if engine.index_settings.vector_context
-                            else [None] * len(texts))
-    return Chunked(parsed, chunks, texts, contexts, vectors)
+    return chunk_document(parsed, found[0] if found is not None else word_spans, chunk_settings(engine, overlap))
+
+
+def embedded(engine: Engine, documents: list[tuple[ParsedDocument, list[Chunk]]]) -> list[Chunked]:
+    """The chunks of several documents embedded in one call (the backend batches them by length)."""
+    texts = [[parsed.text[c.start:c.end] for c in chunks] for parsed, chunks in documents]
+    contexts = [[" > ".join(c.headings) or None for c in chunks] for _, chunks in documents]
+    flat_texts = [t for group in texts for t in group]
+    flat_contexts = [c for group in contexts for c in group] if engine.index_settings.vector_context \
+        else [None] * len(flat_texts)
+    vectors = embed_records(engine.embedder, flat_texts, flat_contexts)
+    out, start = [], 0
+    for (parsed, chunks), group_texts, group_contexts in zip(documents, texts, contexts, strict=True):
+        out.append(Chunked(parsed, chunks, group_texts, group_contexts, vectors[start:start + len(chunks)]))
+        start += len(chunks)
+    return out
+
+
+def chunked(engine: Engine, parsed: ParsedDocument, overlap: int = DEFAULT_OVERLAP) -> Chunked:
+    return embedded(engine, [(parsed, cut(engine, parsed, overlap))])[0]
 
 
 def stored_document(engine: Engine, document: Document) -> ParsedDocument:
@@ -79,20 +107,70 @@ def stored_document(engine: Engine, document: Document) -> ParsedDocument:
 
 
 def add_document(engine: Engine, item: DocumentInput) -> DocumentReport:
+    [result] = add_documents(engine, [item])
+    if isinstance(result, InvalidInputError):
+        raise result
+    return result
+
+
+def add_documents(engine: Engine, items: Sequence[DocumentInput]) -> list[DocumentReport | InvalidInputError]:
+    """Each file added as `add_document` does, the chunks of many files embedded together; a file that
+    cannot be read gets its error in its place (and writes nothing), the others go in. Each file is
+    its own transaction."""
+    results: list[DocumentReport | InvalidInputError | None] = [None] * len(items)
+    pending: list[_Ready] = []
+    for position, item in enumerate(items):
+        try:
+            ready = _parsed(engine, position, item)
+        except InvalidInputError as exc:
+            results[position] = exc
+            continue
+        if isinstance(ready, DocumentReport):
+            results[position] = ready
+            continue
+        pending.append(ready)
+        if sum(len(r.chunks) for r in pending) >= EMBED_GROUP_CHUNKS:
+            _write_all(engine, pending, results)
+            pending = []
+    _write_all(engine, pending, results)
+    assert all(r is not None for r in results)
+    return [r for r in results if r is not None]
+
+
+def _parsed(engine: Engine, position: int, item: DocumentInput) -> _Ready | DocumentReport:
     content_hash = hashlib.sha256(item.data).hexdigest()
-    current = engine.store.documents(item.owner)
-    if (same := next((d for d in current if d.content_hash == content_hash), None)) is not None:
+    if (same := _same_content(engine, item.owner, content_hash)) is not None:
         return DocumentReport(document=same, created=False)
     parsed = parse(item.name, item.data, item.media_type)
-    cut = chunked(engine, parsed, item.overlap)
-    previous = next((d for d in current if d.name == item.name), None)
+    return _Ready(position, item, content_hash, parsed, cut(engine, parsed, item.overlap))
+
+
+def _same_content(engine: Engine, owner: str, content_hash: str) -> Document | None:
+    return next((d for d in engine.store.documents(owner) if d.content_hash == content_hash), None)
+
+
+def _write_all(engine: Engine, pending: list[_Ready], results: list[DocumentReport | InvalidInputError | None]
+               ) -> None:
+    if pending:
+        for ready, cut_document in zip(pending, embedded(engine, [(r.parsed, r.chunks) for r in pending]),
+                                       strict=True):
+            results[ready.position] = _written(engine, ready, cut_document)
+
+
+def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentReport:
+    """One file's document row and chunks in one transaction (the same content written meanwhile, by
+    an earlier file of the batch or another writer: nothing)."""
+    item, parsed = ready.item, ready.parsed
+    if (same := _same_content(engine, item.owner, ready.content_hash)) is not None:
+        return DocumentReport(document=same, created=False)
+    previous = next((d for d in engine.store.documents(item.owner) if d.name == item.name), None)
     now = datetime.now(UTC)
     ids: list[int] = []
     with engine.store.transaction():
         document_id = engine.store.add_document_row(NewDocument(
-            owner=item.owner, name=item.name, content_hash=content_hash, media_type=parsed.media_type,
+            owner=item.owner, name=item.name, content_hash=ready.content_hash, media_type=parsed.media_type,
             size_bytes=len(item.data), text=parsed.text, pages=parsed.pages, title=parsed.title,
-            chunks=len(cut.chunks), blocks=[(b.start, b.end, b.page, b.headings) for b in parsed.blocks],
+            chunks=len(ready.chunks), blocks=[(b.start, b.end, b.page, b.headings) for b in parsed.blocks],
             created_at=now))
         if previous is not None:
             engine.store.replace_document(previous.id, document_id, now)
@@ -101,8 +179,8 @@ def add_document(engine: Engine, item: DocumentInput) -> DocumentReport:
         # read in the transaction: an agent attached to the folder meanwhile gets this file too
         agents = engine.store.folder_agents(item.folder[0]) if item.folder else [item.owner]
         for agent in agents:
-            ids = write_chunks(engine, agent, document, cut, folder=item.folder[1] if item.folder else None,
-                               tags=item.tags, at=now)
+            ids = write_chunks(engine, agent, document, cut_document, tags=item.tags, at=now,
+                               folder=item.folder[1] if item.folder else None)
     for agent in agents:
         engine.tier_index(agent, Tier.ARCHIVAL)  # catches up with what was just written
     return DocumentReport(document=document, created=True, replaced=previous.id if previous else None,
