@@ -21,6 +21,7 @@ from benchmarks import (
     changing,
     cli_runs,
     datasets,
+    documents,
     families,
     load,
     longmemeval,
@@ -43,7 +44,7 @@ from memvec.embed import DEFAULT_MODEL_NAME, load_embedder, qualified_model_id
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-SECTIONS = ("quality", "families", "lifecycle", "speed", "backends", "profiles")
+SECTIONS = ("quality", "families", "documents", "lifecycle", "speed", "backends", "profiles")
 
 
 def _sections(value: str) -> tuple[str, ...]:
@@ -110,6 +111,14 @@ def run_families(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm
     """LongMemEval_S and SciFact, every mode (a deterministic subset; `make bench-full` runs all)."""
     found = families.run_all(args.longmemeval, args.scifact, "quick" if args.quick else "default", embedder,
                              bar.set_description)
+    bar.update(1)
+    return found
+
+
+def run_documents(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
+    """SciFact's abstracts as files through `add_many` beside one record each, and ingest throughput."""
+    bar.set_description("documents: SciFact as files, as records")
+    found = documents.run(args.scifact, "quick" if args.quick else "default", embedder.inner)
     bar.update(1)
     return found
 
@@ -202,10 +211,11 @@ def _run(args: argparse.Namespace) -> int:
     embedder = MeasuredEmbedder(load_embedder(args.model))
     sections: dict[str, Callable[[], dict[str, Any]]] = {
         "quality": lambda: run_quality(args, embedder, bar), "families": lambda: run_families(args, embedder, bar),
+        "documents": lambda: run_documents(args, embedder, bar),
         "lifecycle": lambda: run_lifecycle(args, embedder, bar), "speed": lambda: run_speed(args, embedder, bar),
         "backends": lambda: run_backends(args, bar), "profiles": lambda: run_profiles(args, bar)}
-    stages = {"quality": 4, "families": 1, "lifecycle": 1, "speed": 1 + (1 if args.quick else 3 + int(args.full)) + 3,
-              "backends": 2, "profiles": 1}
+    stages = {"quality": 4, "families": 1, "documents": 1, "lifecycle": 1,
+              "speed": 1 + (1 if args.quick else 3 + int(args.full)) + 3, "backends": 2, "profiles": 1}
     results: dict[str, Any] = {}
     section_seconds: dict[str, float] = {}
     with tqdm(total=sum(stages[name] for name in args.only), file=sys.stderr, unit="stage") as bar:

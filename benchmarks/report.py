@@ -13,7 +13,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from benchmarks import families, profiles
+from benchmarks import documents, families, profiles
 from benchmarks.metrics import hit_at_k
 from memvec.embed import Embedder
 
@@ -339,6 +339,8 @@ def markdown(results: dict[str, Any]) -> str:
         out += _quality_section(results["quality"]) + _fusion_section(results["quality"])
     if "families" in results:
         out += families.markdown(results["families"])
+    if "documents" in results:
+        out += documents.markdown(results["documents"])
     if "lifecycle" in results:
         out += _changing_section(results["lifecycle"]["changing facts"])
         out += _near_duplicates_section(results["lifecycle"]["near duplicates"])

@@ -232,6 +232,7 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
               help="Only records from the period a time expression in the query names ('yesterday', 'two weeks "
                    "ago', 'last May', 'in 2023'), within --since/--until.")
 @click.option("--reference-time", type=TIMESTAMP, help="What --dates-in-query resolves against (default: now).")
+@click.option("--per-document", is_flag=True, help="The best chunk of each document only (-k documents).")
 @click.option("--queries", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help='Batch mode: JSONL of {"id", "query"}; prints one {"id", "hits"} line per query.')
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
@@ -240,8 +241,8 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
            vector_weight: float | None, session_weight: float | None, rerank: bool | None, tags: tuple[str, ...],
            all_tags: bool,
            roles: tuple[str, ...], session: str | None, since: datetime | None, until: datetime | None,
-           as_of: datetime | None, dates_in_query: bool, reference_time: datetime | None, queries: Path | None,
-           as_json: bool) -> None:
+           as_of: datetime | None, dates_in_query: bool, reference_time: datetime | None, per_document: bool,
+           queries: Path | None, as_json: bool) -> None:
     """Search one tier of an agent's memory with QUERY (or many queries with --queries)."""
     if (query is None) == (queries is None):
         raise click.UsageError("give exactly one of QUERY or --queries FILE")
@@ -254,7 +255,7 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
                                              "fusion": fusion, "vector_weight": vector_weight,
                                              "session_weight": session_weight, "rerank": rerank,
                                              "filters": filters, "dates_in_query": dates_in_query,
-                                             "reference_time": reference_time})
+                                             "reference_time": reference_time, "per_document": per_document})
 
     request(query if query is not None else "-")  # bad options are refused before the home is opened
     with obj.open() as mem:

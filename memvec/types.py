@@ -162,6 +162,8 @@ class DocumentCitation(BaseModel):
     end: int = Field(ge=0, le=MAX_ID, description="offset just past its last character")
     headings: list[MetaText] = Field(default_factory=list, max_length=16, description="the heading path above it")
     chunk: int = Field(ge=0, le=MAX_ID, description="its position among the document's chunks, from 0")
+    metadata: Metadata = Field(default_factory=dict, description="the source's own metadata, kept as given "
+                                                                 "(a LangChain Document's, a LlamaIndex node's)")
 
 
 class Citation(BaseModel):
@@ -405,6 +407,8 @@ class SearchRequest(BaseModel):
                                  "memvec.search.when), within start/end; a query naming none is not filtered")
     reference_time: UtcDatetime | None = Field(default=None, description="what relative time expressions are "
                                                "resolved against (None: now)")
+    per_document: bool = Field(default=False, description="the best chunk of each document only (a record that "
+                                                          "is no document's chunk stands for itself)")
 
 
 class AgentSettings(BaseModel):

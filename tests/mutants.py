@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
+    ("a per-document search repeats a document", "memvec/search/per_document.py",
+     "            if cited.document_id in seen:\n                continue\n", "", "tests/test_documents.py"),
     ("a scoped key reaches folders its agents do not hold", "memvec/service/routes_folders.py",
      "    if principal.agents is not None and not principal.agents & set(folder.agents):", "    if False:",
      "tests/test_scopes.py"),
@@ -38,11 +40,12 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "            engine.store.replace_document(previous.id, document_id, now)\n", "            pass\n",
      "tests/test_documents.py"),
     ("deleting a file keeps its earlier versions' chunks", "memvec/engine/documents.py",
-     "    versions = engine.store.document_versions(document_id)", "    versions = [document_id]",
+     "    deleted, agents = delete_documents(engine, engine.store.document_versions(document_id))",
+     "    deleted, agents = delete_documents(engine, [document_id])",
      "tests/test_documents.py"),
     ("the same content again is added again", "memvec/engine/documents.py",
-     "    if (same := next((d for d in current if d.content_hash == content_hash), None)) is not None:",
-     "    if (same := None) is not None:", "tests/test_documents.py"),
+     "    return next((d for d in engine.store.documents(owner) if d.content_hash == content_hash), None)",
+     "    return None", "tests/test_documents.py"),
     ("paragraphs are packed past the model's window", "memvec/documents/chunking.py",
      "(not same_section or pending_tokens + tokens > settings.max_tokens):", "(not same_section):",
      "tests/test_documents.py"),
@@ -516,7 +519,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ("Letta's /v1/agents/ gets a redirect", "memvec/service/front.py",
      "        _without_trailing_slash(scope)\n", "", "tests/test_request_bodies.py"),
     ("an imported fact cites the old message ids", "memvec/engine/transfer.py",
-     "[_cites_new_ids(row, id_map) for row in ready.passages]", "ready.passages", "tests/test_consolidation.py"),
+     "        _cites_new_documents(_cites_new_ids(row, id_map), documents) for row in ready.passages])",
+     "        _cites_new_documents(row, documents) for row in ready.passages])", "tests/test_consolidation.py"),
 ]
 
 

@@ -25,10 +25,10 @@ def quick_run(tmp_path: Path, sections: str) -> tuple[str, dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_quick_quality_families_and_lifecycle(tmp_path: Path) -> None:
-    report, results = quick_run(tmp_path, "quality,families,lifecycle")
+def test_quick_quality_families_documents_and_lifecycle(tmp_path: Path) -> None:
+    report, results = quick_run(tmp_path, "quality,families,documents,lifecycle")
     for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Facts that change",
-                    "## Near-duplicates", "## LongMemEval_S", "## SciFact"):
+                    "## Near-duplicates", "## LongMemEval_S", "## SciFact", "## SciFact as files"):
         assert heading in report
     assert "## Speed" not in report and "Sections run: quality" in report
     kv = results["quality"]["synthetic key-value"]["scores"]
@@ -38,6 +38,10 @@ def test_quick_quality_families_and_lifecycle(tmp_path: Path) -> None:
     documents = results["families"]["SciFact"]["scores"]
     assert documents["bm25"]["overall"]["ndcg@10"] > documents["token"]["overall"]["ndcg@10"]
     assert documents["default"]["overall"]["n"] == 20
+    files = results["documents"]["files"][0]
+    assert files["scores"]["default"]["n"] == 20 and files["scores"]["default"]["ndcg@10"] > 0.5
+    assert files["chunks"] > files["documents"] and 0 < files["ratio_to_model"] <= 1
+    assert results["documents"]["pdf"]["pages"] == 10
     chats = results["families"]["LongMemEval_S"]["scores"]
     assert chats["default"]["overall"]["n"] == 1 and set(chats["default"]["overall"]) >= {"ndcg@10", "session_all@5"}
     changed = results["lifecycle"]["changing facts"]

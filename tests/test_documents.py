@@ -334,3 +334,20 @@ def test_many_files_go_in_together_and_a_bad_one_gets_its_error_in_its_place(mem
     assert isinstance(notes, DocumentReport) and notes.created
     assert [d.name for d in memory.documents("ana").list()] == ["manual.md", "notes.txt"]
     assert memory.archival("ana").count() == first.document.chunks + 1
+
+
+def test_per_document_search_gives_each_file_once_by_its_best_chunk(memory: Memory) -> None:
+    for n in range(4):
+        body = "\n\n".join(f"## Part {p}\n\nThe heron count in marsh {n} part {p} was high." for p in range(5))
+        memory.add_document("ana", f"marsh-{n}.md", f"# Marsh {n}\n\n{body}\n")
+    memory.archival("ana").insert("A heron count of my own, with no file.")
+    archival = memory.archival("ana")
+    chunks = archival.search("heron count marsh", k=10)
+    grouped = archival.search("heron count marsh", k=10, per_document=True)
+    files = [h.citation.document.document_id for h in grouped if h.citation.document]
+    assert len(files) == len(set(files)) == 4 and len(grouped) == 5
+    assert len({h.citation.document.document_id for h in chunks if h.citation.document}) < len(chunks)
+    first = {h.citation.document.document_id: h.id for h in reversed(archival.search("heron count marsh", k=100))
+             if h.citation.document}
+    assert {h.id for h in grouped if h.citation.document} == set(first.values())  # the best chunk of each
+    assert [h.id for h in archival.search("heron count marsh", k=2, per_document=True)] == [h.id for h in grouped[:2]]

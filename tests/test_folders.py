@@ -123,6 +123,9 @@ def test_letta_clients_folders_api_from_upload_to_a_cited_page(server: Server, t
         cited = top["citation"]["document"]
         assert cited["page"] == 3 and cited["folder"] == "society" and cited["file_name"] == "report.pdf"
         assert report_text[cited["start"]:cited["end"]] == top["content"]
+        files_found = [h["citation"]["document"]["document_id"] for h in
+                       _search(server, agent.id, "the tanks and the pump", per_document=True)]
+        assert len(files_found) == len(set(files_found)) == 3
 
         client.folders.files.delete(files["report.pdf"].id, folder_id=folder.id)
         rows = _search(server, agent.id, "water tanks litres")
@@ -147,9 +150,9 @@ def test_bad_uploads_get_a_clear_4xx_and_write_nothing(server: Server) -> None:
     assert scoped.status_code in (403, 404)
 
 
-def _search(server: Server, agent: str, query: str) -> list[dict[str, Any]]:
+def _search(server: Server, agent: str, query: str, *, per_document: bool = False) -> list[dict[str, Any]]:
     answer = httpx.get(f"{server.url}/v1/agents/{agent}/archival-memory/search", headers=_auth(ADMIN),
-                       params={"query": query, "top_k": 10})
+                       params={"query": query, "top_k": 10, "per_document": per_document})
     results: list[dict[str, Any]] = answer.raise_for_status().json()["results"]
     return results
 

@@ -122,3 +122,22 @@ def test_memvec_never_imports_the_frameworks() -> None:
             "bad = [m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'llama_index')];"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_framework_documents_go_in_as_cited_chunks_and_come_out_with_their_metadata(real_memory: Memory) -> None:
+    from llama_index.core.schema import TextNode
+
+    from memvec.integrations.langchain import add_documents
+    from memvec.integrations.llamaindex import add_nodes
+
+    pages = [Document(page_content=text, metadata={"source": "pump.pdf", "page": page}) for page, text in
+             ((1, "The pump is primed every Monday morning."), (2, "The filter is rinsed every Friday evening."))]
+    reports = add_documents(real_memory, "app", pages)
+    assert [r.document.name for r in reports] == ["pump.pdf (page 1)", "pump.pdf (page 2)"]  # type: ignore[union-attr]
+    assert all(not r.created for r in add_documents(real_memory, "app", pages))  # type: ignore[union-attr]
+    add_nodes(real_memory, "app", [TextNode(text="The tank holds 1,200 litres.", metadata={"file_name": "tank.txt"})])
+    found = LangChainRetriever(memory=real_memory, agent="app", k=1).invoke("when is the filter rinsed?")
+    cited = found[0].metadata["citation"]["document"]
+    assert cited["metadata"] == {"source": "pump.pdf", "page": 2} and cited["file_name"] == "pump.pdf (page 2)"
+    node = LlamaIndexRetriever(memory=real_memory, agent="app", k=1).retrieve("how big is the tank?")[0].node
+    assert node.metadata["citation"]["document"]["metadata"] == {"file_name": "tank.txt"}

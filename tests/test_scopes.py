@@ -65,8 +65,10 @@ def home_with_ana(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
         folder = mem.folders().create("ana's papers")
         mem.folders().attach(folder.id, "ana")  # attached to ana only: bob's key cannot see it
         file = mem.folders().upload(folder.id, "notes.txt", b"Ana keeps her notes here.").document
+        own = mem.add_document("ana", "diary.md", "# Diary\n\nAna went to Porto.").document
         yield mem, {"agent_id": "ana", "label": "human", "passage_id": str(passage), "run_id": str(run.id),
-                    "block_id": shared.id, "folder_id": folder.id, "file_id": f"file-{file.id}"}
+                    "block_id": shared.id, "folder_id": folder.id, "file_id": f"file-{file.id}",
+                    "document_id": str(own.id)}
 
 
 def ask(client: TestClient, method: str, path: str, values: dict[str, str], csrf: str | None) -> int:

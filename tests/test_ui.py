@@ -301,3 +301,26 @@ def test_a_shared_block_shows_as_shared_and_an_edit_in_the_browser_reaches_every
     token = csrf_of(page)
     edited = client.post("/ui/agents/alice/blocks/team", data={"value": "Project: gemini", "csrf_token": token})
     assert edited.status_code == 303 and memory.core("bob").get("team").value == "Project: gemini"
+
+
+def test_the_documents_pages_list_files_with_status_and_show_their_cited_chunks(memory: Memory) -> None:
+    first = memory.add_document("alice", "<b>plan</b>.md", "# Beds\n\nTomatoes go in bed <i>two</i>.\n")
+    second = memory.add_document("alice", "<b>plan</b>.md", "# Beds\n\nTomatoes go in bed three.\n")
+    folder = memory.folders().create("garden papers")
+    memory.folders().upload(folder.id, "soil.txt", b"The soil is loam.")
+    memory.folders().attach(folder.id, "alice")
+    client = browser(memory)
+    listing = client.get("/ui/agents/alice/documents")
+    assert listing.status_code == 200 and "&lt;b&gt;plan&lt;/b&gt;.md" in listing.text and "<b>plan" not in listing.text
+    assert "completed" in listing.text and "Folder garden papers" in listing.text and "soil.txt" in listing.text
+    assert f"replaced by #{second.document.id}" in listing.text
+    detail = client.get(f"/ui/agents/alice/documents/{second.document.id}")
+    assert "Beds" in detail.text and "characters 0–" in detail.text and "bed three" in detail.text
+    old = client.get(f"/ui/agents/alice/documents/{first.document.id}")
+    assert "&lt;i&gt;two&lt;/i&gt;" in old.text and "held until" in old.text
+    chunk_id = memory.documents("alice").chunks(second.document.id)[0].id
+    passage = client.get(f"/ui/agents/alice/archival/{chunk_id}").text
+    assert f'/ui/agents/alice/documents/{second.document.id}"' in passage
+    scoped = browser(memory, key=SCOPED)
+    assert scoped.get("/ui/agents/alice/documents").status_code == 404
+    assert scoped.get(f"/ui/agents/bob/documents/{second.document.id}").status_code == 404

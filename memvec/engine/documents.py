@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,7 @@ class DocumentInput:
     folder: tuple[str, str] | None = None  # (id, name) of the folder it goes in
     tags: Sequence[str] = ()
     overlap: int = DEFAULT_OVERLAP
+    metadata: dict[str, Any] = field(default_factory=dict)  # cited with each chunk as given
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +182,7 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
         agents = engine.store.folder_agents(item.folder[0]) if item.folder else [item.owner]
         for agent in agents:
             ids = write_chunks(engine, agent, document, cut_document, tags=item.tags, at=now,
-                               folder=item.folder[1] if item.folder else None)
+                               folder=item.folder[1] if item.folder else None, metadata=item.metadata)
     for agent in agents:
         engine.tier_index(agent, Tier.ARCHIVAL)  # catches up with what was just written
     return DocumentReport(document=document, created=True, replaced=previous.id if previous else None,
@@ -188,14 +190,14 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
 
 
 def write_chunks(engine: Engine, agent: str, document: Document, cut: Chunked, *, folder: str | None,
-                 tags: Sequence[str], at: datetime) -> list[int]:
+                 tags: Sequence[str], at: datetime, metadata: dict[str, Any] | None = None) -> list[int]:
     """The document's chunks as the agent's archival records (inside the caller's transaction)."""
     records = []
     for chunk, text, context in zip(cut.chunks, cut.texts, cut.contexts, strict=True):
         citation = DocumentCitation(document_id=document.id, file_name=document.name,
                                     content_hash=document.content_hash, media_type=document.media_type,
                                     folder=folder, page=chunk.page, start=chunk.start, end=chunk.end,
-                                    headings=list(chunk.headings), chunk=chunk.index)
+                                    headings=list(chunk.headings), chunk=chunk.index, metadata=metadata or {})
         records.append(NewRecord(agent=agent, tier=Tier.ARCHIVAL, text=text, tags=list(tags), created_at=at,
                                  valid_from=at, context=context, citation=Citation(document=citation)))
     return [record_id for record_id, _ in engine.store.insert(engine.prepare(agent, Tier.ARCHIVAL, records,

@@ -22,6 +22,7 @@ from memvec.guard import checked_on_read, looks_untrusted
 from memvec.index.heap import release_freed_memory
 from memvec.metrics import INDEX_EVICTIONS, INDEX_LOADS, INDEXES_LOADED, SEARCH_SECONDS, timed
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
+from memvec.search.per_document import best_per_document, widened
 from memvec.search.rerank import Matrix, Ranker
 from memvec.search.when import dated
 from memvec.store.base import PreparedRecord, Store
@@ -320,6 +321,8 @@ class Engine:
                                                        after=after, before=before))
 
     def search(self, request: SearchRequest) -> list[Hit]:
+        if request.per_document:
+            return best_per_document(self.search(widened(request)), request.k)
         narrowed = dated(request)  # the period a time expression in the query names, when asked
         if narrowed is None:
             return []

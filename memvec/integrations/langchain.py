@@ -6,7 +6,9 @@
     retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
     # or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
     docs = retriever.invoke("where did we meet?")
-    docs[0].metadata["citation"]   # {"session_id": ..., "turn_id": ..., "source_url": ...}
+    docs[0].metadata["citation"]   # {"session_id": ..., "turn_id": ..., "source_url": ..., "document": ...}
+
+    add_documents(memory, "my-app", PyPDFLoader("manual.pdf").load())   # Documents in, as cited chunks
 """
 
 from __future__ import annotations
@@ -19,9 +21,18 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from memvec.integrations.source import HitSource, SearchOptions, hit_metadata, hit_text
+from memvec.errors import MemvecError
+from memvec.integrations.source import HitSource, SearchOptions, framework_documents, hit_metadata, hit_text
 from memvec.memory import Memory
-from memvec.types import SearchMode, Tier
+from memvec.types import DocumentReport, SearchMode, Tier
+
+
+def add_documents(memory: Memory, agent: str, documents: list[Document]) -> list[DocumentReport | MemvecError]:
+    """LangChain `Document`s into the agent's archival memory, each as a document (cut into chunks as
+    a file is) whose citation keeps the Document's metadata (`citation.document.metadata`). Named by
+    their `source` and `page` metadata: the same ones again add nothing, changed ones replace theirs."""
+    items = framework_documents([(d.page_content, d.id, dict(d.metadata)) for d in documents])
+    return memory.documents(agent).add_many(items, media_type="text/plain")
 
 
 class MemvecRetriever(BaseRetriever):

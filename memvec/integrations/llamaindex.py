@@ -7,6 +7,8 @@
     # or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
     for found in retriever.retrieve("where did we meet?"):
         print(found.score, found.node.metadata["citation"], found.node.get_content())
+
+    add_nodes(memory, "my-app", SimpleDirectoryReader("docs").load_data())   # nodes in, as cited chunks
 """
 
 from __future__ import annotations
@@ -14,10 +16,21 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 
-from memvec.integrations.source import HitSource, SearchOptions, hit_metadata, hit_text
+from memvec.errors import MemvecError
+from memvec.integrations.source import HitSource, SearchOptions, framework_documents, hit_metadata, hit_text
 from memvec.memory import Memory
+from memvec.types import DocumentReport
+
+
+def add_nodes(memory: Memory, agent: str, nodes: list[BaseNode]) -> list[DocumentReport | MemvecError]:
+    """LlamaIndex documents or nodes into the agent's archival memory, each as a document (cut into
+    chunks as a file is) whose citation keeps the node's metadata (`citation.document.metadata`);
+    named by their `file_path`/`file_name` and `page` metadata, else their id."""
+    items = framework_documents([(n.get_content(metadata_mode=MetadataMode.NONE), n.node_id, dict(n.metadata))
+                                 for n in nodes])
+    return memory.documents(agent).add_many(items, media_type="text/plain")
 
 # shown to the LLM with the text; the rest of the metadata stays for the app (and the embedder)
 _LLM_METADATA = {"citation", "created_at", "role", "untrusted"}

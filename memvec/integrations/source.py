@@ -90,6 +90,25 @@ def _detail(exc: urllib.error.HTTPError) -> str:
         return exc.reason
 
 
+def framework_documents(items: list[tuple[str, str | None, dict[str, Any]]]
+                        ) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, text, metadata) for `Documents.add_many` from a framework's documents given as (text, id,
+    metadata): named by their `source` (or `file_path`, `file_name`) and `page`, else their id, each
+    name once (a second of the same name gets ` (2)`, so two pages never replace each other); the
+    metadata made JSON (what is not JSON becomes its text)."""
+    named: list[tuple[str, str, dict[str, Any]]] = []
+    seen: dict[str, int] = {}
+    for position, (text, item_id, metadata) in enumerate(items):
+        origin = next((str(metadata[k]) for k in ("source", "file_path", "file_name") if metadata.get(k)), None)
+        name = origin or item_id or f"document {position + 1}"
+        if origin and metadata.get("page") is not None:
+            name += f" (page {metadata['page']})"
+        seen[name] = seen.get(name, 0) + 1
+        name += f" ({seen[name]})" if seen[name] > 1 else ""
+        named.append((name[:1024], text, json.loads(json.dumps(metadata, default=str))))
+    return named
+
+
 def hit_metadata(hit: Hit) -> dict[str, Any]:
     """A hit's provenance as flat-ish metadata: record id, citation, scores, tags, date, role, flag."""
     return {"id": hit.id, "agent": hit.agent, "tier": hit.tier.value, "role": hit.role, "tags": list(hit.tags),

@@ -49,10 +49,12 @@ def ranking(fusion: Annotated[Fusion | None, Query(description="hybrid fusion: c
                             "('yesterday', 'two weeks ago', 'last May', 'in 2023'), within start/end")] = False,
             reference_time: Annotated[datetime | None, Query(
                 description="what relative time expressions are resolved against (default: now)")] = None,
+            per_document: Annotated[bool, Query(
+                description="the best chunk of each document only (top_k documents)")] = False,
             ) -> dict[str, object]:
     """Search options shared by both search endpoints (None: the server's defaults)."""
     return {"fusion": fusion, "vector_weight": vector_weight, "session_weight": session_weight, "rerank": rerank,
-            "dates_in_query": dates_in_query, "reference_time": reference_time}
+            "dates_in_query": dates_in_query, "reference_time": reference_time, "per_document": per_document}
 
 
 Ranking = Annotated[dict[str, object], Depends(ranking)]

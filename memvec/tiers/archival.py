@@ -47,14 +47,16 @@ class ArchivalMemory(TierView):
                tags: Sequence[str] = (), tag_match: str = "any", start: datetime | None = None,
                end: datetime | None = None, as_of: datetime | None = None, fusion: Fusion | str | None = None,
                vector_weight: float | None = None, rerank: bool | None = None, dates_in_query: bool = False,
-               reference_time: datetime | None = None) -> list[Hit]:
+               reference_time: datetime | None = None, per_document: bool = False) -> list[Hit]:
         """`start`/`end` filter record time (created_at); `as_of` searches the versions that held at
         that event time (default: current versions only). `rerank=False` ranks hybrid hits by fusion
         alone (default: the learned ranker, when the home's model has one). `dates_in_query`: only
-        records from the period the query names ("last week"), resolved against `reference_time`."""
+        records from the period the query names ("last week"), resolved against `reference_time`.
+        `per_document`: the best chunk of each document only (`k` documents)."""
         filters = {"tags": list(tags), "tag_match": tag_match, "start": start, "end": end, "as_of": as_of}
         return self._search(query, k=k, mode=mode, filters=filters, fusion=fusion, vector_weight=vector_weight,
-                            rerank=rerank, dates_in_query=dates_in_query, reference_time=reference_time)
+                            rerank=rerank, dates_in_query=dates_in_query, reference_time=reference_time,
+                            per_document=per_document)
 
     def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False,
              after: int | None = None, before: int | None = None, as_of: datetime | None = None,

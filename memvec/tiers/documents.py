@@ -7,18 +7,23 @@ import builtins
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from memvec.engine.documents import (
     DEFAULT_OVERLAP,
+    FOLDER_OWNER_PREFIX,
     DocumentInput,
     add_document,
     add_documents,
     delete_document,
-    document_of,
 )
 from memvec.engine.engine import Engine
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError
-from memvec.types import Document, DocumentReport, Record, Tier
+from memvec.types import Document, DocumentReport, Metadata, Record, Tier, describe_validation_error
+
+_METADATA: TypeAdapter[dict[str, Any]] = TypeAdapter(Metadata)
 
 
 class Documents:
@@ -27,27 +32,33 @@ class Documents:
         self.agent = agent
 
     def add(self, source: str | os.PathLike[str], content: str | bytes | None = None, *,
-            media_type: str | None = None, tags: Sequence[str] = (), chunk_overlap: int = DEFAULT_OVERLAP
-            ) -> DocumentReport:
+            media_type: str | None = None, tags: Sequence[str] = (), chunk_overlap: int = DEFAULT_OVERLAP,
+            metadata: dict[str, Any] | None = None) -> DocumentReport:
         """Add the file `source` (read from disk when `content` is None; else `source` is its name and
         `content` its text or bytes). The format comes from `media_type`, else the name's extension,
         else the first bytes: plain text, Markdown, HTML or PDF (UnreadableDocumentError otherwise).
         `chunk_overlap`: tokens a window of a paragraph longer than the model's window repeats from
-        the one before (0 to a quarter of the window)."""
-        item = self._input(source, content, media_type, tags, chunk_overlap)
+        the one before (0 to a quarter of the window). `metadata`: the source's own (JSON, at most
+        16 KiB), cited with every chunk as given."""
+        item = self._input(source, content, media_type, tags, chunk_overlap, metadata)
         return add_document(self._engine, item)
 
-    def add_many(self, sources: Sequence[str | os.PathLike[str] | tuple[str, str | bytes]], *,
+    def add_many(self, sources: Sequence[str | os.PathLike[str] | tuple[str, str | bytes]
+                                         | tuple[str, str | bytes, dict[str, Any]]], *,
                  media_type: str | None = None, tags: Sequence[str] = (), chunk_overlap: int = DEFAULT_OVERLAP
                  ) -> builtins.list[DocumentReport | MemvecError]:
-        """Add many files (paths, or (name, content) pairs) as `add` does, their chunks embedded together
+        """Add many files (paths, or (name, content) or (name, content, metadata)) as `add` does, their
+        chunks embedded together
         (the batched path: much faster than one `add` each). A file that cannot be read gets its error
         in its place in the answer and writes nothing; the others go in."""
         items: builtins.list[DocumentInput | MemvecError] = []
         for source in sources:
-            name, content = source if isinstance(source, tuple) else (source, None)
             try:
-                items.append(self._input(name, content, media_type, tags, chunk_overlap))
+                if isinstance(source, tuple):
+                    metadata = source[2] if len(source) == 3 else {}
+                    items.append(self._input(source[0], source[1], media_type, tags, chunk_overlap, metadata))
+                else:
+                    items.append(self._input(source, None, media_type, tags, chunk_overlap))
             except (InvalidInputError, NotFoundError) as exc:
                 items.append(exc)
         readable = [i for i in items if isinstance(i, DocumentInput)]
@@ -55,7 +66,7 @@ class Documents:
         return [next(done) if isinstance(i, DocumentInput) else i for i in items]
 
     def _input(self, source: str | os.PathLike[str], content: str | bytes | None, media_type: str | None,
-               tags: Sequence[str], overlap: int) -> DocumentInput:
+               tags: Sequence[str], overlap: int, metadata: dict[str, Any] | None = None) -> DocumentInput:
         if content is None:
             path = Path(source)
             if not path.is_file():
@@ -66,15 +77,24 @@ class Documents:
             name = os.fspath(source)
         if not name.strip() or len(name) > 1024:
             raise InvalidInputError("a document needs a name of 1 to 1024 characters")
+        try:
+            kept = _METADATA.validate_python(metadata or {})
+        except ValidationError as exc:
+            raise InvalidInputError(f"{name}: metadata: {describe_validation_error(exc)}") from exc
         return DocumentInput(owner=self.agent, name=name.strip(), data=data, media_type=media_type, tags=list(tags),
-                             overlap=overlap)
+                             overlap=overlap, metadata=kept)
 
     def list(self, *, include_replaced: bool = False) -> list[Document]:
         """The agent's documents, oldest first (with the versions changed files replaced, if asked)."""
         return self._engine.store.documents(self.agent, include_replaced=include_replaced)
 
     def get(self, document_id: int) -> Document:
-        return document_of(self._engine, self.agent, document_id)
+        """One of the agent's documents, or a file of a folder attached to it."""
+        document = self._engine.store.document(document_id)
+        folders = {FOLDER_OWNER_PREFIX + f for f in self._engine.store.agent_folders(self.agent)}
+        if document is None or (document.owner != self.agent and document.owner not in folders):
+            raise NotFoundError(f"agent {self.agent!r} has no document {document_id}")
+        return document
 
     def text(self, document_id: int) -> str:
         """The document's whole text, as its chunks' offsets count it."""

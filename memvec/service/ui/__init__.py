@@ -18,6 +18,7 @@ from memvec.service.auth import KeyRing
 from memvec.service.ui import (
     pages_agent,
     pages_agents,
+    pages_documents,
     pages_health,
     pages_records,
     pages_search,
@@ -69,5 +70,6 @@ def add_routes(app: FastAPI) -> None:
         return Response(STYLESHEET, media_type="text/css",
                         headers={**PAGE_HEADERS, "Cache-Control": "public, max-age=3600"})
 
-    for pages in (pages_session, pages_agents, pages_agent, pages_records, pages_search, pages_health):
+    for pages in (pages_session, pages_agents, pages_agent, pages_records, pages_documents, pages_search,
+                  pages_health):
         pages.add_routes(app)
