@@ -351,3 +351,14 @@ def test_per_document_search_gives_each_file_once_by_its_best_chunk(memory: Memo
              if h.citation.document}
     assert {h.id for h in grouped if h.citation.document} == set(first.values())  # the best chunk of each
     assert [h.id for h in archival.search("heron count marsh", k=2, per_document=True)] == [h.id for h in grouped[:2]]
+
+
+def test_a_backup_restores_the_files_with_their_chunks(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(32)) as mem:
+        report = mem.add_document("ana", "manual.md", MANUAL)
+        mem.backup(tmp_path / "backup")
+    with Memory.restore(tmp_path / "backup", tmp_path / "restored", embedder=HashingEmbedder(32)) as restored:
+        docs = restored.documents("ana")
+        assert docs.list() == [report.document] and docs.text(report.document.id) == MANUAL
+        hit = restored.archival("ana").search("mesh filter", k=1)[0]
+        assert hit.citation.document is not None and hit.citation.document.document_id == report.document.id

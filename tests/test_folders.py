@@ -68,6 +68,8 @@ def test_a_file_of_a_name_already_there_is_replaced_skipped_refused_or_renamed(m
     assert folders.upload(folder.id, "a.txt", b"other text", duplicate_handling="suffix").document.name == "a (1).txt"
     assert [d.name for d in folders.files(folder.id)] == ["a.txt", "a (1).txt"]
     assert not folders.upload(folder.id, "b.txt", b"first text").created  # the same content: nothing added
+    assert not folders.upload(folder.id, "a.txt", b"first text", duplicate_handling="error").created
+    assert folders.upload(folder.id, "c.txt", b"third text", duplicate_handling="suffix").document.name == "c.txt"
 
 
 def test_deleting_a_folder_deletes_its_chunks_from_every_agent(memory: Memory) -> None:

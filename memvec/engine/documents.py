@@ -148,7 +148,7 @@ def _parsed(engine: Engine, position: int, item: DocumentInput) -> _Ready | Docu
 
 
 def _same_content(engine: Engine, owner: str, content_hash: str) -> Document | None:
-    return next((d for d in engine.store.documents(owner) if d.content_hash == content_hash), None)
+    return engine.store.current_document(owner, content_hash=content_hash)
 
 
 def _write_all(engine: Engine, pending: list[_Ready], results: list[DocumentReport | InvalidInputError | None]
@@ -165,7 +165,7 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
     item, parsed = ready.item, ready.parsed
     if (same := _same_content(engine, item.owner, ready.content_hash)) is not None:
         return DocumentReport(document=same, created=False)
-    previous = next((d for d in engine.store.documents(item.owner) if d.name == item.name), None)
+    previous = engine.store.current_document(item.owner, name=item.name)
     now = datetime.now(UTC)
     ids: list[int] = []
     with engine.store.transaction():

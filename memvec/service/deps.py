@@ -134,6 +134,12 @@ def visible_agent(agent_id: str, principal: Principal, service: ServiceState) ->
     return service.memory.get_agent(agent_id)
 
 
+def unscoped(principal: Principal, what: str, why: str) -> None:
+    """403 for a key scoped to some agents: `what` touches something that belongs to no one agent."""
+    if principal.agents is not None:
+        raise HTTPException(403, f"{what} needs an unscoped key: {why}")
+
+
 def cursor(value: str | None) -> int | None:
     if value is None:
         return None

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Path, Query
+from fastapi import FastAPI, Path, Query
 
 from memvec.errors import NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
-from memvec.service.deps import AgentId, Caller, Service, ServiceState, visible_agent
+from memvec.service.deps import AgentId, Caller, Service, ServiceState, unscoped, visible_agent
 from memvec.service.schemas import AgentOut, BlockIn, BlockOut, BlockPatch, Deleted
 from memvec.service.views import agent_out, block_out, page
 from memvec.types import AGENT_PATTERN, LABEL_PATTERN, SHARED_BLOCK_ID_PATTERN, CoreBlock
@@ -28,9 +28,7 @@ Limit = Annotated[int, Query(ge=1, le=1000)]
 SharedBlockId = Annotated[str, Path(pattern=SHARED_BLOCK_ID_PATTERN, description="a shared block's id")]
 
 
-def _unscoped(principal: Principal, what: str) -> None:
-    if principal.agents is not None:
-        raise HTTPException(403, f"{what} needs an unscoped key: a shared block belongs to no one agent")
+_WHY = "a shared block belongs to no one agent"
 
 
 def _visible_shared(memory: Memory, principal: Principal, block_id: str) -> Any:
@@ -56,7 +54,7 @@ def add_routes(app: FastAPI) -> None:
     def create_block(body: BlockIn, principal: Caller, service: Service) -> BlockOut:
         """A shared block, attached to no agent yet (attach it with
         `PATCH /v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}`)."""
-        _unscoped(principal, "creating a shared block")
+        unscoped(principal, "creating a shared block", _WHY)
         block = CoreBlock.model_validate(body.model_dump(exclude_none=True))
         made = service.memory.shared_blocks(actor=principal.actor).create(block)
         return BlockOut.with_id(made.id, made)
@@ -98,7 +96,7 @@ def add_routes(app: FastAPI) -> None:
             agent, label = own
             service.memory.core(agent, actor=principal.actor).delete(label)
             return Deleted(message=f"block {label!r} of agent {agent!r} deleted")
-        _unscoped(principal, "deleting a shared block")
+        unscoped(principal, "deleting a shared block", _WHY)
         service.memory.shared_blocks(actor=principal.actor).delete(block_id)
         return Deleted(message=f"shared block {block_id} deleted")
 

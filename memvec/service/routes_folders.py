@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, File, HTTPException, Path, Query, UploadFile
+from fastapi import APIRouter, File, Path, Query, UploadFile
 from pydantic import BaseModel, Field
 
 from memvec.documents.formats import MAX_DOCUMENT_BYTES
@@ -21,7 +21,7 @@ from memvec.errors import NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
 from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import AgentId, Caller, Service, visible_agent
+from memvec.service.deps import AgentId, Caller, Service, unscoped, visible_agent
 from memvec.service.schemas import AgentOut, Deleted, EmbeddingConfigOut
 from memvec.service.views import agent_out, page
 from memvec.types import FOLDER_ID_PATTERN, Document, Folder, Metadata
@@ -84,6 +84,9 @@ class FileOut(BaseModel):
     updated_at: datetime
 
 
+_WHY = "a folder may be attached to several tenants' agents"
+
+
 def _folder_out(memory: Memory, folder: Folder) -> FolderOut:
     return FolderOut(id=folder.id, name=folder.name, description=folder.description, instructions=folder.instructions,
                      metadata=folder.metadata, created_at=folder.created_at, updated_at=folder.updated_at,
@@ -96,11 +99,6 @@ def _file_out(folder_id: str, doc: Document, content: str | None = None) -> File
                    original_file_name=doc.name, file_type=doc.media_type, file_size=doc.size_bytes,
                    total_chunks=doc.chunks, chunks_embedded=doc.chunks, content=content, created_at=doc.created_at,
                    updated_at=doc.created_at)
-
-
-def _unscoped(principal: Principal, what: str) -> None:
-    if principal.agents is not None:
-        raise HTTPException(403, f"{what} needs an unscoped key: a folder may be attached to several tenants' agents")
 
 
 def _visible(memory: Memory, principal: Principal, folder_id: str) -> Folder:
@@ -118,7 +116,7 @@ def _document_id(file_id: str) -> int:
 @router.post("/v1/folders", response_model=FolderOut, status_code=201)
 def create_folder(body: FolderIn, principal: Caller, service: Service) -> FolderOut:
     """An empty folder (409 when another has the name)."""
-    _unscoped(principal, "creating a folder")
+    unscoped(principal, "creating a folder", _WHY)
     folder = service.memory.folders().create(body.name, description=body.description,
                                              instructions=body.instructions, metadata=body.metadata)
     return _folder_out(service.memory, folder)
@@ -142,7 +140,7 @@ def get_folder(folder_id: FolderId, principal: Caller, service: Service) -> Fold
 @router.patch("/v1/folders/{folder_id}", response_model=FolderOut)
 def modify_folder(folder_id: FolderId, body: FolderPatch, principal: Caller, service: Service) -> FolderOut:
     """Change its name, description, instructions or metadata."""
-    _unscoped(principal, "changing a folder")
+    unscoped(principal, "changing a folder", _WHY)
     changed = service.memory.folders().modify(folder_id, body.model_dump(exclude_unset=True, exclude_none=True))
     return _folder_out(service.memory, changed)
 
@@ -150,7 +148,7 @@ def modify_folder(folder_id: FolderId, body: FolderPatch, principal: Caller, ser
 @router.delete("/v1/folders/{folder_id}", response_model=Deleted)
 def delete_folder(folder_id: FolderId, principal: Caller, service: Service) -> Deleted:
     """Delete the folder, its files, and their chunks from every agent it is attached to."""
-    _unscoped(principal, "deleting a folder")
+    unscoped(principal, "deleting a folder", _WHY)
     chunks = service.memory.folders().delete(folder_id)
     return Deleted(message=f"folder {folder_id} deleted with {chunks} chunks")
 
@@ -168,7 +166,7 @@ def upload_file(folder_id: FolderId, principal: Caller, service: Service,
                 ) -> FileOut:
     """Add a file: parsed, cut into chunks and embedded before the answer (422 `unreadable_document`
     for an empty, corrupt or unreadable file; nothing is written then)."""
-    _unscoped(principal, "uploading a file")
+    unscoped(principal, "uploading a file", _WHY)
     data = file.file.read(MAX_DOCUMENT_BYTES + 1)
     report = service.memory.folders().upload(folder_id, name or file.filename or "upload", data,
                                              media_type=file.content_type, duplicate_handling=duplicate_handling)
@@ -198,7 +196,7 @@ def get_file(folder_id: FolderId, file_id: FileId, principal: Caller, service: S
 @router.delete("/v1/folders/{folder_id}/{file_id}", status_code=204)
 def delete_file(folder_id: FolderId, file_id: FileId, principal: Caller, service: Service) -> None:
     """Delete a file (every version) and its chunks from every agent the folder is attached to."""
-    _unscoped(principal, "deleting a file")
+    unscoped(principal, "deleting a file", _WHY)
     service.memory.folders().delete_file(folder_id, _document_id(file_id))
 
 

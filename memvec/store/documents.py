@@ -62,6 +62,14 @@ class DocumentStore:
         rows = self._query(f"SELECT {_COLUMNS} FROM documents WHERE owner = ?{current} ORDER BY id", (owner,))
         return [_document(r) for r in rows]
 
+    def current_document(self: _SQL, owner: str, *, name: str | None = None, content_hash: str | None = None
+                         ) -> Document | None:
+        """The owner's current document of that name, or with that content (an indexed lookup)."""
+        column, value = ("name", name) if name is not None else ("content_hash", content_hash)
+        rows = self._query(f"SELECT {_COLUMNS} FROM documents WHERE owner = ? AND {column} = ? "
+                           "AND replaced_by IS NULL ORDER BY id LIMIT 1", (owner, value))
+        return _document(rows[0]) if rows else None
+
     def document(self: _SQL, document_id: int) -> Document | None:
         rows = self._query(f"SELECT {_COLUMNS} FROM documents WHERE id = ?", (document_id,))
         return _document(rows[0]) if rows else None

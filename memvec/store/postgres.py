@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS documents (
     chunks INTEGER NOT NULL, blocks TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL, replaced_at TEXT,
     replaced_by BIGINT);
 CREATE INDEX IF NOT EXISTS documents_by_owner ON documents (owner, name, id);
+CREATE INDEX IF NOT EXISTS documents_by_hash ON documents (owner, content_hash);
 CREATE TABLE IF NOT EXISTS folders (
     id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, description TEXT, instructions TEXT,
     metadata TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL, updated_at TEXT NOT NULL);

@@ -161,6 +161,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         replaced_by INTEGER
     );
     CREATE INDEX documents_by_owner ON documents (owner, name, id);
+    CREATE INDEX documents_by_hash ON documents (owner, content_hash);
     -- folders (Letta's /v1/folders): documents owned by `~<folder id>`, copied into attached agents
     CREATE TABLE folders (
         id TEXT PRIMARY KEY,

@@ -5,6 +5,7 @@ the folder is so for every agent it is attached to."""
 from __future__ import annotations
 
 import builtins
+import hashlib
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -64,15 +65,16 @@ class Folders:
         if duplicate_handling not in DUPLICATE_HANDLING:
             raise InvalidInputError(f"duplicate_handling is one of {', '.join(DUPLICATE_HANDLING)}")
         owner = folders.folder_owner(folder_id)
-        current = self._engine.store.documents(owner)
-        names = {d.name for d in current}
-        if name in names and duplicate_handling in ("skip", "error"):
-            same = next(d for d in current if d.name == name)
-            if duplicate_handling == "error":
-                raise InvalidInputError(f"the folder has a file named {name!r} already")
-            return DocumentReport(document=same, created=False)
-        if duplicate_handling == "suffix":
-            name = _free_name(name, names)
+        same_content = self._engine.store.current_document(owner, content_hash=hashlib.sha256(data).hexdigest())
+        if same_content is not None:
+            return DocumentReport(document=same_content, created=False)
+        same_name = self._engine.store.current_document(owner, name=name)
+        if same_name is not None and duplicate_handling == "error":
+            raise InvalidInputError(f"the folder has a file named {name!r} already")
+        if same_name is not None and duplicate_handling == "skip":
+            return DocumentReport(document=same_name, created=False)
+        if same_name is not None and duplicate_handling == "suffix":
+            name = _free_name(name, {d.name for d in self._engine.store.documents(owner)})
         return add_document(self._engine, DocumentInput(owner=owner, name=name, data=data, media_type=media_type,
                                                         folder=(folder.id, folder.name)))
 
