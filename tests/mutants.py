@@ -44,7 +44,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
      "    deleted, agents = delete_documents(engine, [document_id])",
      "tests/test_documents.py"),
     ("the same content again is added again", "memvec/engine/documents.py",
-     "    return next((d for d in engine.store.documents(owner) if d.content_hash == content_hash), None)",
+     "    return engine.store.current_document(owner, content_hash=content_hash)",
      "    return None", "tests/test_documents.py"),
     ("paragraphs are packed past the model's window", "memvec/documents/chunking.py",
      "(not same_section or pending_tokens + tokens > settings.max_tokens):", "(not same_section):",
