@@ -126,8 +126,8 @@ def markdown(found: dict[str, Any]) -> list[str]:
     records = found["records"]
     out = ["## SciFact as files", "",
            f"{found['queries']} claims over {records['documents']:,} abstracts, each once as a record (\"title. "
-           "abstract\") and once as a Markdown file through `add_document` (title as heading, chunks cut by the "
-           "model's tokenizer); a file run ranks documents by their best chunk.", "",
+           "abstract\") and once as a Markdown file through `add_many` (title as heading, chunks cut by the "
+           "model's tokenizer, overlap in tokens); a file run ranks documents by their best chunk.", "",
            "| ingested as | mode | nDCG@10 | R@100 | MRR@10 | documents/s |", "|---|---|---|---|---|---|"]
     for mode, scores in records["scores"].items():
         out.append(f"| one record each | {mode} | {scores['ndcg@10']:.3f} | {scores['recall@100']:.3f} | "
