@@ -190,7 +190,9 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     docs_pages.add_routes(app, title="memvec")
     routes_agents.add_routes(app)
     routes_blocks.add_routes(app)
-    app.include_router(routes_folders.router)
+    # added as they are: an included router builds its routes' parameters at its first request, warning
+    # (an error under filterwarnings) in whichever request thread comes first
+    app.router.routes.extend(routes_folders.router.routes)
     routes_memory.add_routes(app)
     routes_messages.add_routes(app)
     routes_metrics.add_routes(app)
