@@ -70,3 +70,23 @@ def test_every_route_of_the_app_is_in_the_table(client: TestClient) -> None:
     assert routes - listed == set(), "document these routes in docs/integrations.md"
     assert listed - routes == set(), "the table lists routes the app does not have"
     assert len(TABLE) > 30
+
+
+def test_every_route_documents_the_error_body(client: TestClient) -> None:
+    """Schemathesis holds each answer to its route's documented responses: a route (or router) that
+    forgets ERROR_RESPONSES documents FastAPI's own 422 shape and none of memvec's refusals."""
+    spec = client.get("/openapi.json").json()
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            for status in ("401", "404", "422", "503"):
+                if (path, status) == ("/v1/health", "503"):
+                    continue  # the health body itself, saying what is down
+                schema = operation["responses"].get(status, {}).get("content", {}).get("application/json", {})
+                assert schema.get("schema") == {"$ref": "#/components/schemas/ErrorOut"}, (method, path, status)
+
+
+def test_no_route_is_built_at_its_first_request(client: TestClient) -> None:
+    """An included router's routes are rebuilt lazily at the first request, and concurrent first
+    requests race (a pydantic warning in a request thread): every route is built when the app is."""
+    lazy = [route for route in client.app.routes if getattr(route, "original_router", None) is not None]
+    assert lazy == []

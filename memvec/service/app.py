@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.telemetry import TelemetryConfig
@@ -53,7 +53,7 @@ from memvec.service.front import (
     header,
 )
 from memvec.service.origin import foreign_origin, foreign_request
-from memvec.service.schemas import ErrorOut, Health
+from memvec.service.schemas import ERROR_RESPONSES, Health
 from memvec.types import VERSION, describe_validation_error
 
 API_DESCRIPTION = """Vector-search memory for LLM agents: core, recall and archival tiers with citations.
@@ -82,19 +82,6 @@ def _error(status: int, kind: str, detail: Any, request: Request | None = None) 
 
 
 
-_ERROR_MEANINGS = {
-    400: "bad input", 401: "missing or invalid API key", 403: "the key may not create or import this agent",
-    404: "no such agent, record or block (or one the key may not see)",
-    409: "already exists, a refused core-memory edit, a passage version that is not current, or the agent is "
-         "replying on another server (retry)",
-    408: "the request's headers or body did not arrive in time",
-    413: "body over 16 MiB (or over what the route takes: none for bodyless routes, 8 KiB to sign in)",
-    422: "invalid request", 429: "this key has too many requests in flight; retry after Retry-After seconds",
-    502: "the agent's LLM provider failed", 503: "the store is unavailable; retry after Retry-After seconds",
-}
-# documented on every route: each error is `{"error": kind, "detail": ...}`
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorOut, "description": meaning} for status, meaning in _ERROR_MEANINGS.items()}
 
 
 def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[Response]]:
@@ -170,6 +157,14 @@ def key_gate(keys: KeyRing, *, allowed_hosts: frozenset[str] = frozenset()) -> G
     return gate
 
 
+def add_router(app: FastAPI, router: APIRouter) -> None:
+    """The router's routes, as they were built when declared. Not `include_router`: FastAPI 0.165 builds
+    an included router's parameters again at the first request, and concurrent first requests race
+    on shared `Annotated` parameters (pydantic warns; the warning is an error in a request thread).
+    So each router declares its own error responses (ERROR_RESPONSES), prefix and tags."""
+    app.router.routes.extend(router.routes)
+
+
 def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: frozenset[str] = frozenset(),
                body_timeout_s: float = BODY_TIMEOUT_S, max_in_flight_per_key: int = MAX_IN_FLIGHT_PER_KEY) -> FastAPI:
     """The service over `memory`. `allowed_hosts`: Host names a keyless server answers besides
@@ -192,7 +187,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     routes_blocks.add_routes(app)
     # added as they are: an included router builds its routes' parameters at its first request, warning
     # (an error under filterwarnings) in whichever request thread comes first
-    app.router.routes.extend(routes_folders.router.routes)
+    add_router(app, routes_folders.router)
     routes_memory.add_routes(app)
     routes_messages.add_routes(app)
     routes_metrics.add_routes(app)

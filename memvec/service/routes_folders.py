@@ -22,11 +22,11 @@ from memvec.memory import Memory
 from memvec.service.auth import Principal
 from memvec.service.body import OffLoopBodyRoute
 from memvec.service.deps import AgentId, Caller, Service, unscoped, visible_agent
-from memvec.service.schemas import AgentOut, Deleted, EmbeddingConfigOut
+from memvec.service.schemas import ERROR_RESPONSES, AgentOut, Deleted, EmbeddingConfigOut
 from memvec.service.views import agent_out, page
 from memvec.types import FOLDER_ID_PATTERN, Document, Folder, Metadata
 
-router = APIRouter(tags=["folders"], route_class=OffLoopBodyRoute)
+router = APIRouter(tags=["folders"], route_class=OffLoopBodyRoute, responses=ERROR_RESPONSES)
 FolderId = Annotated[str, Path(pattern=FOLDER_ID_PATTERN, description="a folder's id (source-<uuid4>)")]
 FileId = Annotated[str, Path(pattern=r"^file-[0-9]{1,18}$", description="a file's id (file-<n>)")]
 After = Annotated[str | None, Query(max_length=140, description="cursor: items after this id")]
