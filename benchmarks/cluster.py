@@ -32,7 +32,7 @@ from benchmarks.load import free_port, wait_healthy
 from benchmarks.metrics import percentile
 from benchmarks.report import write_report
 from benchmarks.stores import DEFAULT_PG, pg_schema
-from memvec.router import FAIL_TIMEOUT_S, nginx_config
+from memvec.service.nginx import FAIL_TIMEOUT_S, nginx_config
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX_MAIN = """daemon off;

@@ -15,7 +15,7 @@ import httpx
 from benchmarks.load import run_level, start_server, stop_server
 from benchmarks.speed import synthetic_texts
 from memvec import Memory
-from memvec.metrics import HTTP_REQUESTS, HTTP_SECONDS, SEARCH_SECONDS
+from memvec.telemetry.metrics import HTTP_REQUESTS, HTTP_SECONDS, SEARCH_SECONDS
 from memvec.types import NewRecord, Tier
 
 ROUTE = "/v1/agents/{agent_id}/archival-memory/search"

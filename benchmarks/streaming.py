@@ -23,7 +23,7 @@ import httpx
 
 from benchmarks.cluster import NGINX_MAIN, ROOT
 from benchmarks.load import free_port, wait_healthy
-from memvec.router import nginx_config
+from memvec.service.nginx import nginx_config
 
 AGENT = "streamer"
 

@@ -14,6 +14,8 @@ Every error memvec raises on purpose derives from :class:`MemvecError`::
     ├── NotFoundError            an agent, record or block that does not exist (CLI exit 2)
     ├── StoreError               the transactional store failed (CLI exit 1)
     │   └── StoreUnavailableError the database cannot be reached right now (HTTP 503, CLI exit 4); retry later
+    ├── PortInUseError           the address `memvec serve` should listen on is taken (CLI exit 6)
+    ├── ServerStartError         a worker of `memvec serve --workers N` exited as it started
     ├── AgentBusyError           another server runs this agent's reply loop right now (HTTP 409); retry
     ├── ModelCallError           the LLM provider failed or refused a call (HTTP 502, CLI exit 1)
     ├── ServiceCallError         a memvec server answered a client (the framework retrievers) with an error
@@ -92,6 +94,11 @@ class AgentBusyError(MemvecError):
 class PortInUseError(MemvecError):
     """The address `memvec serve` was told to listen on is taken (by another server, most likely);
     checked before the model loads. The CLI exits 6."""
+
+
+class ServerStartError(MemvecError):
+    """A worker of `memvec serve --workers N` exited as it started (the home, a key file): the
+    supervisor stops the others and exits."""
 
 
 class ModelCallError(MemvecError):

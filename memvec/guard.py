@@ -32,7 +32,7 @@ import unicodedata
 
 from memvec.types import Record
 
-# memvec's tool names by their naming scheme (`memvec.memory_tools`, and the loop's send_message), so
+# memvec's tool names by their naming scheme (`memvec.tools`, and the loop's send_message), so
 # a tool added there is covered here without a second list
 _TOOL_CALL = r"\b(\w*memory_\w+|conversation_\w+|send_message)\s*\("
 

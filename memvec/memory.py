@@ -21,20 +21,20 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from memvec.config import DEFAULT_MODEL, IndexSettings, MemoryConfig
-from memvec.consolidation_format import ConsolidationProposal, ConsolidationRun
 from memvec.embed import Backend, backend_of, load_embedder, qualified_model_id, split_model_id
 from memvec.embed.base import Embedder, LazyEmbedder
 from memvec.embed.queries import MicroBatcher, QueryCache
 from memvec.engine.consolidation import apply_run, undo_run
-from memvec.engine.engine import Engine, IndexUsage
+from memvec.engine.engine import Engine
 from memvec.engine.lease import agent_lease
-from memvec.engine.tier import TierIndex, verify_on_disk
+from memvec.engine.partition_index import PartitionIndex, verify_on_disk
 from memvec.engine.transfer import export_agent, import_agents
 from memvec.errors import AgentExistsError, IndexFileError, InvalidInputError, ModelMismatchError, NotFoundError
-from memvec.export_format import AgentExport, ImportReport
-from memvec.index.files import MANIFEST_FILE, Manifest, read_manifest
-from memvec.reports import (
+from memvec.exchange.consolidation import ConsolidationProposal, ConsolidationRun
+from memvec.exchange.export import AgentExport, ImportReport
+from memvec.exchange.reports import (
     IndexBehind,
+    IndexUsage,
     NotLoaded,
     OldFormat,
     PartitionStats,
@@ -43,6 +43,7 @@ from memvec.reports import (
     VerifyProblem,
     VerifyReport,
 )
+from memvec.index.files import MANIFEST_FILE, Manifest, read_manifest
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.store.backup import BackupManifest, backup_store, restore_store
@@ -371,12 +372,12 @@ class Memory:
         reports = []
         for part_agent, tier in self._partitions(agent):
             started = time.perf_counter()
-            index = TierIndex(part_agent, tier, store=self._store, embedder=embedder,
-                              directory=self._engine.index_dir(part_agent, tier), settings=self.index_settings)
+            index = PartitionIndex(part_agent, tier, store=self._store, embedder=embedder,
+                                   directory=self._engine.index_dir(part_agent, tier), settings=self.index_settings)
             reembedded = index.rebuild()
             reports.append(RebuildReport(agent=part_agent, tier=tier, records=len(index), reembedded=reembedded,
                                          seconds=time.perf_counter() - started))
-            self._engine.forget(part_agent, tier)
+            self._engine.unload(part_agent, tier)
         if embedder.model_id != self.model_id:
             self._store.set_meta(MODEL_META_KEY, embedder.model_id)
             self.model_id = embedder.model_id

@@ -120,7 +120,7 @@ def test_agents_are_listed_and_deleted_on_the_command_line(memvec: Cli) -> None:
 WARM_UP = """
 import sys
 from memvec import Memory
-from memvec.cli_serve import warm_llm_library
+from memvec.cli.serve import warm_llm_library
 from memvec.types import AgentSettings
 with Memory.open(sys.argv[1], model="hash:64") as mem:
     if sys.argv[2] == "model":

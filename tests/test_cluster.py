@@ -19,10 +19,10 @@ import httpx
 import pytest
 
 from benchmarks import cluster
-from memvec.cli_serve import _start_worker
 from memvec.errors import InvalidInputError
-from memvec.router import nginx_config
 from memvec.service.listener import stop_admitting
+from memvec.service.nginx import nginx_config
+from memvec.service.server import _start_worker
 from tests.conftest import require_postgres, run_cli, unavailable
 from tests.service_helpers import Server
 
@@ -139,9 +139,11 @@ def test_a_worker_that_cannot_start_again_is_retried_while_the_other_serves(tmp_
     server = Server(tmp_path / "home", serve_args=["--workers", "2", "--keys-file", str(keys)]).start()
     assert server.process is not None
     try:
-        deadline = time.monotonic() + 60
-        while len(workers := worker_pids(server.process.pid)) < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60  # both listening: each has read the key file (not only started)
+        while server.log_path.read_text().count("listening on") < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
+        workers = worker_pids(server.process.pid)
+        assert len(workers) == 2, server.log_path.read_text()[-3000:]
         keys.write_text("short\n")  # a worker started now stops at once: the key file is refused
         os.kill(min(workers), signal.SIGKILL)
         deadline = time.monotonic() + 60

@@ -277,7 +277,7 @@ def test_two_servers_consolidating_one_agent_at_once_write_one_run(tmp_path: Pat
 
 
 def test_an_export_carries_the_runs_with_their_ids_remapped_and_the_copy_can_undo_them(tmp_path: Path) -> None:
-    from memvec.consolidation_format import ConsolidationProposal
+    from memvec.exchange.consolidation import ConsolidationProposal
 
     with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
         lisbon = ana(mem)

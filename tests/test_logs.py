@@ -15,9 +15,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from memvec.logs import REQUEST_ID, JsonFormatter, RequestIdFilter, TextFormatter
 from memvec.service.access_log import AccessLog
 from memvec.service.auth import KeyRing
+from memvec.telemetry.logs import REQUEST_ID, JsonFormatter, RequestIdFilter, TextFormatter
 from tests.service_helpers import Server
 
 KEY = "log-key-0123456789"

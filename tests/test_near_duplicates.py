@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from memvec import Memory, NewRecord, Tier
 from memvec.config import DedupSettings
 from memvec.index.duplicates import near_identical
-from memvec.memory_tools import TOOLS, ToolContext
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
+from memvec.tools import TOOLS, ToolContext
 from tests.conftest import run_cli
 
 SAME = [

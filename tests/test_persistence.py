@@ -113,9 +113,9 @@ def test_index_built_with_another_model_is_rebuilt_on_load(home: Path) -> None:
     ids = fill(home)
     # simulate a rebuild to another model that crashed after writing the index, before the home switched
     with Memory.open(home) as mem:
-        from memvec.engine.tier import TierIndex
+        from memvec.engine.partition_index import PartitionIndex
 
-        TierIndex("app", Tier.ARCHIVAL, store=mem._store, embedder=HashingEmbedder(16),
+        PartitionIndex("app", Tier.ARCHIVAL, store=mem._store, embedder=HashingEmbedder(16),
                   directory=index_dir(home), settings=mem.index_settings).rebuild()
     mem, found = reopen_and_search(home)
     report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]

@@ -14,8 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memvec import CoreBlock, Memory
-from memvec.consolidation_format import ConsolidationProposal
 from memvec.embed import HashingEmbedder
+from memvec.exchange.consolidation import ConsolidationProposal
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.types import AgentSettings
@@ -106,3 +106,23 @@ def test_a_key_scoped_to_another_agent_sees_nothing_of_it(home_with_ana: tuple[M
     served = ask(admin, method, path, values, admin_csrf)
     assert served not in (403, 404, 422), f"{method} {path}: the request is not well-formed ({served}); " \
                                           "add what it needs to REQUESTS"
+
+
+def test_every_route_with_an_agent_in_its_path_takes_it_through_the_scope_dependency() -> None:
+    """A handler that declares `agent_id` itself could forget the scope check; one that takes
+    ScopedAgent (the API) or PageAgent (the browser) cannot. Fast, and independent of the walk above."""
+    from memvec.service.deps import scoped_agent
+    from memvec.service.ui.deps import page_agent
+
+    app = create_app(Memory.open(Path("/tmp/memvec-scope-routes"), embedder=HashingEmbedder(8)), KEYS)
+    app.state.service.memory.close()
+    checked = 0
+    for route in api_routes(app):
+        if "{agent_id}" not in route.path:
+            continue
+        checked += 1
+        direct = [param.name for param in route.dependant.path_params]
+        through = [dep.call for dep in route.dependant.dependencies
+                   if any(param.name == "agent_id" for param in dep.path_params)]
+        assert "agent_id" not in direct and through in ([scoped_agent], [page_agent]), route.path
+    assert checked > 30

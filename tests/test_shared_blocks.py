@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memvec import CoreBlock, CoreMemoryError, Memory, NotFoundError
-from memvec.consolidation_format import ConsolidationProposal
 from memvec.embed import HashingEmbedder
-from memvec.export_format import AgentExport
+from memvec.exchange.consolidation import ConsolidationProposal
+from memvec.exchange.export import AgentExport
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.types import AgentSettings

@@ -1,4 +1,4 @@
-"""Each memory tool is defined once (`memvec.memory_tools`): the agent loop's litellm schemas, the MCP
+"""Each memory tool is defined once (`memvec.tools`): the agent loop's litellm schemas, the MCP
 server's registrations and the guard's tool-call signal all derive from that table."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from memvec import Memory
 from memvec.agent.tools import LOOP_TOOLS, SEARCH_TOOLS, ToolBox, tool_schemas
 from memvec.guard import poisoning_signals
 from memvec.mcp_server.server import build_server
-from memvec.memory_tools import TOOLS
+from memvec.tools import TOOLS
 from tests.test_mcp import call, run_client
 
 ROOT = Path(__file__).resolve().parents[1]

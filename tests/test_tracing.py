@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from memvec import Memory
 from memvec.embed import HashingEmbedder
 from memvec.service.app import create_app
-from memvec.tracing import export_from_environment
+from memvec.telemetry.tracing import export_from_environment
 from tests.scripted_llm import ScriptedLLM, say
 
 EXPORTER = InMemorySpanExporter()

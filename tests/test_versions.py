@@ -17,9 +17,9 @@ from mcp import Client
 from memvec import Memory, NotFoundError
 from memvec.errors import VersionConflictError
 from memvec.mcp_server.server import build_server
-from memvec.memory_tools import TOOLS, ToolContext
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
+from memvec.tools import TOOLS, ToolContext
 from memvec.types import NewRecord, Tier
 from tests.conftest import run_cli as run_memvec
 from tests.test_mcp import call, run_client

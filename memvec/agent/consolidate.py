@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from memvec.agent import llm
 from memvec.agent.prompts import CONSOLIDATION_INSTRUCTIONS
-from memvec.consolidation_format import ConsolidationProposal, ConsolidationRun
 from memvec.errors import InvalidInputError, ModelCallError
+from memvec.exchange.consolidation import ConsolidationProposal, ConsolidationRun
 from memvec.memory import Memory
 from memvec.types import Record, describe_validation_error
 

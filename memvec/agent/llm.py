@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from memvec.errors import ModelCallError
-from memvec.metrics import LLM_CALLS, LLM_TOKENS
-from memvec.tracing import span
+from memvec.telemetry.metrics import LLM_CALLS, LLM_TOKENS
+from memvec.telemetry.tracing import span
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -11,8 +11,8 @@ import uuid
 
 from memvec.agent.consolidate import consolidate
 from memvec.errors import MemvecError
-from memvec.logs import REQUEST_ID
 from memvec.memory import Memory
+from memvec.telemetry.logs import REQUEST_ID
 
 log = logging.getLogger("memvec.consolidate")
 

@@ -1,4 +1,4 @@
-"""The agent loop's tools: the memory tools of `memvec.memory_tools` (those the loop offers) and
+"""The agent loop's tools: the memory tools of `memvec.tools` (those the loop offers) and
 send_message, as OpenAI/litellm tool schemas, and their execution.
 
 Every failure (unknown tool, bad arguments, unknown block, over the limit, budget spent) comes back
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memvec.errors import MemvecError
 from memvec.memory import Memory
-from memvec.memory_tools import TOOLS, ToolContext, unknown_arguments
+from memvec.tools import TOOLS, ToolContext, unknown_arguments
 from memvec.types import describe_validation_error
 
 SEARCH_TOOLS = frozenset(name for name, tool in TOOLS.items() if tool.page_in)
@@ -41,7 +41,7 @@ def _schema(name: str, description: str, arguments: type[BaseModel], *, heartbea
 
 
 def tool_schemas() -> list[dict[str, Any]]:
-    """The loop's memory tools (from `memvec.memory_tools`) and send_message, as litellm tool schemas."""
+    """The loop's memory tools (from `memvec.tools`) and send_message, as litellm tool schemas."""
     memory = [_schema(name, tool.description, tool.arguments, heartbeat=True) for name, tool in LOOP_TOOLS.items()]
     return [*memory, _schema("send_message", SEND_MESSAGE, SendMessageArgs, heartbeat=False)]
 

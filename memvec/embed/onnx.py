@@ -20,7 +20,7 @@ import numpy.typing as npt
 from memvec.embed.base import Vectors, l2_normalize
 from memvec.embed.onnx_export import MODEL_FILE, TOKENIZER_FILE, Quantization, exported_model
 from memvec.embed.threads import thread_count
-from memvec.metrics import EMBED_BATCH
+from memvec.telemetry.metrics import EMBED_BATCH
 
 DEFAULT_ONNX_BATCH = 16  # measured on 2 cores with LoCoMo turns: 8-32 within 5%, 64+ slower
 

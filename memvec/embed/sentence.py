@@ -18,7 +18,7 @@ from memvec.embed.base import Vectors
 from memvec.embed.locate import resolve_model_location
 from memvec.embed.threads import thread_count
 from memvec.errors import InvalidInputError
-from memvec.metrics import EMBED_BATCH
+from memvec.telemetry.metrics import EMBED_BATCH
 
 
 class SentenceTransformerEmbedder:

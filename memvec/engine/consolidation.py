@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memvec.consolidation_format import (
+from memvec.engine.engine import Engine
+from memvec.errors import CoreMemoryError, InvalidInputError, NotFoundError, VersionConflictError
+from memvec.exchange.consolidation import (
     ConsolidatedBlock,
     ConsolidatedFact,
     ConsolidationProposal,
@@ -19,8 +21,6 @@ from memvec.consolidation_format import (
     ProposedBlock,
     ProposedFact,
 )
-from memvec.engine.engine import Engine
-from memvec.errors import CoreMemoryError, InvalidInputError, NotFoundError, VersionConflictError
 from memvec.types import Citation, CoreBlock, NewRecord, Record, Tier
 
 

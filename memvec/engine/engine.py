@@ -11,22 +11,22 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, Field
 
 from memvec.config import DedupSettings, IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, checked_vectors, embed_records
+from memvec.engine.partition_index import LoadReport, PartitionIndex
 from memvec.engine.repeats import Target, find_repeats, near_key
-from memvec.engine.tier import LoadReport, TierIndex
 from memvec.errors import NotFoundError, VersionConflictError
+from memvec.exchange.reports import IndexUsage
 from memvec.guard import checked_on_read, looks_untrusted
 from memvec.index.heap import release_freed_memory
-from memvec.metrics import INDEX_EVICTIONS, INDEX_LOADS, INDEXES_LOADED, SEARCH_SECONDS, timed
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.per_document import best_per_document, widened
 from memvec.search.rerank import Matrix, Ranker
 from memvec.search.when import dated
 from memvec.store.base import PreparedRecord, Store
-from memvec.tracing import span
+from memvec.telemetry.metrics import INDEX_EVICTIONS, INDEX_LOADS, INDEXES_LOADED, SEARCH_SECONDS, timed
+from memvec.telemetry.tracing import span
 from memvec.types import (
     LATEST,
     Hit,
@@ -40,15 +40,6 @@ from memvec.types import (
 )
 
 log = logging.getLogger("memvec.engine")
-
-
-class IndexUsage(BaseModel):
-    """Loaded (agent, tier) indexes against the budget, and what the budget cost."""
-
-    loaded: int
-    budget: int | None = Field(description="None: no limit")
-    loads: int = Field(description="indexes opened (first use, or again after an eviction)")
-    evictions: int = Field(description="indexes saved and unloaded to stay within the budget")
 
 
 class Engine:
@@ -66,7 +57,7 @@ class Engine:
         self.max_loaded_indexes = max_loaded_indexes
         self.ranker = ranker  # the second ranking stage; used only for the models it was fitted with
         self.load_reports: dict[tuple[str, Tier], LoadReport] = {}
-        self._indexes: OrderedDict[tuple[str, Tier], TierIndex] = OrderedDict()  # least recently used first
+        self._indexes: OrderedDict[tuple[str, Tier], PartitionIndex] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
         self._loads = self._evictions = 0
         # per tier: (the index's applied change, its closed version ids, when the next valid_to passes)
@@ -75,13 +66,13 @@ class Engine:
     def index_dir(self, agent: str, tier: Tier) -> Path:
         return self.index_root / agent / tier.value
 
-    def tier_index(self, agent: str, tier: Tier) -> TierIndex:
+    def tier_index(self, agent: str, tier: Tier) -> PartitionIndex:
         """The (agent, tier) index, loaded on first use and caught up with the store."""
         key = (agent, tier)
         with self._lock:
             loaded = key not in self._indexes
             if loaded:
-                index, report = TierIndex.open(agent, tier, store=self.store, embedder=self.embedder,
+                index, report = PartitionIndex.open(agent, tier, store=self.store, embedder=self.embedder,
                                                directory=self.index_dir(agent, tier),
                                                settings=self.index_settings)
                 self._indexes[key], self.load_reports[key] = index, report
@@ -104,7 +95,7 @@ class Engine:
         return index
 
     @staticmethod
-    def _save_and_drop(evicted: list[TierIndex]) -> list[int]:
+    def _save_and_drop(evicted: list[PartitionIndex]) -> list[int]:
         """Save the unloaded indexes (outside the engine lock: a reload meanwhile catches up from the
         store) and drop the last references to them; returns their sizes."""
         sizes = []
@@ -115,7 +106,7 @@ class Engine:
                 old.save()
         return sizes
 
-    def _over_budget(self) -> list[TierIndex]:
+    def _over_budget(self) -> list[PartitionIndex]:
         """Unload the least recently used indexes past the budget (caller holds the lock)."""
         evicted = []
         while self.max_loaded_indexes is not None and len(self._indexes) > self.max_loaded_indexes:
@@ -360,7 +351,7 @@ class Engine:
             return candidate_table(index, request, self.search_settings, scope, query_vector, depth,
                                    self._ranker_for(request))
 
-    def _scope(self, request: SearchRequest, index: TierIndex) -> Scope:
+    def _scope(self, request: SearchRequest, index: PartitionIndex) -> Scope:
         """The ids the request's filters allow, the versions valid now (or `as_of`) among them; with no
         filter, every id but the versions no longer current."""
         if request.filters.is_empty():
@@ -368,7 +359,7 @@ class Engine:
             return Scope(excluded=closed if len(closed) else None)
         return Scope(allowed=self.store.filter_ids(request.agent, request.tier, request.filters))
 
-    def _closed(self, index: TierIndex) -> npt.NDArray[np.int64]:
+    def _closed(self, index: PartitionIndex) -> npt.NDArray[np.int64]:
         """The tier's versions that are not current, read again only once the tier changed (its index
         applied another change) or a version's `valid_to` has passed since they were read."""
         now, key = datetime.now(UTC), (index.agent, index.tier)
@@ -380,7 +371,7 @@ class Engine:
         return closed
 
     # -- lifecycle ------------------------------------------------------------------------
-    def loaded_indexes(self) -> list[TierIndex]:
+    def loaded_indexes(self) -> list[PartitionIndex]:
         with self._lock:
             return list(self._indexes.values())
 
@@ -390,6 +381,7 @@ class Engine:
             if index.unsaved:
                 index.save()
 
-    def forget(self, agent: str, tier: Tier) -> None:
+    def unload(self, agent: str, tier: Tier) -> None:
+        """Drop the (agent, tier) index from memory unsaved: its records were deleted, or a rebuild replaces it."""
         with self._lock:
             self._indexes.pop((agent, tier), None)

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from memvec.errors import AgentBusyError, StoreError
-from memvec.metrics import AGENT_BUSY, LEASE_WAIT_SECONDS
 from memvec.store.base import Store
+from memvec.telemetry.metrics import AGENT_BUSY, LEASE_WAIT_SECONDS
 
 log = logging.getLogger("memvec.engine")
 LEASE_TTL_S = 30.0

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.config import DedupSettings
-from memvec.engine.tier import TierIndex
+from memvec.engine.partition_index import PartitionIndex
 from memvec.index.duplicates import content_key, near_identical
 from memvec.store.base import PreparedRecord, Store
 from memvec.types import NewRecord, Tier
@@ -37,7 +37,7 @@ def near_key(tier: Tier, record: NewRecord) -> str | None:
     return content_key(record.text) if tier is Tier.ARCHIVAL and record.citation.document is None else None
 
 
-def find_repeats(store: Store, index: TierIndex | None, closed: npt.NDArray[np.int64], agent: str, tier: Tier,
+def find_repeats(store: Store, index: PartitionIndex | None, closed: npt.NDArray[np.int64], agent: str, tier: Tier,
                  rows: list[PreparedRecord], dedup: DedupSettings) -> dict[int, Target]:
     """Rows (by position) that repeat something, and what. `index`: the tier's, None when it never
     held a record; `closed`: its versions that are not current (never a target)."""
@@ -68,7 +68,8 @@ def find_repeats(store: Store, index: TierIndex | None, closed: npt.NDArray[np.i
     return repeats
 
 
-def _keyed(index: TierIndex | None, row: PreparedRecord, by_key: dict[str, int], threshold: float) -> Target | None:
+def _keyed(index: PartitionIndex | None, row: PreparedRecord, by_key: dict[str, int],
+           threshold: float) -> Target | None:
     record_id = by_key.get(row.near_key or "")
     if index is None or record_id is None:
         return None
@@ -76,7 +77,7 @@ def _keyed(index: TierIndex | None, row: PreparedRecord, by_key: dict[str, int],
     return ("record", record_id) if cosine >= threshold else None
 
 
-def _nearest_all(store: Store, agent: str, index: TierIndex, batch: npt.NDArray[np.float32],
+def _nearest_all(store: Store, agent: str, index: PartitionIndex, batch: npt.NDArray[np.float32],
                  closed: npt.NDArray[np.int64], threshold: float) -> tuple[list[list[int]], dict[int, str]]:
     """For every row, its nearest current passages (up to 3) at the threshold or above, found in one
     search, and the texts of all of them, read in one go."""

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 import numpy as np
 from pydantic import ValidationError
 
-from memvec.consolidation_format import ConsolidationRun
 from memvec.embed.base import checked_vectors
 from memvec.engine.engine import Engine
 from memvec.errors import AgentExistsError, InvalidInputError
-from memvec.export_format import AgentExport, ExportedDocument, ExportedRecord, ExportedSharedBlock, ImportReport
+from memvec.exchange.consolidation import ConsolidationRun
+from memvec.exchange.export import AgentExport, ExportedDocument, ExportedRecord, ExportedSharedBlock, ImportReport
 from memvec.guard import checked_on_read
 from memvec.store.base import NewDocument, PreparedRecord, Store
 from memvec.store.shared_blocks import SHARED_OWNER_PREFIX

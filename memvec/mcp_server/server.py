@@ -1,4 +1,4 @@
-"""The MCP server: the memory tools (`memvec.memory_tools`) registered with the official SDK's
+"""The MCP server: the memory tools (`memvec.tools`) registered with the official SDK's
 `MCPServer` (mcp 2.x).
 
 Over stdio the process serves its own home and agent (the host that spawned it is the only
@@ -21,9 +21,9 @@ from starlette.types import ASGIApp, Scope
 from memvec.errors import MemvecError
 from memvec.mcp_server.tools import agent_context, tool_function
 from memvec.memory import Memory
-from memvec.memory_tools import TOOLS, CoreReadArgs, core_memory_read, unknown_arguments
 from memvec.service.auth import KeyRing
 from memvec.service.front import ADMITTED, Admission, FrontDoor, Gate, Refusal, header
+from memvec.tools import TOOLS, CoreReadArgs, core_memory_read, unknown_arguments
 from memvec.types import VERSION, describe_validation_error
 
 INSTRUCTIONS = ("Long-term memory for one agent, MemGPT style. Core memory blocks are always-true facts "

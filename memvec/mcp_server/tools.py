@@ -1,4 +1,4 @@
-"""The memory tools of `memvec.memory_tools` as functions the MCP SDK can register.
+"""The memory tools of `memvec.tools` as functions the MCP SDK can register.
 
 The SDK reads a tool's input schema from its function's signature, so each function gets one built
 from the tool's arguments model: the same fields, limits and descriptions the agent loop's model
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from memvec.memory import Memory
-from memvec.memory_tools import MemoryTool, ToolContext
+from memvec.tools import MemoryTool, ToolContext
 from memvec.types import AgentSettings
 
 

@@ -1,6 +1,6 @@
 """What a search reads of one (agent, tier): its indexes and the records behind them.
 
-`memvec.engine.tier.TierIndex` provides it, reading the store; the search functions only see this
+`memvec.engine.partition_index.PartitionIndex` provides it, reading the store; the search functions only see this
 interface, so `search/` never touches the store itself."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """One log line per request (logger `memvec.access`, INFO): method, route template, status,
 duration, request id and the key's id (never the key, the query string or the body); and the
-request's count and duration in memvec.metrics, and its span (memvec.tracing).
+request's count and duration in memvec.telemetry.metrics, and its span (memvec.telemetry.tracing).
 
 The request id is the caller's `X-Request-ID` when it is a plain token (letters, digits, `._:-`, at
 most 128), else a new one; it is sent back in the response's `X-Request-ID` and set for every line
-logged while the request is served (memvec.logs.REQUEST_ID)."""
+logged while the request is served (memvec.telemetry.logs.REQUEST_ID)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memvec.logs import REQUEST_ID
-from memvec.metrics import HTTP_REQUESTS, HTTP_SECONDS
 from memvec.service.auth import KeyRing
 from memvec.service.front import header
-from memvec.tracing import request_span
+from memvec.telemetry.logs import REQUEST_ID
+from memvec.telemetry.metrics import HTTP_REQUESTS, HTTP_SECONDS
+from memvec.telemetry.tracing import request_span
 
 access = logging.getLogger("memvec.access")
 _PLAIN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")

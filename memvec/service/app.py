@@ -21,15 +21,14 @@ from starlette.types import Scope
 
 from memvec.errors import (
     ModelCallError,
-    StoreUnavailableError,
 )
 from memvec.memory import Memory
-from memvec.metrics import STORE_UNAVAILABLE
 from memvec.service import (
     docs_pages,
     routes_agents,
     routes_blocks,
     routes_folders,
+    routes_health,
     routes_memory,
     routes_messages,
     routes_metrics,
@@ -38,7 +37,7 @@ from memvec.service import (
 from memvec.service.access_log import AccessLog
 from memvec.service.auth import KeyRing
 from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import ERROR_STATUS, Service, ServiceState
+from memvec.service.deps import ERROR_STATUS, ServiceState
 from memvec.service.fairness import MAX_IN_FLIGHT_PER_KEY, FairShare
 from memvec.service.front import (
     ADMITTED,
@@ -53,7 +52,8 @@ from memvec.service.front import (
     header,
 )
 from memvec.service.origin import foreign_origin, foreign_request
-from memvec.service.schemas import ERROR_RESPONSES, Health
+from memvec.service.schemas import ERROR_RESPONSES
+from memvec.telemetry.metrics import STORE_UNAVAILABLE
 from memvec.types import VERSION, describe_validation_error
 
 API_DESCRIPTION = """Vector-search memory for LLM agents: core, recall and archival tiers with citations.
@@ -157,6 +157,12 @@ def key_gate(keys: KeyRing, *, allowed_hosts: frozenset[str] = frozenset()) -> G
     return gate
 
 
+# in the order they are matched: a path two routers could match goes to the first
+ROUTERS = (routes_health.router, docs_pages.router, routes_agents.router, routes_blocks.router,
+           routes_folders.router, routes_memory.router, routes_messages.router, routes_metrics.router,
+           ui.router, *ui.PAGES)
+
+
 def add_router(app: FastAPI, router: APIRouter) -> None:
     """The router's routes, as they were built when declared. Not `include_router`: FastAPI 0.165 builds
     an included router's parameters again at the first request, and concurrent first requests race
@@ -170,7 +176,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
     """The service over `memory`. `allowed_hosts`: Host names a keyless server answers besides
     loopback ones (memvec.service.origin); `body_timeout_s`: how long a request's body may take (408);
     `max_in_flight_per_key`: one key's requests served at once (429 past it; memvec.service.fairness)."""
-    # indexes are saved by whoever runs the app (memvec serve: cli_common.serve_http) when it stops
+    # indexes are saved by whoever runs the app (memvec serve: service.server.serve_http) when it stops
     app = FastAPI(title="memvec", version=VERSION, responses=ERROR_RESPONSES,
                   description=API_DESCRIPTION, docs_url=None, redoc_url=None,  # docs_pages serves them
                   telemetry=NO_FRAMEWORK_TELEMETRY)
@@ -181,50 +187,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: fr
                        body_timeout_s=body_timeout_s)
     app.add_middleware(FairShare, keys=app.state.service.keys, limit=max_in_flight_per_key)
     app.add_middleware(AccessLog, keys=app.state.service.keys)  # outermost: every request, refused ones too
-    add_health_route(app)
-    docs_pages.add_routes(app, title="memvec")
-    routes_agents.add_routes(app)
-    routes_blocks.add_routes(app)
-    # added as they are: an included router builds its routes' parameters at its first request, warning
-    # (an error under filterwarnings) in whichever request thread comes first
-    add_router(app, routes_folders.router)
-    routes_memory.add_routes(app)
-    routes_messages.add_routes(app)
-    routes_metrics.add_routes(app)
-    ui.add_routes(app)
+    ui.install(app)
+    for router in ROUTERS:
+        add_router(app, router)
     return app
-
-
-def add_health_route(app: FastAPI) -> None:
-    @app.get("/v1/health", response_model=Health, response_model_exclude_none=True, tags=["service"],
-             responses={503: {"model": Health, "description": "the store is down, or the server is stopping: "
-                                                              "not ready for new traffic"}})
-    def health(request: Request, service: Service, response: Response) -> Health:
-        """Readiness: 200 while the store answers; 503 with status `unavailable` while it does not, or
-        `draining` once the server was asked to stop (it still serves requests until it closes). Without
-        a valid key (where keys are configured) it says only that: the store, model and totals need one."""
-        out = Health(status="ok", auth=not service.keys.open)
-        if not service.memory.healthy():
-            out.status = "unavailable"
-        if service.keys.principal_of_header(request.headers.get("authorization")) is not None:
-            _add_details(out, service)
-        if service.draining.is_set():
-            out.status = "draining"
-        if out.status != "ok":
-            response.status_code = 503
-            response.headers["Retry-After"] = str(RETRY_AFTER_S)
-        return out
-
-
-def _add_details(out: Health, service: ServiceState) -> None:
-    memory = service.memory
-    usage = memory.index_usage()
-    out.store, out.store_ok, out.model = memory.store_location, out.status == "ok", memory.model_id
-    out.version = VERSION
-    out.indexes_loaded, out.indexes_budget = usage.loaded, usage.budget
-    if out.status != "ok":  # the store did not answer: asking it again would only double the wait
-        return
-    try:
-        out.records, out.agents = memory.totals()
-    except StoreUnavailableError:
-        out.status, out.store_ok = "unavailable", False

@@ -10,9 +10,9 @@ import re
 import threading
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Path, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Request
 
 from memvec.errors import (
     AgentBusyError,
@@ -29,6 +29,8 @@ from memvec.errors import (
 )
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
+from memvec.service.body import OffLoopBodyRoute
+from memvec.service.schemas import ERROR_RESPONSES
 from memvec.types import AGENT_PATTERN, LABEL_PATTERN, AgentSettings, AgentState
 
 # most specific first: handlers are looked up along the exception's class hierarchy
@@ -50,6 +52,12 @@ ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
 def error_kind(exc: MemvecError) -> str:
     """The `error` word memvec answers `exc` with (its most specific entry in ERROR_STATUS)."""
     return next(kind for error_type, (_, kind) in ERROR_STATUS.items() if isinstance(exc, error_type))
+
+
+def api_router(**settings: Any) -> APIRouter:
+    """A route module's router: memvec's error body documented on every route (schemathesis holds the
+    answers to it) and bodies read off the event loop (memvec.service.body)."""
+    return APIRouter(route_class=OffLoopBodyRoute, responses=ERROR_RESPONSES, **settings)
 
 
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
@@ -126,6 +134,17 @@ def in_scope(agent_id: str, principal: Principal) -> None:
     """404 when the caller's key may not see the agent, before any store read (as if it did not exist)."""
     if not principal.may_see(agent_id):
         raise NotFoundError(f"agent {agent_id!r} not found")
+
+
+def scoped_agent(agent_id: AgentId, principal: Caller) -> str:
+    """The `{agent_id}` of a route's path, once the caller's key may see it (404 otherwise, before any
+    store read). Every route with an agent in its path takes it through here (ScopedAgent);
+    tests/test_scopes.py fails on one that does not."""
+    in_scope(agent_id, principal)
+    return agent_id
+
+
+ScopedAgent = Annotated[str, Depends(scoped_agent)]
 
 
 def visible_agent(agent_id: str, principal: Principal, service: ServiceState) -> tuple[AgentSettings, AgentState]:

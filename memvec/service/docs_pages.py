@@ -14,9 +14,11 @@ import hashlib
 import re
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
+
+from memvec.service.body import OffLoopBodyRoute
 
 STATIC_PREFIX = "/docs/static"
 _FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
@@ -41,25 +43,29 @@ def _with_policy(page: HTMLResponse) -> HTMLResponse:
     return HTMLResponse(body, headers={"Content-Security-Policy": policy, "X-Content-Type-Options": "nosniff"})
 
 
-def add_routes(app: FastAPI, *, title: str) -> None:
-    """/docs, /redoc and their files; the app must be made with docs_url=None and redoc_url=None."""
-    @app.get("/docs", include_in_schema=False)
-    def swagger() -> HTMLResponse:
-        return _with_policy(get_swagger_ui_html(
-            openapi_url="/openapi.json", title=f"{title} - API docs",
-            swagger_js_url=f"{STATIC_PREFIX}/swagger-ui-bundle.js", swagger_css_url=f"{STATIC_PREFIX}/swagger-ui.css",
-            swagger_favicon_url=f"{STATIC_PREFIX}/favicon.png"))
+router = APIRouter(route_class=OffLoopBodyRoute)
 
-    @app.get("/redoc", include_in_schema=False)
-    def redoc() -> HTMLResponse:
-        return _with_policy(get_redoc_html(
-            openapi_url="/openapi.json", title=f"{title} - API reference",
-            redoc_js_url=f"{STATIC_PREFIX}/redoc.standalone.js", redoc_favicon_url=f"{STATIC_PREFIX}/favicon.png",
-            with_google_fonts=False))
 
-    @app.get(STATIC_PREFIX + "/{name}", include_in_schema=False)
-    def static_file(name: str) -> FileResponse:
-        if name not in _FILES:
-            raise HTTPException(404, f"no docs file {name!r}")
-        return FileResponse(static_directory() / name, media_type=_FILES[name],
-                            headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"})
+# /docs, /redoc and their files; the app must be made with docs_url=None and redoc_url=None
+@router.get("/docs", include_in_schema=False)
+def swagger(request: Request) -> HTMLResponse:
+    return _with_policy(get_swagger_ui_html(
+        openapi_url="/openapi.json", title=f"{request.app.title} - API docs",
+        swagger_js_url=f"{STATIC_PREFIX}/swagger-ui-bundle.js", swagger_css_url=f"{STATIC_PREFIX}/swagger-ui.css",
+        swagger_favicon_url=f"{STATIC_PREFIX}/favicon.png"))
+
+
+@router.get("/redoc", include_in_schema=False)
+def redoc(request: Request) -> HTMLResponse:
+    return _with_policy(get_redoc_html(
+        openapi_url="/openapi.json", title=f"{request.app.title} - API reference",
+        redoc_js_url=f"{STATIC_PREFIX}/redoc.standalone.js", redoc_favicon_url=f"{STATIC_PREFIX}/favicon.png",
+        with_google_fonts=False))
+
+
+@router.get(STATIC_PREFIX + "/{name}", include_in_schema=False)
+def static_file(name: str) -> FileResponse:
+    if name not in _FILES:
+        raise HTTPException(404, f"no docs file {name!r}")
+    return FileResponse(static_directory() / name, media_type=_FILES[name],
+                        headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"})

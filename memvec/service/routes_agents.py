@@ -9,13 +9,22 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Literal
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
 from memvec.agent.models import model_problem
 from memvec.errors import InvalidInputError
 from memvec.service.auth import Principal
-from memvec.service.deps import AgentId, BlockLabel, Caller, Service, ServiceState, in_scope, visible_agent
+from memvec.service.deps import (
+    BlockLabel,
+    Caller,
+    ScopedAgent,
+    Service,
+    ServiceState,
+    api_router,
+    in_scope,
+    visible_agent,
+)
 from memvec.service.schemas import (
     AgentCreate,
     AgentOut,
@@ -28,6 +37,8 @@ from memvec.service.schemas import (
 )
 from memvec.service.views import agent_out, block_out, blocks_out, page
 from memvec.types import AgentSettings, BlockChange, CoreBlock
+
+router = api_router()
 
 
 def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
@@ -55,71 +66,65 @@ def _in_order(names: list[str], *, after: str | None, before: str | None, descen
     return ordered
 
 
-def add_routes(app: FastAPI) -> None:
-    add_agent_routes(app)
-    add_block_routes(app)
+@router.post("/v1/agents", response_model=AgentOut, status_code=201, tags=["agents"])
+def create_agent(body: AgentCreate, principal: Caller, service: Service) -> AgentOut:
+    """Create an agent (Letta's CreateAgentRequest; its fields memvec has no use for are ignored).
+    Without `memory_blocks` the agent gets persona and human blocks."""
+    memory, name = service.memory, _new_agent_name(body)
+    if not principal.may_see(name):
+        raise HTTPException(403, f"this key may not create agent {name!r}")
+    settings = AgentSettings.model_validate({"name": name, **_settings_changes(body)})
+    _check_model(settings.model)
+    blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
+    memory.create_agent(settings, blocks=blocks, actor=principal.actor)
+    return agent_out(memory, *visible_agent(name, principal, service))
 
+@router.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
+def list_agents(principal: Caller, service: Service,
+                after: Annotated[str | None, Query(description="cursor: agents after this id")] = None,
+                before: Annotated[str | None, Query(description="cursor: agents before this id")] = None,
+                limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+                name: Annotated[str | None, Query(max_length=64)] = None,
+                tags: Annotated[list[str] | None, Query(max_length=32)] = None,
+                match_all_tags: bool = False, order: Literal["asc", "desc"] = "asc",
+                ascending: bool | None = None) -> list[AgentOut]:
+    """Agents in id order, `limit` at a time after the `after` cursor (what letta-client pages with)."""
+    memory = service.memory
+    names = [n for n in memory.agents() if principal.may_see(n) and (name is None or n == name)]
+    descending = order == "desc" if ascending is None else not ascending
+    wanted, found = set(tags or []), []
+    for agent in _in_order(names, after=after, before=before, descending=descending):
+        settings, state = visible_agent(agent, principal, service)
+        has = set(settings.tags)
+        if wanted and not (wanted <= has if match_all_tags else wanted & has):
+            continue  # filtered on the settings, before the blocks are read
+        found.append(agent_out(memory, settings, state))
+        if len(found) == limit:
+            break
+    return found
 
-def add_agent_routes(app: FastAPI) -> None:
-    @app.post("/v1/agents", response_model=AgentOut, status_code=201, tags=["agents"])
-    def create_agent(body: AgentCreate, principal: Caller, service: Service) -> AgentOut:
-        """Create an agent (Letta's CreateAgentRequest; its fields memvec has no use for are ignored).
-        Without `memory_blocks` the agent gets persona and human blocks."""
-        memory, name = service.memory, _new_agent_name(body)
-        if not principal.may_see(name):
-            raise HTTPException(403, f"this key may not create agent {name!r}")
-        settings = AgentSettings.model_validate({"name": name, **_settings_changes(body)})
-        _check_model(settings.model)
-        blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
-        memory.create_agent(settings, blocks=blocks, actor=principal.actor)
-        return agent_out(memory, *visible_agent(name, principal, service))
+@router.get("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
+def get_agent(agent_id: ScopedAgent, principal: Caller, service: Service) -> AgentOut:
+    return agent_out(service.memory, *visible_agent(agent_id, principal, service))
 
-    @app.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
-    def list_agents(principal: Caller, service: Service,
-                    after: Annotated[str | None, Query(description="cursor: agents after this id")] = None,
-                    before: Annotated[str | None, Query(description="cursor: agents before this id")] = None,
-                    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                    name: Annotated[str | None, Query(max_length=64)] = None,
-                    tags: Annotated[list[str] | None, Query(max_length=32)] = None,
-                    match_all_tags: bool = False, order: Literal["asc", "desc"] = "asc",
-                    ascending: bool | None = None) -> list[AgentOut]:
-        """Agents in id order, `limit` at a time after the `after` cursor (what letta-client pages with)."""
-        memory = service.memory
-        names = [n for n in memory.agents() if principal.may_see(n) and (name is None or n == name)]
-        descending = order == "desc" if ascending is None else not ascending
-        wanted, found = set(tags or []), []
-        for agent in _in_order(names, after=after, before=before, descending=descending):
-            settings, state = visible_agent(agent, principal, service)
-            has = set(settings.tags)
-            if wanted and not (wanted <= has if match_all_tags else wanted & has):
-                continue  # filtered on the settings, before the blocks are read
-            found.append(agent_out(memory, settings, state))
-            if len(found) == limit:
-                break
-        return found
+@router.patch("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
+def modify_agent(agent_id: ScopedAgent, body: AgentPatch, principal: Caller, service: Service) -> AgentOut:
+    settings, _ = visible_agent(agent_id, principal, service)
+    if body.name is not None and body.name != agent_id:
+        raise InvalidInputError("an agent's name is its id: renaming is not supported")
+    changes = _settings_changes(body)
+    if (model := changes.get("model")) != settings.model:  # a model set before the check stays usable
+        _check_model(model if isinstance(model, str) else None)
+    service.memory.update_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
+    return agent_out(service.memory, *visible_agent(agent_id, principal, service))
 
-    @app.get("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
-    def get_agent(agent_id: AgentId, principal: Caller, service: Service) -> AgentOut:
-        return agent_out(service.memory, *visible_agent(agent_id, principal, service))
-
-    @app.patch("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
-    def modify_agent(agent_id: AgentId, body: AgentPatch, principal: Caller, service: Service) -> AgentOut:
-        settings, _ = visible_agent(agent_id, principal, service)
-        if body.name is not None and body.name != agent_id:
-            raise InvalidInputError("an agent's name is its id: renaming is not supported")
-        changes = _settings_changes(body)
-        if (model := changes.get("model")) != settings.model:  # a model set before the check stays usable
-            _check_model(model if isinstance(model, str) else None)
-        service.memory.update_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
-        return agent_out(service.memory, *visible_agent(agent_id, principal, service))
-
-    @app.delete("/v1/agents/{agent_id}", response_model=Deleted, tags=["agents"])
-    async def delete_agent(agent_id: AgentId, principal: Caller, service: Service) -> Deleted:
-        """Delete the agent, its blocks and all its records (200 with a message, as Letta answers)."""
-        in_scope(agent_id, principal)
-        async with service.agent_slot(agent_id):
-            records = await run_in_threadpool(_delete_agent, service, agent_id, principal)
-        return Deleted(message=f"agent {agent_id!r} deleted with {records} records")
+@router.delete("/v1/agents/{agent_id}", response_model=Deleted, tags=["agents"])
+async def delete_agent(agent_id: ScopedAgent, principal: Caller, service: Service) -> Deleted:
+    """Delete the agent, its blocks and all its records (200 with a message, as Letta answers)."""
+    in_scope(agent_id, principal)
+    async with service.agent_slot(agent_id):
+        records = await run_in_threadpool(_delete_agent, service, agent_id, principal)
+    return Deleted(message=f"agent {agent_id!r} deleted with {records} records")
 
 
 def _check_model(model: str | None) -> None:
@@ -135,59 +140,58 @@ def _delete_agent(service: ServiceState, agent: str, principal: Principal) -> in
         return service.memory.delete_agent(agent)
 
 
-def add_block_routes(app: FastAPI) -> None:
-    @app.get("/v1/agents/{agent_id}/core-memory", response_model=MemoryOut, tags=["core memory"])
-    def get_core_memory(agent_id: AgentId, principal: Caller, service: Service) -> MemoryOut:
-        """The agent's whole core memory as Letta's Memory (letta-client 0.1.x `core_memory.retrieve`)."""
-        settings, _ = visible_agent(agent_id, principal, service)
-        blocks = blocks_out(service.memory, agent_id)
-        return MemoryOut(blocks=blocks, agent_type=settings.agent_type)
+@router.get("/v1/agents/{agent_id}/core-memory", response_model=MemoryOut, tags=["core memory"])
+def get_core_memory(agent_id: ScopedAgent, principal: Caller, service: Service) -> MemoryOut:
+    """The agent's whole core memory as Letta's Memory (letta-client 0.1.x `core_memory.retrieve`)."""
+    settings, _ = visible_agent(agent_id, principal, service)
+    blocks = blocks_out(service.memory, agent_id)
+    return MemoryOut(blocks=blocks, agent_type=settings.agent_type)
 
-    @app.get("/v1/agents/{agent_id}/core-memory/blocks", response_model=list[BlockOut], tags=["core memory"])
-    def list_blocks(agent_id: AgentId, principal: Caller, service: Service,
-                    after: Annotated[str | None, Query(description="cursor: blocks after this block id")] = None,
-                    before: Annotated[str | None, Query(description="cursor: blocks before this block id")] = None,
-                    limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[BlockOut]:
-        """The agent's blocks in their order; `after`/`before` take a block id (what letta-client pages with)."""
-        visible_agent(agent_id, principal, service)
-        blocks = blocks_out(service.memory, agent_id)
-        return blocks[page([b.id for b in blocks], after=after, before=before, limit=limit)]
+@router.get("/v1/agents/{agent_id}/core-memory/blocks", response_model=list[BlockOut], tags=["core memory"])
+def list_blocks(agent_id: ScopedAgent, principal: Caller, service: Service,
+                after: Annotated[str | None, Query(description="cursor: blocks after this block id")] = None,
+                before: Annotated[str | None, Query(description="cursor: blocks before this block id")] = None,
+                limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[BlockOut]:
+    """The agent's blocks in their order; `after`/`before` take a block id (what letta-client pages with)."""
+    visible_agent(agent_id, principal, service)
+    blocks = blocks_out(service.memory, agent_id)
+    return blocks[page([b.id for b in blocks], after=after, before=before, limit=limit)]
 
-    @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
-    def get_block(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> BlockOut:
-        visible_agent(agent_id, principal, service)
-        return block_out(service.memory, agent_id, service.memory.core(agent_id).get(label))
+@router.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
+def get_block(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, service: Service) -> BlockOut:
+    visible_agent(agent_id, principal, service)
+    return block_out(service.memory, agent_id, service.memory.core(agent_id).get(label))
 
-    @app.patch("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
-    def modify_block(agent_id: AgentId, label: str, body: BlockPatch, principal: Caller, service: Service
-                     ) -> BlockOut:
-        visible_agent(agent_id, principal, service)
-        core = service.memory.core(agent_id, actor=principal.actor)
-        block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.changes(label)})
-        return block_out(service.memory, agent_id, core.put(block))
+@router.patch("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
+def modify_block(agent_id: ScopedAgent, label: str, body: BlockPatch, principal: Caller, service: Service
+                 ) -> BlockOut:
+    visible_agent(agent_id, principal, service)
+    core = service.memory.core(agent_id, actor=principal.actor)
+    block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.changes(label)})
+    return block_out(service.memory, agent_id, core.put(block))
 
-    @app.get("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=list[BlockChange],
-             tags=["core memory"])
-    def block_history(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> list[BlockChange]:
-        """memvec only: every change of the block, oldest first: the whole block before and after,
-        when, and who (`tool:NAME`, `http:KEY-ID`, `cli`, `import`, `python`); `undone_by` marks undone ones."""
-        visible_agent(agent_id, principal, service)
-        return service.memory.core(agent_id).history(label)
+@router.get("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=list[BlockChange],
+         tags=["core memory"])
+def block_history(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, service: Service) -> list[BlockChange]:
+    """memvec only: every change of the block, oldest first: the whole block before and after,
+    when, and who (`tool:NAME`, `http:KEY-ID`, `cli`, `import`, `python`); `undone_by` marks undone ones."""
+    visible_agent(agent_id, principal, service)
+    return service.memory.core(agent_id).history(label)
 
-    @app.delete("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=Forgotten,
-                tags=["core memory"])
-    def forget_block_history(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> Forgotten:
-        """memvec only: forget the block's past values (its history); the block keeps its value and
-        has nothing left to undo. What `forget` does for records, for a block's old text."""
-        visible_agent(agent_id, principal, service)
-        return Forgotten(forgotten=service.memory.core(agent_id).forget_history(label))
+@router.delete("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=Forgotten,
+            tags=["core memory"])
+def forget_block_history(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, service: Service) -> Forgotten:
+    """memvec only: forget the block's past values (its history); the block keeps its value and
+    has nothing left to undo. What `forget` does for records, for a block's old text."""
+    visible_agent(agent_id, principal, service)
+    return Forgotten(forgotten=service.memory.core(agent_id).forget_history(label))
 
-    @app.post("/v1/agents/{agent_id}/core-memory/blocks/{label}/undo", response_model=BlockOut | None,
-              tags=["core memory"])
-    def undo_block(agent_id: AgentId, label: BlockLabel, principal: Caller, service: Service) -> BlockOut | None:
-        """memvec only: revert the block's latest change not yet undone (again: one further back). The
-        block as it is now, or null when the undone change had created it. 409 if it changed outside
-        its history since."""
-        visible_agent(agent_id, principal, service)
-        block = service.memory.core(agent_id, actor=principal.actor).undo(label)
-        return block_out(service.memory, agent_id, block) if block is not None else None
+@router.post("/v1/agents/{agent_id}/core-memory/blocks/{label}/undo", response_model=BlockOut | None,
+          tags=["core memory"])
+def undo_block(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, service: Service) -> BlockOut | None:
+    """memvec only: revert the block's latest change not yet undone (again: one further back). The
+    block as it is now, or null when the undone change had created it. 409 if it changed outside
+    its history since."""
+    visible_agent(agent_id, principal, service)
+    block = service.memory.core(agent_id, actor=principal.actor).undo(label)
+    return block_out(service.memory, agent_id, block) if block is not None else None

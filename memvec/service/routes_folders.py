@@ -13,20 +13,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, File, Path, Query, UploadFile
+from fastapi import File, Path, Query, UploadFile
 from pydantic import BaseModel, Field
 
 from memvec.documents.formats import MAX_DOCUMENT_BYTES
 from memvec.errors import NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
-from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import AgentId, Caller, Service, unscoped, visible_agent
-from memvec.service.schemas import ERROR_RESPONSES, AgentOut, Deleted, EmbeddingConfigOut
+from memvec.service.deps import Caller, ScopedAgent, Service, api_router, unscoped, visible_agent
+from memvec.service.schemas import AgentOut, Deleted, EmbeddingConfigOut
 from memvec.service.views import agent_out, page
 from memvec.types import FOLDER_ID_PATTERN, Document, Folder, Metadata
 
-router = APIRouter(tags=["folders"], route_class=OffLoopBodyRoute, responses=ERROR_RESPONSES)
+router = api_router(tags=["folders"])
 FolderId = Annotated[str, Path(pattern=FOLDER_ID_PATTERN, description="a folder's id (source-<uuid4>)")]
 FileId = Annotated[str, Path(pattern=r"^file-[0-9]{1,18}$", description="a file's id (file-<n>)")]
 After = Annotated[str | None, Query(max_length=140, description="cursor: items after this id")]
@@ -209,7 +208,7 @@ def folder_agents(folder_id: FolderId, principal: Caller, service: Service, afte
 
 
 @router.get("/v1/agents/{agent_id}/folders", response_model=list[FolderOut])
-def agent_folders(agent_id: AgentId, principal: Caller, service: Service, after: After = None,
+def agent_folders(agent_id: ScopedAgent, principal: Caller, service: Service, after: After = None,
                   before: Before = None, limit: Limit = 50) -> list[FolderOut]:
     visible_agent(agent_id, principal, service)
     found = service.memory.folders().of_agent(agent_id)
@@ -218,7 +217,7 @@ def agent_folders(agent_id: AgentId, principal: Caller, service: Service, after:
 
 
 @router.patch("/v1/agents/{agent_id}/folders/attach/{folder_id}", response_model=AgentOut)
-def attach_folder(agent_id: AgentId, folder_id: FolderId, principal: Caller, service: Service) -> AgentOut:
+def attach_folder(agent_id: ScopedAgent, folder_id: FolderId, principal: Caller, service: Service) -> AgentOut:
     """Attach a folder: its files' chunks are copied into the agent's archival memory before the answer."""
     settings, state = visible_agent(agent_id, principal, service)
     _visible(service.memory, principal, folder_id)
@@ -227,7 +226,7 @@ def attach_folder(agent_id: AgentId, folder_id: FolderId, principal: Caller, ser
 
 
 @router.patch("/v1/agents/{agent_id}/folders/detach/{folder_id}", response_model=AgentOut)
-def detach_folder(agent_id: AgentId, folder_id: FolderId, principal: Caller, service: Service) -> AgentOut:
+def detach_folder(agent_id: ScopedAgent, folder_id: FolderId, principal: Caller, service: Service) -> AgentOut:
     """Detach a folder: the agent's copies of its chunks are deleted (the folder keeps its files)."""
     settings, state = visible_agent(agent_id, principal, service)
     _visible(service.memory, principal, folder_id)

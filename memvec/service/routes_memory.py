@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi import Depends, HTTPException, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from memvec.agentfile import AgentFileReport, import_document, parse_document, read_document
 from memvec.errors import InvalidInputError
-from memvec.export_format import AgentExport
-from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, visible_agent
+from memvec.exchange.agentfile import AgentFileReport, import_document, parse_document, read_document
+from memvec.exchange.export import AgentExport
+from memvec.service.deps import Caller, ScopedAgent, Service, ServiceState, api_router, cursor, visible_agent
 from memvec.service.schemas import (
     Deleted,
     ForgetIn,
@@ -23,11 +23,13 @@ from memvec.service.schemas import (
     SearchOut,
     SearchResult,
 )
-from memvec.types import MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
+from memvec.types import AGENT_PATTERN, MAX_ID, MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
+
+router = api_router()
 
 PassageId = Annotated[str, Path(pattern=r"^[0-9]{1,18}$", description="a passage id as listed (digits)")]
 Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0, le=2**62)]
+Offset = Annotated[int, Query(ge=0, le=MAX_ID)]
 TopK = Annotated[int, Query(ge=1, le=MAX_K)]
 QueryText = Annotated[str, Query(min_length=1, max_length=4096)]
 Tags = Annotated[list[str] | None, Query(max_length=32)]
@@ -106,114 +108,112 @@ def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn
             for r in service.memory.insert(records)]
 
 
-def add_routes(app: FastAPI) -> None:
-    @app.post("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"],
-              status_code=201, responses={200: {"model": list[PassageOut],
-                                                "description": "every passage already existed (nothing new)"}})
-    def insert_passages(agent_id: AgentId, body: PassageIn | PassageBatch, principal: Caller, service: Service,
-                        response: Response) -> list[PassageOut]:
-        """Insert one passage (`{text, tags, citation}`) or a batch (`{passages: [...]}`): 201 when
-        anything was created, 200 when every passage repeated one already there (exact or near
-        duplicate: that one is returned, with `duplicate_of`, its tags and citation merged)."""
-        visible_agent(agent_id, principal, service)
-        passages = body.passages if isinstance(body, PassageBatch) else [body]
-        out = _insert_passages(service, agent_id, passages)
-        response.status_code = 201 if any(p.created for p in out) else 200
-        return out
+@router.post("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"],
+          status_code=201, responses={200: {"model": list[PassageOut],
+                                            "description": "every passage already existed (nothing new)"}})
+def insert_passages(agent_id: ScopedAgent, body: PassageIn | PassageBatch, principal: Caller, service: Service,
+                    response: Response) -> list[PassageOut]:
+    """Insert one passage (`{text, tags, citation}`) or a batch (`{passages: [...]}`): 201 when
+    anything was created, 200 when every passage repeated one already there (exact or near
+    duplicate: that one is returned, with `duplicate_of`, its tags and citation merged)."""
+    visible_agent(agent_id, principal, service)
+    passages = body.passages if isinstance(body, PassageBatch) else [body]
+    out = _insert_passages(service, agent_id, passages)
+    response.status_code = 201 if any(p.created for p in out) else 200
+    return out
 
-    @app.get("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"])
-    def list_passages(agent_id: AgentId, principal: Caller, service: Service, limit: Limit = 50,
-                      after: Annotated[str | None, Query(description="cursor: passages after this id")] = None,
-                      before: Annotated[str | None, Query(description="cursor: passages before this id")] = None,
-                      ascending: Annotated[bool, Query(description="oldest first (default)")] = True,
-                      search: Annotated[str | None, Query(max_length=4096, description="rank by this text")] = None,
-                      offset: Offset = 0, as_of: AsOf = None) -> list[PassageOut]:
-        """Current passages in time order, `limit` at a time past the `after` cursor; with `search`, the
-        best `limit` matches of memvec's hybrid search instead."""
-        visible_agent(agent_id, principal, service)
-        return _list_passages(service, agent_id, search=search, ascending=ascending, limit=limit, after=after,
-                              before=before, offset=offset, as_of=as_of)
+@router.get("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"])
+def list_passages(agent_id: ScopedAgent, principal: Caller, service: Service, limit: Limit = 50,
+                  after: Annotated[str | None, Query(description="cursor: passages after this id")] = None,
+                  before: Annotated[str | None, Query(description="cursor: passages before this id")] = None,
+                  ascending: Annotated[bool, Query(description="oldest first (default)")] = True,
+                  search: Annotated[str | None, Query(max_length=4096, description="rank by this text")] = None,
+                  offset: Offset = 0, as_of: AsOf = None) -> list[PassageOut]:
+    """Current passages in time order, `limit` at a time past the `after` cursor; with `search`, the
+    best `limit` matches of memvec's hybrid search instead."""
+    visible_agent(agent_id, principal, service)
+    return _list_passages(service, agent_id, search=search, ascending=ascending, limit=limit, after=after,
+                          before=before, offset=offset, as_of=as_of)
 
-    @app.get("/v1/agents/{agent_id}/archival-memory/search", response_model=SearchOut, tags=["archival memory"])
-    def search_passages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
-                        ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID, tags: Tags = None,
-                        tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
-                        start_datetime: datetime | None = None, end_datetime: datetime | None = None,
-                        as_of: AsOf = None) -> SearchOut:
-        """Hybrid search of current passages (or of those that held `as_of`); `start_datetime`/
-        `end_datetime` filter record time (created_at)."""
-        visible_agent(agent_id, principal, service)
-        return _search(service, agent_id, Tier.ARCHIVAL, query, top_k, mode,
-                       {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime,
-                        "as_of": as_of}, ranking)
+@router.get("/v1/agents/{agent_id}/archival-memory/search", response_model=SearchOut, tags=["archival memory"])
+def search_passages(agent_id: ScopedAgent, query: QueryText, principal: Caller, service: Service,
+                    ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID, tags: Tags = None,
+                    tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
+                    start_datetime: datetime | None = None, end_datetime: datetime | None = None,
+                    as_of: AsOf = None) -> SearchOut:
+    """Hybrid search of current passages (or of those that held `as_of`); `start_datetime`/
+    `end_datetime` filter record time (created_at)."""
+    visible_agent(agent_id, principal, service)
+    return _search(service, agent_id, Tier.ARCHIVAL, query, top_k, mode,
+                   {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime,
+                    "as_of": as_of}, ranking)
 
-    @app.patch("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=list[PassageOut],
-               tags=["archival memory"])
-    def update_passage(agent_id: AgentId, passage_id: PassageId, body: PassageUpdate, principal: Caller,
-                       service: Service) -> list[PassageOut]:
-        """Letta's passage update, as a new version: the passage's current version is closed (it leaves
-        search, stays in its history) and the new one returned, with the old one's `expires_at` unless
-        the body sets one. 409 when `passage_id` was superseded; 400 for a `valid_from` before the
-        current version's."""
-        visible_agent(agent_id, principal, service)
-        result = service.memory.archival(agent_id).update(
-            int(passage_id), body.text, tags=body.tags, valid_from=body.valid_from, expires_at=body.expires_at,
-            session_id=body.citation.session_id, turn_id=body.citation.turn_id, source_url=body.citation.source_url)
-        return [PassageOut.of(result.record)]
+@router.patch("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=list[PassageOut],
+           tags=["archival memory"])
+def update_passage(agent_id: ScopedAgent, passage_id: PassageId, body: PassageUpdate, principal: Caller,
+                   service: Service) -> list[PassageOut]:
+    """Letta's passage update, as a new version: the passage's current version is closed (it leaves
+    search, stays in its history) and the new one returned, with the old one's `expires_at` unless
+    the body sets one. 409 when `passage_id` was superseded; 400 for a `valid_from` before the
+    current version's."""
+    visible_agent(agent_id, principal, service)
+    result = service.memory.archival(agent_id).update(
+        int(passage_id), body.text, tags=body.tags, valid_from=body.valid_from, expires_at=body.expires_at,
+        session_id=body.citation.session_id, turn_id=body.citation.turn_id, source_url=body.citation.source_url)
+    return [PassageOut.of(result.record)]
 
-    @app.get("/v1/agents/{agent_id}/archival-memory/{passage_id}/history", response_model=list[PassageOut],
-             tags=["archival memory"])
-    def passage_history(agent_id: AgentId, passage_id: PassageId, principal: Caller,
-                        service: Service) -> list[PassageOut]:
-        """memvec only: every version of the passage, oldest first, with when each held."""
-        visible_agent(agent_id, principal, service)
-        return [PassageOut.of(r) for r in service.memory.archival(agent_id).history(int(passage_id))]
+@router.get("/v1/agents/{agent_id}/archival-memory/{passage_id}/history", response_model=list[PassageOut],
+         tags=["archival memory"])
+def passage_history(agent_id: ScopedAgent, passage_id: PassageId, principal: Caller,
+                    service: Service) -> list[PassageOut]:
+    """memvec only: every version of the passage, oldest first, with when each held."""
+    visible_agent(agent_id, principal, service)
+    return [PassageOut.of(r) for r in service.memory.archival(agent_id).history(int(passage_id))]
 
-    @app.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=Deleted,
-                tags=["archival memory"])
-    def delete_passage(agent_id: AgentId, passage_id: PassageId, principal: Caller, service: Service) -> Deleted:
-        visible_agent(agent_id, principal, service)
-        service.memory.archival(agent_id).delete(int(passage_id))
-        return Deleted(message=f"passage {passage_id} deleted")
+@router.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=Deleted,
+            tags=["archival memory"])
+def delete_passage(agent_id: ScopedAgent, passage_id: PassageId, principal: Caller, service: Service) -> Deleted:
+    visible_agent(agent_id, principal, service)
+    service.memory.archival(agent_id).delete(int(passage_id))
+    return Deleted(message=f"passage {passage_id} deleted")
 
-    @app.get("/v1/agents/{agent_id}/recall-memory/search", response_model=SearchOut, tags=["messages"])
-    def search_messages(agent_id: AgentId, query: QueryText, principal: Caller, service: Service,
-                        ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID,
-                        roles: Annotated[list[str] | None, Query(max_length=16)] = None,
-                        session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
-                        start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> SearchOut:
-        """memvec only: search the agent's messages (Letta has no such route), results as for passages."""
-        visible_agent(agent_id, principal, service)
-        return _search(service, agent_id, Tier.RECALL, query, top_k, mode,
-                       {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime},
-                       ranking)
+@router.get("/v1/agents/{agent_id}/recall-memory/search", response_model=SearchOut, tags=["messages"])
+def search_messages(agent_id: ScopedAgent, query: QueryText, principal: Caller, service: Service,
+                    ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID,
+                    roles: Annotated[list[str] | None, Query(max_length=16)] = None,
+                    session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
+                    start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> SearchOut:
+    """memvec only: search the agent's messages (Letta has no such route), results as for passages."""
+    visible_agent(agent_id, principal, service)
+    return _search(service, agent_id, Tier.RECALL, query, top_k, mode,
+                   {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime},
+                   ranking)
 
-    @app.post("/v1/agents/{agent_id}/forget", response_model=Forgotten, tags=["archival memory"])
-    def forget(agent_id: AgentId, body: ForgetIn, principal: Caller, service: Service) -> Forgotten:
-        """memvec only: delete the agent's records matching every criterion given (ids, tags, a time
-        range, a session, roles; one tier or both) and say how many. At least one criterion is
-        required (DELETE the agent to forget all of it). Nothing of them stays in the store or indexes."""
-        visible_agent(agent_id, principal, service)
-        criteria = body.model_dump(exclude={"tier", "ids"})
-        return Forgotten(forgotten=service.memory.forget(agent_id, tier=body.tier, ids=body.ids, **criteria))
+@router.post("/v1/agents/{agent_id}/forget", response_model=Forgotten, tags=["archival memory"])
+def forget(agent_id: ScopedAgent, body: ForgetIn, principal: Caller, service: Service) -> Forgotten:
+    """memvec only: delete the agent's records matching every criterion given (ids, tags, a time
+    range, a session, roles; one tier or both) and say how many. At least one criterion is
+    required (DELETE the agent to forget all of it). Nothing of them stays in the store or indexes."""
+    visible_agent(agent_id, principal, service)
+    criteria = body.model_dump(exclude={"tier", "ids"})
+    return Forgotten(forgotten=service.memory.forget(agent_id, tier=body.tier, ids=body.ids, **criteria))
 
-    @app.get("/v1/agents/{agent_id}/export", response_model=AgentExport, tags=["export"])
-    def export(agent_id: AgentId, principal: Caller, service: Service, embeddings: bool = True) -> AgentExport:
-        """The agent, its blocks and ALL its passages and messages with citations (and embeddings)."""
-        visible_agent(agent_id, principal, service)
-        return service.memory.export_agent(agent_id, with_embeddings=embeddings)
+@router.get("/v1/agents/{agent_id}/export", response_model=AgentExport, tags=["export"])
+def export(agent_id: ScopedAgent, principal: Caller, service: Service, embeddings: bool = True) -> AgentExport:
+    """The agent, its blocks and ALL its passages and messages with citations (and embeddings)."""
+    visible_agent(agent_id, principal, service)
+    return service.memory.export_agent(agent_id, with_embeddings=embeddings)
 
-    @app.post("/v1/agents/import", response_model=AgentFileReport, status_code=201, tags=["export"],
-              openapi_extra=IMPORT_BODY)
-    async def import_(request: Request, principal: Caller, service: Service,
-                      name: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")] = None
-                      ) -> AgentFileReport:
-        """Import a Letta Agent File (`.af`) or a memvec export: uploaded as multipart `file` (what
-        letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
-        data, override = await _import_document(request)
-        plan = await run_in_threadpool(read_document, data, name=name or override)  # a big file: off the loop
-        for target in plan.targets:
-            if not principal.may_see(target):
-                raise HTTPException(403, f"this key may not create agent {target!r}")
-        return await run_in_threadpool(import_document, service.memory, plan)
-
+@router.post("/v1/agents/import", response_model=AgentFileReport, status_code=201, tags=["export"],
+          openapi_extra=IMPORT_BODY)
+async def import_(request: Request, principal: Caller, service: Service,
+                  name: Annotated[str | None, Query(pattern=AGENT_PATTERN)] = None
+                  ) -> AgentFileReport:
+    """Import a Letta Agent File (`.af`) or a memvec export: uploaded as multipart `file` (what
+    letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
+    data, override = await _import_document(request)
+    plan = await run_in_threadpool(read_document, data, name=name or override)  # a big file: off the loop
+    for target in plan.targets:
+        if not principal.may_see(target):
+            raise HTTPException(403, f"this key may not create agent {target!r}")
+    return await run_in_threadpool(import_document, service.memory, plan)

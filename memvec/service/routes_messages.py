@@ -11,18 +11,29 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Path, Query, Response
+from fastapi import Path, Query, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
 from memvec.agent.consolidate import consolidate
 from memvec.agent.loop import Event, Reply
-from memvec.consolidation_format import ConsolidationRun
+from memvec.exchange.consolidation import ConsolidationRun
 from memvec.service.auth import Principal
-from memvec.service.deps import AgentId, Caller, Service, ServiceState, cursor, in_scope, visible_agent
+from memvec.service.deps import (
+    Caller,
+    ScopedAgent,
+    Service,
+    ServiceState,
+    api_router,
+    cursor,
+    in_scope,
+    visible_agent,
+)
 from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
 from memvec.service.streaming import Emit, stream_reply
-from memvec.types import NewRecord, Record, Tier
+from memvec.types import MAX_ID, NewRecord, Record, Tier
+
+router = api_router()
 
 _ANYONE = Principal()  # the service's own bookkeeping acts for every agent
 # memvec's stop reasons in Letta's words
@@ -142,70 +153,65 @@ STREAMED: dict[int | str, dict[str, Any]] = {200: {
     "description": "with `streaming`: Server-Sent Events, one Letta message each, then [DONE]"}}
 
 
-def add_routes(app: FastAPI) -> None:
-    @app.post("/v1/agents/{agent_id}/messages", response_model=LettaResponseOut, tags=["messages"], responses=STREAMED)
-    async def send_messages(agent_id: AgentId, body: MessagesIn, principal: Caller,
-                            service: Service) -> LettaResponseOut | StreamingResponse:
-        """Run the agent on each message when it has a model (a `LettaResponse`); otherwise only record them.
-        One message at a time per agent: a message to a busy agent waits up to the lease wait, then 409.
-        With `streaming: true` the reply comes as Server-Sent Events (memvec.service.streaming)."""
-        in_scope(agent_id, principal)
-        if body.streaming:
-            return await _streamed(service, agent_id, principal, body)
-        async with service.agent_slot(agent_id):
-            return await run_in_threadpool(_send, service, agent_id, principal, body)
-
-    @app.post("/v1/agents/{agent_id}/messages/stream", tags=["messages"], response_class=StreamingResponse,
-              responses=STREAMED)
-    async def stream_messages(agent_id: AgentId, body: MessagesIn, principal: Caller,
-                              service: Service) -> StreamingResponse:
-        """Letta's streaming route: `/messages` with `streaming: true`."""
-        in_scope(agent_id, principal)
+@router.post("/v1/agents/{agent_id}/messages", response_model=LettaResponseOut, tags=["messages"], responses=STREAMED)
+async def send_messages(agent_id: ScopedAgent, body: MessagesIn, principal: Caller,
+                        service: Service) -> LettaResponseOut | StreamingResponse:
+    """Run the agent on each message when it has a model (a `LettaResponse`); otherwise only record them.
+    One message at a time per agent: a message to a busy agent waits up to the lease wait, then 409.
+    With `streaming: true` the reply comes as Server-Sent Events (memvec.service.streaming)."""
+    in_scope(agent_id, principal)
+    if body.streaming:
         return await _streamed(service, agent_id, principal, body)
+    async with service.agent_slot(agent_id):
+        return await run_in_threadpool(_send, service, agent_id, principal, body)
 
-    @app.get("/v1/agents/{agent_id}/messages", response_model=list[dict[str, Any]], tags=["messages"])
-    def list_messages(agent_id: AgentId, principal: Caller, service: Service,
-                      after: Annotated[str | None, Query(description="cursor: a message id")] = None,
-                      before: Annotated[str | None, Query(description="cursor: a message id")] = None,
-                      limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                      order: Literal["asc", "desc"] = "desc") -> list[dict[str, Any]]:
-        """The agent's messages (its recall tier) as Letta messages, newest first unless `order=asc`."""
-        visible_agent(agent_id, principal, service)
-        records = service.memory.recall(agent_id).list(limit=limit, newest_first=order == "desc",
-                                                       after=cursor(after), before=cursor(before))
-        return [record_message(r) for r in records]
+@router.post("/v1/agents/{agent_id}/messages/stream", tags=["messages"], response_class=StreamingResponse,
+          responses=STREAMED)
+async def stream_messages(agent_id: ScopedAgent, body: MessagesIn, principal: Caller,
+                          service: Service) -> StreamingResponse:
+    """Letta's streaming route: `/messages` with `streaming: true`."""
+    in_scope(agent_id, principal)
+    return await _streamed(service, agent_id, principal, body)
 
-    add_consolidation_routes(app)
+@router.get("/v1/agents/{agent_id}/messages", response_model=list[dict[str, Any]], tags=["messages"])
+def list_messages(agent_id: ScopedAgent, principal: Caller, service: Service,
+                  after: Annotated[str | None, Query(description="cursor: a message id")] = None,
+                  before: Annotated[str | None, Query(description="cursor: a message id")] = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+                  order: Literal["asc", "desc"] = "desc") -> list[dict[str, Any]]:
+    """The agent's messages (its recall tier) as Letta messages, newest first unless `order=asc`."""
+    visible_agent(agent_id, principal, service)
+    records = service.memory.recall(agent_id).list(limit=limit, newest_first=order == "desc",
+                                                   after=cursor(after), before=cursor(before))
+    return [record_message(r) for r in records]
 
 
+@router.get("/v1/agents/{agent_id}/consolidations", response_model=list[ConsolidationRun], tags=["messages"])
+def list_consolidations(agent_id: ScopedAgent, principal: Caller, service: Service) -> list[ConsolidationRun]:
+    """memvec only: the agent's sleep-time consolidation runs, oldest first, each a reviewable diff
+    (facts added with the message ids they cite, supersessions, block rewrites, the model's reasons)."""
+    visible_agent(agent_id, principal, service)
+    return service.memory.consolidation_runs(agent_id)
 
-def add_consolidation_routes(app: FastAPI) -> None:
-    @app.get("/v1/agents/{agent_id}/consolidations", response_model=list[ConsolidationRun], tags=["messages"])
-    def list_consolidations(agent_id: AgentId, principal: Caller, service: Service) -> list[ConsolidationRun]:
-        """memvec only: the agent's sleep-time consolidation runs, oldest first, each a reviewable diff
-        (facts added with the message ids they cite, supersessions, block rewrites, the model's reasons)."""
-        visible_agent(agent_id, principal, service)
-        return service.memory.consolidation_runs(agent_id)
+@router.post("/v1/agents/{agent_id}/consolidations", response_model=ConsolidationRun, status_code=201,
+          tags=["messages"], responses={204: {"description": "no new messages: nothing to consolidate"}})
+async def run_consolidation(agent_id: ScopedAgent, principal: Caller, service: Service) -> ConsolidationRun | Response:
+    """memvec only: consolidate now with the agent's model: 201 with the run, or 204 when there are
+    no new messages; 400 when the agent has no model. The model failing or answering anything but a
+    valid proposal is a 502 and writes nothing."""
+    in_scope(agent_id, principal)
+    async with service.agent_slot(agent_id):
+        run = await run_in_threadpool(_consolidate, service, agent_id, principal)
+    return run if run is not None else Response(status_code=204)
 
-    @app.post("/v1/agents/{agent_id}/consolidations", response_model=ConsolidationRun, status_code=201,
-              tags=["messages"], responses={204: {"description": "no new messages: nothing to consolidate"}})
-    async def run_consolidation(agent_id: AgentId, principal: Caller, service: Service) -> ConsolidationRun | Response:
-        """memvec only: consolidate now with the agent's model: 201 with the run, or 204 when there are
-        no new messages; 400 when the agent has no model. The model failing or answering anything but a
-        valid proposal is a 502 and writes nothing."""
-        in_scope(agent_id, principal)
-        async with service.agent_slot(agent_id):
-            run = await run_in_threadpool(_consolidate, service, agent_id, principal)
-        return run if run is not None else Response(status_code=204)
-
-    @app.post("/v1/agents/{agent_id}/consolidations/{run_id}/undo", response_model=ConsolidationRun,
-              tags=["messages"])
-    async def undo_consolidation(agent_id: AgentId, run_id: Annotated[int, Path(ge=1, le=2**62)], principal: Caller,
-                           service: Service) -> ConsolidationRun:
-        """memvec only: revert a run whole; 409 when something it wrote changed since (undo that first)."""
-        in_scope(agent_id, principal)
-        async with service.agent_slot(agent_id):
-            return await run_in_threadpool(_undo, service, agent_id, run_id, principal)
+@router.post("/v1/agents/{agent_id}/consolidations/{run_id}/undo", response_model=ConsolidationRun,
+          tags=["messages"])
+async def undo_consolidation(agent_id: ScopedAgent, run_id: Annotated[int, Path(ge=1, le=MAX_ID)], principal: Caller,
+                       service: Service) -> ConsolidationRun:
+    """memvec only: revert a run whole; 409 when something it wrote changed since (undo that first)."""
+    in_scope(agent_id, principal)
+    async with service.agent_slot(agent_id):
+        return await run_in_threadpool(_undo, service, agent_id, run_id, principal)
 
 
 def _consolidate(service: ServiceState, agent: str, principal: Principal) -> ConsolidationRun | None:

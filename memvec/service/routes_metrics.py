@@ -1,4 +1,4 @@
-"""`GET /metrics`: memvec's metrics (memvec.metrics) and the store's totals in Prometheus' text format,
+"""`GET /metrics`: memvec's metrics (memvec.telemetry.metrics) and the store's totals in Prometheus' text format,
 for an unscoped key (any caller of a keyless server). Under `--workers` every worker's counts, summed."""
 
 from __future__ import annotations
@@ -6,13 +6,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from fastapi import FastAPI, HTTPException, Response
+from fastapi import HTTPException, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from memvec.memory import Memory
-from memvec.service.deps import Caller, Service
+from memvec.service.deps import Caller, Service, api_router
+
+router = api_router()
 
 CONNECTIONS = {"opened": "Connections this process opened to PostgreSQL (reconnects included)",
                "failed": "Attempts to connect to PostgreSQL that failed",
@@ -45,9 +47,8 @@ def exposition(memory: Memory) -> bytes:
     return generate_latest(counted) + generate_latest(totals)
 
 
-def add_routes(app: FastAPI) -> None:
-    @app.get("/metrics", include_in_schema=False)
-    def metrics(principal: Caller, service: Service) -> Response:
-        if principal.agents is not None:
-            raise HTTPException(403, "metrics cover every agent: they need an unscoped key")
-        return Response(exposition(service.memory), media_type=CONTENT_TYPE_LATEST)
+@router.get("/metrics", include_in_schema=False)
+def metrics(principal: Caller, service: Service) -> Response:
+    if principal.agents is not None:
+        raise HTTPException(403, "metrics cover every agent: they need an unscoped key")
+    return Response(exposition(service.memory), media_type=CONTENT_TYPE_LATEST)

@@ -11,7 +11,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from memvec.consolidation_format import ConsolidationRun
+from memvec.exchange.consolidation import ConsolidationRun
 from memvec.types import (
     AgentSettings,
     AgentState,

@@ -10,8 +10,8 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from memvec.consolidation_format import ConsolidationRun
 from memvec.errors import VersionConflictError
+from memvec.exchange.consolidation import ConsolidationRun
 from memvec.store.rows import format_time, parse_time
 
 

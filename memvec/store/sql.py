@@ -35,7 +35,7 @@ from memvec.store.rows import (
 from memvec.store.runs import RunStore
 from memvec.store.shared_blocks import SHARED_OWNER_PREFIX, SharedBlockStore
 from memvec.store.versions import VersionStore
-from memvec.tracing import span
+from memvec.telemetry.tracing import span
 from memvec.types import AgentSettings, AgentState, Citation, NewRecord, Record, SearchFilters, Tier
 
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit

@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.requests import cookie_parser
 
 from memvec.service.auth import KeyRing
+from memvec.service.body import OffLoopBodyRoute
 from memvec.service.ui import (
     pages_agent,
     pages_agents,
@@ -52,24 +53,32 @@ def error_page(request: Request, status: int, kind: str, detail: Any) -> HTMLRes
     return page(request, viewer, "error.html", status=status, status_code=status, kind=kind, message=message)
 
 
-def add_routes(app: FastAPI) -> None:
-    @app.exception_handler(SignInRequired)
-    async def sign_in_first(request: Request, _: Exception) -> Response:
-        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        if request.method != "GET":
-            target = "/ui/agents"
-        return RedirectResponse(f"/ui/login?next={quote(target, safe='')}", status_code=303)
+async def sign_in_first(request: Request, _: Exception) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if request.method != "GET":
+        target = "/ui/agents"
+    return RedirectResponse(f"/ui/login?next={quote(target, safe='')}", status_code=303)
 
-    @app.exception_handler(CsrfRefused)
-    async def csrf_refused(request: Request, _: Exception) -> Response:
-        return error_page(request, 403, "csrf_refused", "This form came without its session's token, so nothing "
-                                                        "was changed. Reload the page and try again.")
 
-    @app.get("/ui/static/ui.css", include_in_schema=False)
-    def stylesheet() -> Response:
-        return Response(STYLESHEET, media_type="text/css",
-                        headers={**PAGE_HEADERS, "Cache-Control": "public, max-age=3600"})
+async def csrf_refused(request: Request, _: Exception) -> Response:
+    return error_page(request, 403, "csrf_refused", "This form came without its session's token, so nothing "
+                                                    "was changed. Reload the page and try again.")
 
-    for pages in (pages_session, pages_agents, pages_agent, pages_records, pages_documents, pages_search,
-                  pages_health):
-        pages.add_routes(app)
+
+router = APIRouter(route_class=OffLoopBodyRoute)
+
+
+@router.get("/ui/static/ui.css", include_in_schema=False)
+def stylesheet() -> Response:
+    return Response(STYLESHEET, media_type="text/css",
+                    headers={**PAGE_HEADERS, "Cache-Control": "public, max-age=3600"})
+
+
+PAGES = (pages_session.router, pages_agents.router, pages_agent.router, pages_records.router,
+         pages_documents.router, pages_search.router, pages_health.router)
+
+
+def install(app: FastAPI) -> None:
+    """The browser's two redirects for errors of its own (sign in first; a form without its token)."""
+    app.add_exception_handler(SignInRequired, sign_in_first)
+    app.add_exception_handler(CsrfRefused, csrf_refused)

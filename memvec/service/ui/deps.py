@@ -7,7 +7,7 @@ from typing import Annotated, TypeVar
 
 from fastapi import Depends, Form, Query, Request
 
-from memvec.service.deps import Service, ServiceState, visible_agent
+from memvec.service.deps import AgentId, Service, ServiceState, in_scope, visible_agent
 from memvec.service.ui.session import Viewer, viewer_of
 from memvec.types import AgentSettings, AgentState
 
@@ -20,6 +20,15 @@ def page_viewer(request: Request, service: Service) -> Viewer:
 
 
 PageViewer = Annotated[Viewer, Depends(page_viewer)]
+
+
+def page_agent(agent_id: AgentId, viewer: PageViewer) -> str:
+    """The `{agent_id}` of a page's path, once the viewer's key may see it (404 otherwise)."""
+    in_scope(agent_id, viewer.principal)
+    return agent_id
+
+
+PageAgent = Annotated[str, Depends(page_agent)]
 PageNumber = Annotated[int, Query(ge=1, le=1_000_000, description="1-based page number")]
 # every form that changes something posts it; checked first by session.check_csrf (403 without it)
 CsrfField = Annotated[str | None, Form(max_length=128)]

@@ -3,17 +3,20 @@ the store's change log, and a verify button (the agents the viewer's key may see
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from memvec.embed import backend_of, split_model_id
 from memvec.errors import StoreUnavailableError
+from memvec.exchange.reports import VerifyReport
 from memvec.memory import Memory
-from memvec.reports import VerifyReport
+from memvec.service.body import OffLoopBodyRoute
 from memvec.service.deps import Service
 from memvec.service.ui.deps import CsrfField, PageNumber, PageViewer, Paging
 from memvec.service.ui.render import page
 from memvec.service.ui.session import Viewer, check_csrf
+
+router = APIRouter(route_class=OffLoopBodyRoute)
 
 # each agent's tier rows read its saved manifests from disk (~1 ms an agent): 20 keep a page fast
 AGENTS_PER_PAGE = 20
@@ -42,24 +45,23 @@ def _health_page(request: Request, viewer: Viewer, memory: Memory, paging: Pagin
                 agents=len(agents))
 
 
-def add_routes(app: FastAPI) -> None:
-    @app.get("/ui/health", include_in_schema=False)
-    def health_page(request: Request, viewer: PageViewer, service: Service, page_number: PageNumber = 1
-                    ) -> HTMLResponse:
-        return _health_page(request, viewer, service.memory, Paging(page_number, AGENTS_PER_PAGE))
+@router.get("/ui/health", include_in_schema=False)
+def health_page(request: Request, viewer: PageViewer, service: Service, page_number: PageNumber = 1
+                ) -> HTMLResponse:
+    return _health_page(request, viewer, service.memory, Paging(page_number, AGENTS_PER_PAGE))
 
-    @app.post("/ui/health/verify", include_in_schema=False)
-    def verify(request: Request, viewer: PageViewer, service: Service, csrf_token: CsrfField = None
-               ) -> HTMLResponse:
-        """Check the saved indexes of every agent the key may see against the store."""
-        check_csrf(viewer, csrf_token)
-        memory = service.memory
-        if viewer.principal.agents is None:
-            report = memory.verify()
-        else:
-            report = VerifyReport(problems=[], behind=[])
-            for name in _visible_agents(memory, viewer):
-                found = memory.verify(agent=name)
-                report.problems += found.problems
-                report.behind += found.behind
-        return _health_page(request, viewer, memory, Paging(1, AGENTS_PER_PAGE), report)
+@router.post("/ui/health/verify", include_in_schema=False)
+def verify(request: Request, viewer: PageViewer, service: Service, csrf_token: CsrfField = None
+           ) -> HTMLResponse:
+    """Check the saved indexes of every agent the key may see against the store."""
+    check_csrf(viewer, csrf_token)
+    memory = service.memory
+    if viewer.principal.agents is None:
+        report = memory.verify()
+    else:
+        report = VerifyReport(problems=[], behind=[])
+        for name in _visible_agents(memory, viewer):
+            found = memory.verify(agent=name)
+            report.problems += found.problems
+            report.behind += found.behind
+    return _health_page(request, viewer, memory, Paging(1, AGENTS_PER_PAGE), report)

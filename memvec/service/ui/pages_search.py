@@ -7,14 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import FastAPI, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from memvec.guard import fence
-from memvec.service.deps import AgentId, Service
-from memvec.service.ui.deps import PageViewer, seen_agent
+from memvec.service.body import OffLoopBodyRoute
+from memvec.service.deps import Service
+from memvec.service.ui.deps import PageAgent, PageViewer, seen_agent
 from memvec.service.ui.render import page
 from memvec.types import Hit, SearchMode, SearchRequest, Tier
+
+router = APIRouter(route_class=OffLoopBodyRoute)
 
 
 @dataclass(frozen=True)
@@ -60,17 +63,16 @@ def score_bars(hits: list[Hit]) -> list[list[Bar]]:
     return bars
 
 
-def add_routes(app: FastAPI) -> None:
-    @app.get("/ui/agents/{agent_id}/search", include_in_schema=False)
-    def search_page(request: Request, agent_id: AgentId, viewer: PageViewer, service: Service,
-                    q: Annotated[str, Query(max_length=4096)] = "", tier: Tier = Tier.ARCHIVAL,
-                    mode: SearchMode = SearchMode.HYBRID, k: Annotated[int, Query(ge=1, le=100)] = 10,
-                    ) -> HTMLResponse:
-        seen_agent(agent_id, viewer, service)
-        hits: list[Hit] = []
-        if q.strip():
-            hits = service.memory.search(SearchRequest(agent=agent_id, tier=tier, query=q, k=k, mode=mode))
-        fenced = [fence(hit.text, record_id=hit.id) if hit.untrusted else None for hit in hits]
-        return page(request, viewer, "search.html", agent_id=agent_id, q=q, tier=tier.value, mode=mode.value, k=k,
-                    results=list(zip(hits, score_bars(hits), fenced, strict=True)), tiers=[t.value for t in Tier],
-                    modes=[m.value for m in SearchMode])
+@router.get("/ui/agents/{agent_id}/search", include_in_schema=False)
+def search_page(request: Request, agent_id: PageAgent, viewer: PageViewer, service: Service,
+                q: Annotated[str, Query(max_length=4096)] = "", tier: Tier = Tier.ARCHIVAL,
+                mode: SearchMode = SearchMode.HYBRID, k: Annotated[int, Query(ge=1, le=100)] = 10,
+                ) -> HTMLResponse:
+    seen_agent(agent_id, viewer, service)
+    hits: list[Hit] = []
+    if q.strip():
+        hits = service.memory.search(SearchRequest(agent=agent_id, tier=tier, query=q, k=k, mode=mode))
+    fenced = [fence(hit.text, record_id=hit.id) if hit.untrusted else None for hit in hits]
+    return page(request, viewer, "search.html", agent_id=agent_id, q=q, tier=tier.value, mode=mode.value, k=k,
+                results=list(zip(hits, score_bars(hits), fenced, strict=True)), tiers=[t.value for t in Tier],
+                modes=[m.value for m in SearchMode])

@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI, Form, Query, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from memvec.service.body import OffLoopBodyRoute
 from memvec.service.deps import Service
 from memvec.service.ui.deps import CsrfField, PageViewer
 from memvec.service.ui.render import page
@@ -23,6 +24,8 @@ from memvec.service.ui.session import (
     issue,
     set_cookie,
 )
+
+router = APIRouter(route_class=OffLoopBodyRoute)
 
 LOGIN_SECONDS = 600
 NextPage = Annotated[str, Query(max_length=2048, alias="next")]
@@ -44,41 +47,40 @@ def _sign_in_page(request: Request, next_page: str, *, error: str = "", status: 
     return response
 
 
-def add_routes(app: FastAPI) -> None:
-    @app.get("/", include_in_schema=False)
-    def home() -> RedirectResponse:
-        return RedirectResponse("/ui/agents", status_code=303)
+@router.get("/", include_in_schema=False)
+def home() -> RedirectResponse:
+    return RedirectResponse("/ui/agents", status_code=303)
 
-    @app.get("/ui", include_in_schema=False)
-    def ui_home() -> RedirectResponse:
-        return RedirectResponse("/ui/agents", status_code=303)
+@router.get("/ui", include_in_schema=False)
+def ui_home() -> RedirectResponse:
+    return RedirectResponse("/ui/agents", status_code=303)
 
-    @app.get("/ui/login", include_in_schema=False)
-    def sign_in_form(request: Request, service: Service, next_page: NextPage = "/ui/agents") -> Response:
-        if service.keys.open:
-            return RedirectResponse(_local(next_page), status_code=303)
-        return _sign_in_page(request, next_page)
+@router.get("/ui/login", include_in_schema=False)
+def sign_in_form(request: Request, service: Service, next_page: NextPage = "/ui/agents") -> Response:
+    if service.keys.open:
+        return RedirectResponse(_local(next_page), status_code=303)
+    return _sign_in_page(request, next_page)
 
-    @app.post("/ui/login", include_in_schema=False)
-    def sign_in(request: Request, service: Service, api_key: Annotated[str, Form(max_length=4096)] = "",
-                login_token: Annotated[str, Form(max_length=64)] = "",
-                next_page: Annotated[str, Form(max_length=2048)] = "/ui/agents") -> Response:
-        expected = request.cookies.get(LOGIN_COOKIE, "")
-        if not expected or not hmac.compare_digest(expected, login_token):
-            return _sign_in_page(request, next_page, error="The sign-in form expired; please try again.", status=403)
-        if service.keys.open or service.keys.principal(api_key.strip()) is None:
-            return _sign_in_page(request, next_page, error="That API key is not valid here.", status=401)
-        response = RedirectResponse(_local(next_page), status_code=303)
-        set_cookie(response, request, SESSION_COOKIE, issue(api_key.strip()), SESSION_SECONDS)
-        clear_cookie(response, request, LOGIN_COOKIE)
-        return response
+@router.post("/ui/login", include_in_schema=False)
+def sign_in(request: Request, service: Service, api_key: Annotated[str, Form(max_length=4096)] = "",
+            login_token: Annotated[str, Form(max_length=64)] = "",
+            next_page: Annotated[str, Form(max_length=2048)] = "/ui/agents") -> Response:
+    expected = request.cookies.get(LOGIN_COOKIE, "")
+    if not expected or not hmac.compare_digest(expected, login_token):
+        return _sign_in_page(request, next_page, error="The sign-in form expired; please try again.", status=403)
+    if service.keys.open or service.keys.principal(api_key.strip()) is None:
+        return _sign_in_page(request, next_page, error="That API key is not valid here.", status=401)
+    response = RedirectResponse(_local(next_page), status_code=303)
+    set_cookie(response, request, SESSION_COOKIE, issue(api_key.strip()), SESSION_SECONDS)
+    clear_cookie(response, request, LOGIN_COOKIE)
+    return response
 
-    @app.post("/ui/logout", include_in_schema=False)
-    def sign_out(request: Request, viewer: PageViewer, service: Service,
-                 csrf_token: CsrfField = None) -> Response:
-        check_csrf(viewer, csrf_token)
-        if viewer.nonce:  # on every server of the store: a copied cookie no longer works either
-            service.memory.revoke_session(viewer.nonce, datetime.fromtimestamp(viewer.expires, UTC))
-        response = RedirectResponse("/ui/login", status_code=303)
-        clear_cookie(response, request, SESSION_COOKIE)
-        return response
+@router.post("/ui/logout", include_in_schema=False)
+def sign_out(request: Request, viewer: PageViewer, service: Service,
+             csrf_token: CsrfField = None) -> Response:
+    check_csrf(viewer, csrf_token)
+    if viewer.nonce:  # on every server of the store: a copied cookie no longer works either
+        service.memory.revoke_session(viewer.nonce, datetime.fromtimestamp(viewer.expires, UTC))
+    response = RedirectResponse("/ui/login", status_code=303)
+    clear_cookie(response, request, SESSION_COOKIE)
+    return response

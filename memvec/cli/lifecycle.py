@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from memvec.agent.consolidate import consolidate as run_consolidation
-from memvec.cli_common import TIER, TIMESTAMP, Context, dump, existing_agent, print_json
-from memvec.consolidation_format import ConsolidationRun
+from memvec.cli.common import TIER, TIMESTAMP, Context, dump, existing_agent, print_json
+from memvec.exchange.consolidation import ConsolidationRun
 from memvec.memory import STORE_SCHEMA_VERSION, Memory
 from memvec.types import Tier
 

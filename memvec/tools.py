@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memvec.guard import fence
 from memvec.memory import Memory
-from memvec.types import MAX_TAGS, MAX_TEXT_CHARS, CoreBlock, Hit, IdText, MetaText, Record, Tag, Tier
+from memvec.types import MAX_ID, MAX_TAGS, MAX_TEXT_CHARS, CoreBlock, Hit, IdText, MetaText, Record, Tag, Tier
 
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
 Label = Annotated[str, Field(min_length=1, max_length=64, description="Core memory block, e.g. 'human' or 'persona'.")]
@@ -79,7 +79,7 @@ class ArchivalInsertArgs(_Args):
 
 
 class ArchivalUpdateArgs(_Args):
-    id: Annotated[int, Field(ge=1, le=2**62, description="The passage id, as a search returned it.")]
+    id: Annotated[int, Field(ge=1, le=MAX_ID, description="The passage id, as a search returned it.")]
     content: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The passage's new text.")]
     valid_from: Annotated[date | datetime | None, Field(
         description="Since when the new text holds (ISO date or datetime; default now).")] = None
@@ -117,7 +117,7 @@ class ArchivalListArgs(_Args):
 
 
 class ArchivalDeleteArgs(_Args):
-    id: Annotated[int, Field(ge=1, le=2**62, description="The passage id, as a search or list returned it.")]
+    id: Annotated[int, Field(ge=1, le=MAX_ID, description="The passage id, as a search or list returned it.")]
 
 
 class ForgetArgs(_Args):  # at least one criterion: forgetting everything is deleting the agent

@@ -11,16 +11,16 @@ clear error, and the whole document is validated before anything is written.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memvec.errors import InvalidInputError
-from memvec.export_format import AgentExport, ExportedRecord, ImportReport
+from memvec.exchange.export import AgentExport, ExportedRecord, ImportReport
 from memvec.limits import JSONLimitError, load_json
-from memvec.memory import Memory
 from memvec.types import AgentSettings, AgentState, Citation, CoreBlock, describe_validation_error
 
 AF_EMBEDDING = "letta-agent-file"  # no usable vectors in an .af: every record is embedded here
@@ -222,7 +222,13 @@ def read_document(data: Any, *, name: str | None = None) -> ImportPlan:
     return ImportPlan(exports=exports, targets=targets, skipped=skipped)
 
 
-def import_document(memory: Memory, plan: ImportPlan) -> AgentFileReport:
+class Importer(Protocol):
+    """What imports the plan (a `Memory`): this module reads files and never writes a store."""
+
+    def import_agents(self, docs: Sequence[tuple[AgentExport, str]]) -> list[ImportReport]: ...
+
+
+def import_document(memory: Importer, plan: ImportPlan) -> AgentFileReport:
     """Import every agent of the plan in one transaction: all of them, or nothing at all."""
     reports = memory.import_agents(list(zip(plan.exports, plan.targets, strict=True)))
     return AgentFileReport(agent_ids=plan.targets, imported=reports, skipped=plan.skipped)

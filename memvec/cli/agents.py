@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from memvec.cli_common import Context, dump, existing_agent, print_json, read_input_file
+from memvec.cli.common import Context, dump, existing_agent, print_json, read_input_file
 from memvec.types import AgentSettings
 
 
@@ -165,7 +165,7 @@ def import_command(obj: Context, file: Path, name: str | None, as_json: bool) ->
     citations; what memvec has no use for (tools, sources, ...) is reported as skipped."""
     import json
 
-    from memvec.agentfile import import_document, parse_document, read_document
+    from memvec.exchange.agentfile import import_document, parse_document, read_document
 
     data = parse_document(read_input_file(file), what=str(file))
     plan = read_document(data, name=name)

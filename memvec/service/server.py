@@ -1,121 +1,38 @@
-"""What every `memvec` command shares: how to open the home and how to print JSON."""
+"""The server's runtime, whoever serves (the REST service, MCP over HTTP): one process until a signal
+(drain, save, close), the port checks, and the supervisor of `serve --workers N` (processes on one
+port, started again when they die)."""
 
 from __future__ import annotations
 
 import asyncio
 import errno
 import ipaddress
-import json
 import logging
+import multiprocessing
+import os
+import signal
 import socket
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from datetime import datetime
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import click
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from prometheus_client.multiprocess import mark_process_dead
 
-from memvec.config import MemoryConfig
-from memvec.errors import InvalidInputError, NotFoundError, PortInUseError, StoreUnavailableError
+from memvec.errors import InvalidInputError, PortInUseError, ServerStartError
 from memvec.memory import Memory
 from memvec.service.listener import SETTLE_S, stop_admitting
 from memvec.service.protocol import HEADER_TIMEOUT_S, with_header_timeout
-from memvec.tracing import export_from_environment
-from memvec.types import VERSION, Tier
+from memvec.telemetry.tracing import export_from_environment
+from memvec.types import VERSION
 
 if TYPE_CHECKING:
     from memvec.service.auth import KeyRing
 
-
-TIER = click.Choice([t.value for t in Tier])
-
-
-class Timestamp(click.ParamType):
-    """The timestamps the API takes (ISO 8601: `2024-05-07`, `2024-05-07T10:00:00Z`, an offset such as
-    `+02:00`; without a zone, UTC), parsed by the same parser."""
-
-    name = "timestamp"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
-        if isinstance(value, datetime):
-            return value
-        try:
-            parsed: datetime = _DATETIME.validate_python(value)
-        except ValidationError:
-            self.fail(f"{value!r} is not a timestamp (e.g. 2024-05-07, 2024-05-07T10:00:00Z, "
-                      "2024-05-07T12:00:00+02:00)", param, ctx)
-        return parsed
-
-
-TIMESTAMP = Timestamp()
-_DATETIME = TypeAdapter(datetime)
 server_log = logging.getLogger("memvec.server")
-
-
-class Context:
-    def __init__(self, home: str | None, model: str | None, index_kind: str | None, store: str | None = None,
-                 embed_backend: str | None = None) -> None:
-        self.home, self.model, self.index_kind, self.store = home, model, index_kind, store
-        self.embed_backend = embed_backend
-
-    def config(self, **settings: Any) -> MemoryConfig:
-        """The global options over the environment and defaults (one resolver: MemoryConfig.resolve)."""
-        return MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind},
-                                    store=self.store, embed_backend=self.embed_backend, **settings)
-
-    def open(self, *, recorded_model: bool = False, **settings: Any) -> Memory:
-        """Open the home; `recorded_model` ignores --model/--embed-backend and their environment
-        variables (rebuild reads them itself)."""
-        config = self.config(**settings)
-        if recorded_model:
-            config = config.model_copy(update={"model": None, "embed_backend": None})
-        memory = Memory(config)
-        if memory.created_home:
-            click.echo(f"memvec: created a new home at {memory.home} (if you meant an existing one, check --home "
-                       "or MEMVEC_HOME)", err=True)
-        return memory
-
-
-def open_when_store_is_up(obj: Context, wait: bool, **settings: Any) -> Memory:
-    """Open the home; while its store is unreachable say so and retry (1, 2, 4 ... 30 s apart)."""
-    delay = 1.0
-    while True:
-        try:
-            return obj.open(**settings)
-        except StoreUnavailableError as exc:
-            if not wait:
-                raise
-            server_log.warning("the store is unavailable (%s); retrying in %g s", exc, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, 30.0)
-
-
-def existing_agent(mem: Memory, agent: str) -> str:
-    """`agent`, or NotFoundError (exit 5, the API's 404 message) when the home has no such agent: a
-    typo must not read as an agent with no memories."""
-    if not mem.has_agent(agent):
-        raise NotFoundError(f"agent {agent!r} not found")
-    return agent
-
-
-def read_input_file(path: Path) -> bytes:
-    """A file the user named, as bytes; a file that cannot be read is an input error naming it."""
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def input_lines(path: Path) -> Iterator[bytes]:
-    """A file the user named, line by line as bytes (decoding is the caller's, so it can name the line)."""
-    try:
-        with open(path, "rb") as lines:
-            yield from lines
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+QUICK_EXIT_S = 30.0  # a worker that exits by itself this soon after its first start would only fail again
+MAX_RESTART_DELAY_S = 30.0
 
 
 def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int, log_level: str,
@@ -216,9 +133,77 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False))
+def supervise(target: Callable[..., None], plans: Sequence[tuple[Any, ...]], *, where: str) -> None:
+    """Run `target(*plan)` in one spawned process per plan and keep them running until SIGTERM/SIGINT,
+    which each worker gets once (and drains, saves and exits as a single server would). A worker that
+    exits soon after its first start stops them all (ServerStartError); one that once served is started
+    again, later each time it fails again soon."""
+    counted_in = _metrics_folder()
+    spawn = multiprocessing.get_context("spawn")  # no fork of a process holding threads and a model
+    running: list[Any] = [spawn.Process(target=target, args=plan, daemon=False) for plan in plans]
+    stopping: list[int] = []
+
+    def stop(sig: int, _: Any) -> None:
+        stopping.append(sig)
+        for process in running:
+            if process.pid is not None and process.is_alive():
+                os.kill(process.pid, sig)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for process in running:
+            process.start()
+        server_log.info("%d workers on %s", len(running), where)
+        started, restarts = [time.monotonic()] * len(running), [0] * len(running)
+        while not stopping:
+            for n, process in enumerate(running):
+                if process.pid is None or process.is_alive() or stopping:  # not started yet, or running
+                    continue
+                quick = (process.exitcode or 0) >= 0 and time.monotonic() - started[n] < QUICK_EXIT_S
+                if quick and restarts[n] == 0:  # its first start failed: the port, the home, a key file
+                    stop(signal.SIGTERM, None)
+                    raise ServerStartError(f"worker {n} exited at start ({process.exitcode}); see above")
+                # a worker that once served is started again; one that fails again soon waits longer
+                delay = _restart_delay(restarts[n]) if quick else 0.0
+                server_log.warning("worker %d exited (%s); starting it again in %g s", n, process.exitcode, delay)
+                mark_process_dead(process.pid)  # its loaded-indexes gauge no longer counts
+                running[n] = spawn.Process(target=target, args=plans[n], daemon=False)
+                started[n], restarts[n] = time.monotonic() + delay, restarts[n] + 1
+            for n, process in enumerate(running):
+                if process.pid is None and time.monotonic() >= started[n] and not stopping:
+                    _start_worker(n, process, started, restarts)
+            time.sleep(0.5)
+        for process in running:
+            if process.pid is not None:
+                process.join()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if counted_in is not None:
+            counted_in.cleanup()
 
 
-def dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="json")
+def _restart_delay(restarts: int) -> float:
+    """Seconds before a worker's next start, doubling with each restart that failed again."""
+    return min(2.0 ** restarts, MAX_RESTART_DELAY_S)
+
+
+def _start_worker(n: int, process: Any, started: list[float], restarts: list[int]) -> None:
+    """Start a worker again; when the system refuses a process (no memory, too many files), try
+    later rather than leave the others without a supervisor."""
+    try:
+        process.start()
+    except OSError as exc:
+        delay = _restart_delay(restarts[n])
+        server_log.warning("worker %d could not be started (%s); trying again in %g s", n, exc, delay)
+        started[n], restarts[n] = time.monotonic() + delay, restarts[n] + 1
+
+
+def _metrics_folder() -> tempfile.TemporaryDirectory[str] | None:
+    """Where the workers count (prometheus-client's multiprocess mode, so that any worker's /metrics
+    sums them all): a new folder, unless the operator named one in PROMETHEUS_MULTIPROC_DIR."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return None
+    folder = tempfile.TemporaryDirectory(prefix="memvec-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder.name  # the spawned workers inherit it
+    return folder

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from memvec.engine.engine import IndexUsage
 from memvec.types import Tier
+
+
+class IndexUsage(BaseModel):
+    """Loaded (agent, tier) indexes against the budget, and what the budget cost."""
+
+    loaded: int
+    budget: int | None = Field(description="None: no limit")
+    loads: int = Field(description="indexes opened (first use, or again after an eviction)")
+    evictions: int = Field(description="indexes saved and unloaded to stay within the budget")
 
 
 class PartitionStats(BaseModel):

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from memvec.cli_common import Context, open_when_store_is_up, serve_http
-from memvec.logs import configure as configure_logging
+from memvec.cli.common import Context, open_when_store_is_up
+from memvec.service.server import serve_http
+from memvec.telemetry.logs import configure as configure_logging
 
 
 @click.command(name="mcp")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from memvec.cli_common import Context, dump, print_json
+from memvec.cli.common import Context, dump, print_json
 from memvec.documents.formats import MEDIA_TYPES
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError
 

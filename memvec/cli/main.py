@@ -17,12 +17,12 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from memvec.cli_agents import agent, blocks, chat, import_command
-from memvec.cli_common import TIER, TIMESTAMP, Context, dump, existing_agent, input_lines, print_json
-from memvec.cli_documents import add_file, documents
-from memvec.cli_lifecycle import backup, consolidate, forget, history, restore, sweep, update, upgrade
-from memvec.cli_mcp import mcp
-from memvec.cli_serve import router_config, serve
+from memvec.cli.agents import agent, blocks, chat, import_command
+from memvec.cli.common import TIER, TIMESTAMP, Context, dump, existing_agent, input_lines, print_json
+from memvec.cli.documents import add_file, documents
+from memvec.cli.lifecycle import backup, consolidate, forget, history, restore, sweep, update, upgrade
+from memvec.cli.mcp import mcp
+from memvec.cli.serve import router_config, serve
 from memvec.embed import BACKENDS
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError, PortInUseError, StoreUnavailableError
 from memvec.limits import JSONLimitError, load_json

@@ -36,8 +36,8 @@ from memvec.index.lexical import BM25Index
 from memvec.index.sessions import SessionTable
 from memvec.index.tokenize import date_words, tokenize
 from memvec.index.vector import HnswParams, VectorIndex
-from memvec.metrics import CHANGES_APPLIED
 from memvec.store.base import Change, EmbeddingBatch, Store
+from memvec.telemetry.metrics import CHANGES_APPLIED
 from memvec.types import IndexKind, Record, SearchFilters, Tier
 
 log = logging.getLogger("memvec.index")
@@ -57,7 +57,7 @@ class LoadReport:
     notes: list[str] = field(default_factory=list)
 
 
-class TierIndex:
+class PartitionIndex:
     def __init__(self, agent: str, tier: Tier, *, store: Store, embedder: Embedder,
                  directory: Path, settings: IndexSettings) -> None:
         self.agent = agent
@@ -95,7 +95,7 @@ class TierIndex:
     # -- opening --------------------------------------------------------------------------
     @classmethod
     def open(cls, agent: str, tier: Tier, *, store: Store, embedder: Embedder,
-             directory: Path, settings: IndexSettings) -> tuple[TierIndex, LoadReport]:
+             directory: Path, settings: IndexSettings) -> tuple[PartitionIndex, LoadReport]:
         index = cls(agent, tier, store=store, embedder=embedder, directory=directory, settings=settings)
         report = LoadReport()
         try:
@@ -317,7 +317,7 @@ def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, mod
 def id_disagreement(store_ids: Ids, vector: VectorIndex, lexical: BM25Index,
                     pending: Sequence[Change] = ()) -> str:
     """Empty when both indexes hold exactly the store's ids once `pending` changes are replayed on
-    them (as `TierIndex.catch_up` would); else what differs."""
+    them (as `PartitionIndex.catch_up` would); else what differs."""
     final = {change.record_id: change.op for change in pending}
     added = np.array([i for i, op in final.items() if op == "add"], dtype=np.int64)
     deleted = np.array([i for i, op in final.items() if op == "delete"], dtype=np.int64)

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memvec.consolidation_format import ConsolidationRun
+from memvec.exchange.consolidation import ConsolidationRun
 from memvec.limits import MAX_DOCUMENT_CHARS
 from memvec.types import (
     MAX_ID,

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
-import tempfile
 import threading
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import click
-from prometheus_client.multiprocess import mark_process_dead
 
 from memvec.agent.llm import litellm_module
 from memvec.agent.sleep import SleepSchedule
-from memvec.cli_common import Context, ensure_port_free, open_when_store_is_up, serve_http, server_log
+from memvec.cli.common import Context, open_when_store_is_up
 from memvec.errors import MemvecError
-from memvec.logs import LogFormat
-from memvec.logs import configure as configure_logging
 from memvec.memory import Memory
-
-QUICK_EXIT_S = 30.0  # a worker that exits by itself this soon after its first start would only fail again
-MAX_RESTART_DELAY_S = 30.0
+from memvec.service.server import ensure_port_free, serve_http, server_log, supervise
+from memvec.telemetry.logs import LogFormat
+from memvec.telemetry.logs import configure as configure_logging
 
 
 @dataclass(frozen=True)
@@ -103,7 +95,7 @@ def serve(obj: Context, host: str, port: int, keys_file: Path | None, log_level:
     if workers == 1:
         serve_one(obj, options)
     else:
-        supervise(obj, options, workers)
+        supervise_workers(obj, options, workers)
 
 
 def _environment_hosts() -> list[str]:
@@ -156,85 +148,16 @@ def _worker(obj: Context, options: ServeOptions) -> None:
     serve_one(obj, options)
 
 
-def supervise(obj: Context, options: ServeOptions, workers: int) -> None:
-    """Start `workers` server processes on one port and keep them running until SIGTERM/SIGINT,
-    which each worker gets once (and drains, saves and exits as a single server would)."""
+def supervise_workers(obj: Context, options: ServeOptions, workers: int) -> None:
+    """`workers` server processes on one port (service.server.supervise)."""
     from memvec.service.auth import KeyRing
 
     configure_logging(options.log_level, options.log_format)
     KeyRing.from_environment(options.keys_file)  # a bad key entry stops here, once, not in every worker
     ensure_port_free(options.host, options.port)
-    counted_in = _metrics_folder()
-    spawn = multiprocessing.get_context("spawn")  # no fork of a process holding threads and a model
     # the first worker alone runs the consolidation schedule: one run per interval, not one per worker
-    plans = [options if n == 0 else replace(options, consolidate_every=None) for n in range(workers)]
-    running: list[Any] = [spawn.Process(target=_worker, args=(obj, plan), daemon=False) for plan in plans]
-    stopping: list[int] = []
-
-    def stop(sig: int, _: Any) -> None:
-        stopping.append(sig)
-        for process in running:
-            if process.pid is not None and process.is_alive():
-                os.kill(process.pid, sig)
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        for process in running:
-            process.start()
-        server_log.info("%d workers on %s:%d", workers, options.host, options.port)
-        started, restarts = [time.monotonic()] * workers, [0] * workers
-        while not stopping:
-            for n, process in enumerate(running):
-                if process.pid is None or process.is_alive() or stopping:  # not started yet, or running
-                    continue
-                quick = (process.exitcode or 0) >= 0 and time.monotonic() - started[n] < QUICK_EXIT_S
-                if quick and restarts[n] == 0:  # its first start failed: the port, the home, a key file
-                    stop(signal.SIGTERM, None)
-                    raise click.ClickException(f"worker {n} exited at start ({process.exitcode}); see above")
-                # a worker that once served is started again; one that fails again soon waits longer
-                delay = _restart_delay(restarts[n]) if quick else 0.0
-                server_log.warning("worker %d exited (%s); starting it again in %g s", n, process.exitcode, delay)
-                mark_process_dead(process.pid)  # its loaded-indexes gauge no longer counts
-                running[n] = spawn.Process(target=_worker, args=(obj, plans[n]), daemon=False)
-                started[n], restarts[n] = time.monotonic() + delay, restarts[n] + 1
-            for n, process in enumerate(running):
-                if process.pid is None and time.monotonic() >= started[n] and not stopping:
-                    _start_worker(n, process, started, restarts)
-            time.sleep(0.5)
-        for process in running:
-            if process.pid is not None:
-                process.join()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if counted_in is not None:
-            counted_in.cleanup()
-
-
-def _restart_delay(restarts: int) -> float:
-    """Seconds before a worker's next start, doubling with each restart that failed again."""
-    return min(2.0 ** restarts, MAX_RESTART_DELAY_S)
-
-
-def _start_worker(n: int, process: Any, started: list[float], restarts: list[int]) -> None:
-    """Start a worker again; when the system refuses a process (no memory, too many files), try
-    later rather than leave the others without a supervisor."""
-    try:
-        process.start()
-    except OSError as exc:
-        delay = _restart_delay(restarts[n])
-        server_log.warning("worker %d could not be started (%s); trying again in %g s", n, exc, delay)
-        started[n], restarts[n] = time.monotonic() + delay, restarts[n] + 1
-
-
-def _metrics_folder() -> tempfile.TemporaryDirectory[str] | None:
-    """Where the workers count (prometheus-client's multiprocess mode, so that any worker's /metrics
-    sums them all): a new folder, unless the operator named one in PROMETHEUS_MULTIPROC_DIR."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        return None
-    folder = tempfile.TemporaryDirectory(prefix="memvec-metrics-")
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder.name  # the spawned workers inherit it
-    return folder
+    plans = [(obj, options if n == 0 else replace(options, consolidate_every=None)) for n in range(workers)]
+    supervise(_worker, plans, where=f"{options.host}:{options.port}")
 
 
 @click.command(name="router-config")
@@ -245,7 +168,7 @@ def router_config(upstreams: tuple[str, ...], listen: str) -> None:
     """Print the nginx configuration that routes each agent to one of several `memvec serve` on one
     store (consistent hash on the agent id; a server that is down is skipped; nothing runs twice).
     See docs/deployment.md."""
-    from memvec.router import nginx_config
+    from memvec.service.nginx import nginx_config
 
     click.echo(nginx_config(list(upstreams), listen=listen), nl=False)
 

@@ -1,0 +1,1 @@
+"""Logs, Prometheus metrics and OpenTelemetry spans: imported by every layer, importing none."""
