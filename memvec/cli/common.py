@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 TIER = click.Choice([t.value for t in Tier])
 
 
-class Timestamp(click.ParamType):
+class Timestamp(click.ParamType):  # type: ignore[type-arg]
     """The timestamps the API takes (ISO 8601: `2024-05-07`, `2024-05-07T10:00:00Z`, an offset such as
     `+02:00`; without a zone, UTC), parsed by the same parser."""
 

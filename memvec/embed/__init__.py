@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Literal, cast
+from typing import Literal
 
 from memvec.embed.base import Embedder, l2_normalize
 from memvec.embed.hashing import HashingEmbedder
@@ -79,7 +79,7 @@ def split_model_id(model_id: str) -> tuple[Backend | None, str]:
     """(explicit backend or None, the rest); ``hash:64`` and other registered prefixes stay whole."""
     prefix, sep, rest = model_id.partition(":")
     if sep and prefix in BACKENDS:
-        return cast(Backend, prefix), rest
+        return prefix, rest
     return None, model_id
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from memvec.embed.base import Vectors, l2_normalize
 
@@ -50,4 +51,5 @@ class HashingEmbedder:
         return l2_normalize(np.stack([self._vector(t) for t in texts]))
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
+        vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
+        return vector

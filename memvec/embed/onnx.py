@@ -143,4 +143,5 @@ class OnnxEmbedder:
         return np.stack([self.embed_query(text) for text in texts]) if texts else self._embed([], "query")
 
     def embed_query(self, text: str) -> Vectors:
-        return self._embed([text], "query")[0]
+        vector: npt.NDArray[np.float32] = self._embed([text], "query")[0]
+        return vector

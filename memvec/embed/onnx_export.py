@@ -185,7 +185,7 @@ def _load_transformer(model_dir: Path) -> tuple[Any, Any]:
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
-    transformers_logging.disable_progress_bar()  # a bare "Loading weights" bar; the export says what it does
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a bare "Loading weights" bar; the export says what it does
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), use_fast=True)
         model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()

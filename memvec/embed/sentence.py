@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from memvec.embed.base import Vectors
 from memvec.embed.locate import resolve_model_location
@@ -82,4 +83,5 @@ class SentenceTransformerEmbedder:
         return self._encode("encode_query", texts)
 
     def embed_query(self, text: str) -> Vectors:
-        return self._encode("encode_query", [text])[0]
+        vector: npt.NDArray[np.float32] = self._encode("encode_query", [text])[0]
+        return vector

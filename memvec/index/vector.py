@@ -99,7 +99,8 @@ class VectorIndex:
         return int(self._index.ntotal) - len(self._tombstones)
 
     def _stored_ids(self) -> Ids:
-        return faiss.vector_to_array(self._index.id_map).astype(np.int64)
+        ids: npt.NDArray[np.int64] = faiss.vector_to_array(self._index.id_map).astype(np.int64)
+        return ids
 
     def ids(self) -> Ids:
         stored = self._stored_ids()
@@ -155,8 +156,10 @@ class VectorIndex:
         if n == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.quantizer:
-            return flat.reconstruct_n(0, n)
-        return faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
+            vectors: npt.NDArray[np.float32] = flat.reconstruct_n(0, n)
+            return vectors
+        shared: npt.NDArray[np.float32] = faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
+        return shared
 
     def vectors_for(self, ids: Ids) -> Vectors:
         """Stored vectors of `ids` (rows of zeros for ids not in the index)."""

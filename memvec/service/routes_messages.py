@@ -16,7 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
 from memvec.agent.consolidate import consolidate
-from memvec.agent.loop import Event, Reply
+from memvec.agent.events import Event
+from memvec.agent.loop import Reply
 from memvec.exchange.consolidation import ConsolidationRun
 from memvec.service.auth import Principal
 from memvec.service.deps import (

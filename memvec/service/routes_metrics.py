@@ -39,7 +39,7 @@ class StoreTotals:
 def exposition(memory: Memory) -> bytes:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         counted = CollectorRegistry()
-        MultiProcessCollector(counted)
+        MultiProcessCollector(counted)  # type: ignore[no-untyped-call]
     else:
         counted = REGISTRY
     totals = CollectorRegistry(auto_describe=False)

@@ -166,7 +166,7 @@ def supervise(target: Callable[..., None], plans: Sequence[tuple[Any, ...]], *, 
                 # a worker that once served is started again; one that fails again soon waits longer
                 delay = _restart_delay(restarts[n]) if quick else 0.0
                 server_log.warning("worker %d exited (%s); starting it again in %g s", n, process.exitcode, delay)
-                mark_process_dead(process.pid)  # its loaded-indexes gauge no longer counts
+                mark_process_dead(process.pid)  # type: ignore[no-untyped-call]  # its gauge no longer counts
                 running[n] = spawn.Process(target=target, args=plans[n], daemon=False)
                 started[n], restarts[n] = time.monotonic() + delay, restarts[n] + 1
             for n, process in enumerate(running):
