@@ -46,6 +46,7 @@ screenshots: install
 
 lint: install
 	$(VENV)/bin/ruff check memvec tests benchmarks
+	$(VENV)/bin/ruff format --check memvec tests benchmarks
 	$(VENV)/bin/mypy
 	# the layers and the one door (contracts in pyproject.toml [tool.importlinter])
 	$(VENV)/bin/lint-imports

@@ -61,17 +61,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     size.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of the harness (~1 min)")
     size.add_argument("--full", action="store_true", help="adds the 1M-record growth point (long)")
     parser.add_argument("--locomo", type=Path, default=datasets.DEFAULT_LOCOMO, help="LoCoMo JSON file")
-    parser.add_argument("--longmemeval", type=Path, default=longmemeval.DEFAULT_PATH,
-                        help="LongMemEval_S questions (JSONL)")
-    parser.add_argument("--scifact", type=Path, default=scifact.DEFAULT_PATH,
-                        help="SciFact in BEIR's layout (corpus.jsonl, queries-train.jsonl, qrels/train.tsv)")
-    parser.add_argument("--model", default=qualified_model_id(DEFAULT_MODEL_NAME, None),
-                        help="embedding model id (default: the packaged MiniLM on the default backend)")
+    parser.add_argument(
+        "--longmemeval", type=Path, default=longmemeval.DEFAULT_PATH, help="LongMemEval_S questions (JSONL)"
+    )
+    parser.add_argument(
+        "--scifact",
+        type=Path,
+        default=scifact.DEFAULT_PATH,
+        help="SciFact in BEIR's layout (corpus.jsonl, queries-train.jsonl, qrels/train.tsv)",
+    )
+    parser.add_argument(
+        "--model",
+        default=qualified_model_id(DEFAULT_MODEL_NAME, None),
+        help="embedding model id (default: the packaged MiniLM on the default backend)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="where latest.md/json and plots go")
-    parser.add_argument("--only", type=_sections, default=SECTIONS, metavar="SECTION,...",
-                        help=f"run these sections only (of {','.join(SECTIONS)}; default: all)")
-    parser.add_argument("--pg", default=stores.DEFAULT_PG, metavar="URL",
-                        help="PostgreSQL server for the store comparison (a fresh schema is made and dropped)")
+    parser.add_argument(
+        "--only",
+        type=_sections,
+        default=SECTIONS,
+        metavar="SECTION,...",
+        help=f"run these sections only (of {','.join(SECTIONS)}; default: all)",
+    )
+    parser.add_argument(
+        "--pg",
+        default=stores.DEFAULT_PG,
+        metavar="URL",
+        help="PostgreSQL server for the store comparison (a fresh schema is made and dropped)",
+    )
     return parser.parse_args(argv)
 
 
@@ -100,8 +117,12 @@ def run_quality(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm)
     folds = {} if args.quick else train_ranker.fold_rankers(datasets.load_locomo(args.locomo), embedder)
     for name, task_list in quality_tasks(args).items():
         bar.set_description(f"quality: {name}")
-        rows = quality.merge([quality.run_task(task, embedder, ranker=folds.get(task.name.partition("/")[2], "shipped"))
-                              for task in task_list])
+        rows = quality.merge(
+            [
+                quality.run_task(task, embedder, ranker=folds.get(task.name.partition("/")[2], "shipped"))
+                for task in task_list
+            ]
+        )
         results[name] = {"scores": quality.score(rows), "curves": report.recall_curves(rows)}
         bar.update(1)
     return results
@@ -109,8 +130,9 @@ def run_quality(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm)
 
 def run_families(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
     """LongMemEval_S and SciFact, every mode (a deterministic subset; `make bench-full` runs all)."""
-    found = families.run_all(args.longmemeval, args.scifact, "quick" if args.quick else "default", embedder,
-                             bar.set_description)
+    found = families.run_all(
+        args.longmemeval, args.scifact, "quick" if args.quick else "default", embedder, bar.set_description
+    )
     bar.update(1)
     return found
 
@@ -127,7 +149,7 @@ def run_lifecycle(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqd
     bar.set_description("lifecycle: changing facts, versioned vs append-only")
     changed = changing.run(embedder, people=5 if args.quick else len(changing.PEOPLE))
     bar.set_description("lifecycle: near-duplicate merging on LoCoMo observations")
-    samples = datasets.load_locomo(args.locomo)[:1 if args.quick else None]
+    samples = datasets.load_locomo(args.locomo)[: 1 if args.quick else None]
     repeats = near_duplicates.run(samples, MeasuredEmbedder(embedder.inner, cache_documents=True))
     bar.update(1)
     return {"changing facts": changed, "near duplicates": repeats}
@@ -151,8 +173,12 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
     bar.update(1)
     bar.set_description("HTTP load: 1, 8, 32 clients")
     http = load.run(args.model, preload=200 if args.quick else 2000, seconds=0.5 if args.quick else 6.0)
-    http["observability"] = observability.run(args.model, preload=200 if args.quick else 1000,
-                                              seconds=0.5 if args.quick else 3.0, rounds=1 if args.quick else 2)
+    http["observability"] = observability.run(
+        args.model,
+        preload=200 if args.quick else 1000,
+        seconds=0.5 if args.quick else 3.0,
+        rounds=1 if args.quick else 2,
+    )
     http["streaming"] = streaming.run(replies=4 if args.quick else 20)
     bar.update(1)
     bar.set_description("memory browser pages: server time at 10k records per tier")
@@ -170,8 +196,10 @@ def run_backends(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
     compared = backends.compare(samples, quick=args.quick)
     bar.update(1)
     bar.set_description("CLI on real turns: ingest, batch search, cold search, serve")
-    cli = [cli_runs.run_backend(samples, b, seconds=1.0 if args.quick else 6.0, cold_runs=1 if args.quick else 3)
-           for b in (("onnx-int8",) if args.quick else ("torch", "onnx-int8"))]
+    cli = [
+        cli_runs.run_backend(samples, b, seconds=1.0 if args.quick else 6.0, cold_runs=1 if args.quick else 3)
+        for b in (("onnx-int8",) if args.quick else ("torch", "onnx-int8"))
+    ]
     bar.update(1)
     return {"compare": compared, "cli": cli}
 
@@ -182,8 +210,9 @@ def run_profiles(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
     samples = datasets.load_locomo(args.locomo)
     if args.quick:  # mpnet on 2 cores is the cost: a few sessions show the harness works
         samples = [datasets.first_sessions(samples[0], 2, questions=20)]
-    result = profiles.run(samples, n=100 if args.quick else 10_000, n_queries=20 if args.quick else 200,
-                          fitted=not args.quick)
+    result = profiles.run(
+        samples, n=100 if args.quick else 10_000, n_queries=20 if args.quick else 200, fitted=not args.quick
+    )
     bar.update(1)
     return result
 
@@ -210,12 +239,23 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
     sections: dict[str, Callable[[], dict[str, Any]]] = {
-        "quality": lambda: run_quality(args, embedder, bar), "families": lambda: run_families(args, embedder, bar),
+        "quality": lambda: run_quality(args, embedder, bar),
+        "families": lambda: run_families(args, embedder, bar),
         "documents": lambda: run_documents(args, embedder, bar),
-        "lifecycle": lambda: run_lifecycle(args, embedder, bar), "speed": lambda: run_speed(args, embedder, bar),
-        "backends": lambda: run_backends(args, bar), "profiles": lambda: run_profiles(args, bar)}
-    stages = {"quality": 4, "families": 1, "documents": 1, "lifecycle": 1,
-              "speed": 1 + (1 if args.quick else 3 + int(args.full)) + 3, "backends": 2, "profiles": 1}
+        "lifecycle": lambda: run_lifecycle(args, embedder, bar),
+        "speed": lambda: run_speed(args, embedder, bar),
+        "backends": lambda: run_backends(args, bar),
+        "profiles": lambda: run_profiles(args, bar),
+    }
+    stages = {
+        "quality": 4,
+        "families": 1,
+        "documents": 1,
+        "lifecycle": 1,
+        "speed": 1 + (1 if args.quick else 3 + int(args.full)) + 3,
+        "backends": 2,
+        "profiles": 1,
+    }
     results: dict[str, Any] = {}
     section_seconds: dict[str, float] = {}
     with tqdm(total=sum(stages[name] for name in args.only), file=sys.stderr, unit="stage") as bar:

@@ -73,31 +73,57 @@ def ranker_rows(samples: list[dict], embedder: Embedder) -> dict[str, dict[str, 
     for weight in RANKED_SESSION_WEIGHTS:
         questions = train_ranker.dev_questions(samples, embedder, search={"session_weight": weight})
         result[f"all features, session weight {weight}"] = train_ranker.held_out(questions)
-    return {tier: {f"all levers + ranker, {variant}": by_tier[key] for variant, by_tier in result.items()}
-            for tier, key in (("LoCoMo recall tier", "recall"), ("LoCoMo archival tier", "archival"))}
+    return {
+        tier: {f"all levers + ranker, {variant}": by_tier[key] for variant, by_tier in result.items()}
+        for tier, key in (("LoCoMo recall tier", "recall"), ("LoCoMo archival tier", "archival"))
+    }
 
 
 def markdown(results: dict[str, Any], ranked: dict[str, Any], conversations: list[str], seconds: float) -> str:
-    lines = ["# Retrieval-quality ablation (LoCoMo dev conversations)", "",
-             f"Each lever alone and together, through `Memory.search`; {seconds:.0f}s. The first-stage rows rank "
-             "by fusion alone (nothing fitted; their settings were chosen on conversations 1, 3, 5 and confirmed on "
-             "2, 4). The ranker rows re-order the default first stage's best 50 candidates, each conversation with "
-             "a ranker fitted on the other four (leave one conversation out). Only recall messages get an automatic "
-             "context (the previous message of their session), so the context rows equal the baseline on the "
-             "archival tier. Fusion alone uses session weight 1.0 (the best for it); the ranker is fitted over, and "
-             "searches with, weight 2.0: among 0.5, 1, 2, 3 and 5 the best mean of R@10 and MRR@10 over both tiers "
-             "on conversations 1, 3, 5 (ranked held out), confirmed on 2, 4; the ranker rows at 1.0 and 3.0 show "
-             "its neighbours. Columns: R@10 per conversation, then R@1, R@10 and MRR@10 over all questions.", ""]
+    lines = [
+        "# Retrieval-quality ablation (LoCoMo dev conversations)",
+        "",
+        f"Each lever alone and together, through `Memory.search`; {seconds:.0f}s. The first-stage rows rank "
+        "by fusion alone (nothing fitted; their settings were chosen on conversations 1, 3, 5 and confirmed on "
+        "2, 4). The ranker rows re-order the default first stage's best 50 candidates, each conversation with "
+        "a ranker fitted on the other four (leave one conversation out). Only recall messages get an automatic "
+        "context (the previous message of their session), so the context rows equal the baseline on the "
+        "archival tier. Fusion alone uses session weight 1.0 (the best for it); the ranker is fitted over, and "
+        "searches with, weight 2.0: among 0.5, 1, 2, 3 and 5 the best mean of R@10 and MRR@10 over both tiers "
+        "on conversations 1, 3, 5 (ranked held out), confirmed on 2, 4; the ranker rows at 1.0 and 3.0 show "
+        "its neighbours. Columns: R@10 per conversation, then R@1, R@10 and MRR@10 over all questions.",
+        "",
+    ]
     for tier, by_lever in results.items():
-        header = ["setting", *(f"R@10 {c}" for c in conversations), "R@1 all", "R@10 all", "MRR@10 all",
-                  "BM25 R@10 all", "vector R@10 all"]
-        rows = [[lever, *(r[c]["hybrid"]["overall"]["recall@10"] for c in conversations),
-                 *(r["all"]["hybrid"]["overall"][m] for m in ("recall@1", "recall@10", "mrr@10")),
-                 r["all"]["bm25"]["overall"]["recall@10"], r["all"]["vector"]["overall"]["recall@10"]]
-                for lever, r in by_lever.items()]
-        rows += [[variant, *(r[c]["recall@10"] for c in conversations),
-                  *(r["all"][m] for m in ("recall@1", "recall@10", "mrr@10")), "", ""]
-                 for variant, r in ranked[tier].items()]
+        header = [
+            "setting",
+            *(f"R@10 {c}" for c in conversations),
+            "R@1 all",
+            "R@10 all",
+            "MRR@10 all",
+            "BM25 R@10 all",
+            "vector R@10 all",
+        ]
+        rows = [
+            [
+                lever,
+                *(r[c]["hybrid"]["overall"]["recall@10"] for c in conversations),
+                *(r["all"]["hybrid"]["overall"][m] for m in ("recall@1", "recall@10", "mrr@10")),
+                r["all"]["bm25"]["overall"]["recall@10"],
+                r["all"]["vector"]["overall"]["recall@10"],
+            ]
+            for lever, r in by_lever.items()
+        ]
+        rows += [
+            [
+                variant,
+                *(r[c]["recall@10"] for c in conversations),
+                *(r["all"][m] for m in ("recall@1", "recall@10", "mrr@10")),
+                "",
+                "",
+            ]
+            for variant, r in ranked[tier].items()
+        ]
         lines += [f"## {tier}", "", _table(header, rows), ""]
     return "\n".join(lines) + "\n"
 

@@ -39,9 +39,19 @@ def populate(home: Path, agents: int, per_agent: int, budget: int) -> float:
     with Memory.open(home, model=MODEL, max_loaded_indexes=budget) as mem:
         for number in range(agents):
             texts = zipf_texts(per_agent, seed=number)
-            mem.insert([NewRecord.model_validate({"agent": agent_name(number), "tier": "archival", "text": t,
-                                                  "citation": {"session_id": f"s{i // 50}"}})
-                        for i, t in enumerate(texts)])
+            mem.insert(
+                [
+                    NewRecord.model_validate(
+                        {
+                            "agent": agent_name(number),
+                            "tier": "archival",
+                            "text": t,
+                            "citation": {"session_id": f"s{i // 50}"},
+                        }
+                    )
+                    for i, t in enumerate(texts)
+                ]
+            )
     return time.perf_counter() - started
 
 
@@ -84,23 +94,34 @@ def search_load(url: str, agents: int, budget: int, requests: int, pid: int) -> 
             if len(loaded) > budget:
                 loaded.popitem(last=False)
             started = time.perf_counter()
-            response = api.get(f"/v1/agents/{agent_name(number)}/archival-memory/search",
-                               params={"query": texts[i % len(texts)], "top_k": 10})
+            response = api.get(
+                f"/v1/agents/{agent_name(number)}/archival-memory/search",
+                params={"query": texts[i % len(texts)], "top_k": 10},
+            )
             latency[kind].append((time.perf_counter() - started) * 1000)
             errors += response.status_code != 200 or not response.json()["results"]
             if len(loaded) == budget and not rss_when_full:
                 rss_when_full = rss.now()
         health = api.get("/v1/health").json()
-    return {"requests": requests, "errors": errors, "baseline_rss": baseline, "rss_when_budget_full": rss_when_full,
-            "max_rss": max(rss.samples, default=baseline), "last_rss": rss.samples[-1] if rss.samples else baseline,
-            "indexes_loaded": health["indexes_loaded"], "indexes_budget": health["indexes_budget"],
-            **{f"{kind}_count": len(values) for kind, values in latency.items()},
-            **{f"{kind}_ms": {"p50": percentile(values, 50), "p99": percentile(values, 99)}
-               for kind, values in latency.items() if values}}
+    return {
+        "requests": requests,
+        "errors": errors,
+        "baseline_rss": baseline,
+        "rss_when_budget_full": rss_when_full,
+        "max_rss": max(rss.samples, default=baseline),
+        "last_rss": rss.samples[-1] if rss.samples else baseline,
+        "indexes_loaded": health["indexes_loaded"],
+        "indexes_budget": health["indexes_budget"],
+        **{f"{kind}_count": len(values) for kind, values in latency.items()},
+        **{
+            f"{kind}_ms": {"p50": percentile(values, 50), "p99": percentile(values, 99)}
+            for kind, values in latency.items()
+            if values
+        },
+    }
 
 
-def run(agents: int = 10_000, per_agent: int = 200, requests: int = 10_000, work: Path | None = None
-        ) -> dict[str, Any]:
+def run(agents: int = 10_000, per_agent: int = 200, requests: int = 10_000, work: Path | None = None) -> dict[str, Any]:
     budget = max(1, agents // 10)
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         home = Path(tmp) / "home"
@@ -117,20 +138,31 @@ def markdown(r: dict[str, Any]) -> str:
     mib = 1024 * 1024
     per_index = (r["rss_when_budget_full"] - r["baseline_rss"]) / r["budget"]
     growth = r["max_rss"] - r["rss_when_budget_full"]
-    return "\n".join([
-        f"## Many agents: {r['agents']:,} agents x {r['per_agent']} records behind one `memvec serve`, "
-        f"budget {r['budget']:,} indexes", "",
-        f"Written through the Python API in {r['populate_s']:.0f} s; then {r['requests']:,} hybrid searches "
-        "(one client, a random agent each, `hash:384` vectors: no model cost).", "",
-        "| | requests | p50 ms | p99 ms |", "|---|---|---|---|",
-        *[f"| {kind} | {r[f'{kind}_count']:,} | {r[f'{kind}_ms']['p50']:.2f} | {r[f'{kind}_ms']['p99']:.2f} |"
-          for kind in ("hit", "miss") if f"{kind}_ms" in r], "",
-        f"Errors: {r['errors']}. Loaded at the end: {r['indexes_loaded']:,} of {r['indexes_budget']:,}. "
-        f"Server RSS: {r['baseline_rss'] / mib:.0f} MiB at the start, {r['rss_when_budget_full'] / mib:.0f} MiB "
-        f"when the budget first filled ({per_index / 1024:.0f} KiB per loaded index), at most "
-        f"{r['max_rss'] / mib:.0f} MiB afterwards ({growth / mib:+.0f} MiB past the full budget, "
-        f"{growth / max(1, r['rss_when_budget_full'] - r['baseline_rss']):.0%} of the budget's memory), "
-        f"{r['last_rss'] / mib:.0f} MiB at the end.", ""])
+    return "\n".join(
+        [
+            f"## Many agents: {r['agents']:,} agents x {r['per_agent']} records behind one `memvec serve`, "
+            f"budget {r['budget']:,} indexes",
+            "",
+            f"Written through the Python API in {r['populate_s']:.0f} s; then {r['requests']:,} hybrid searches "
+            "(one client, a random agent each, `hash:384` vectors: no model cost).",
+            "",
+            "| | requests | p50 ms | p99 ms |",
+            "|---|---|---|---|",
+            *[
+                f"| {kind} | {r[f'{kind}_count']:,} | {r[f'{kind}_ms']['p50']:.2f} | {r[f'{kind}_ms']['p99']:.2f} |"
+                for kind in ("hit", "miss")
+                if f"{kind}_ms" in r
+            ],
+            "",
+            f"Errors: {r['errors']}. Loaded at the end: {r['indexes_loaded']:,} of {r['indexes_budget']:,}. "
+            f"Server RSS: {r['baseline_rss'] / mib:.0f} MiB at the start, {r['rss_when_budget_full'] / mib:.0f} MiB "
+            f"when the budget first filled ({per_index / 1024:.0f} KiB per loaded index), at most "
+            f"{r['max_rss'] / mib:.0f} MiB afterwards ({growth / mib:+.0f} MiB past the full budget, "
+            f"{growth / max(1, r['rss_when_budget_full'] - r['baseline_rss']):.0%} of the budget's memory), "
+            f"{r['last_rss'] / mib:.0f} MiB at the end.",
+            "",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

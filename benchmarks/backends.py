@@ -52,8 +52,11 @@ def compare(samples: list[dict], name: str = "all-MiniLM-L6-v2", *, quick: bool 
         load_seconds = time.perf_counter() - started
         started = time.perf_counter()
         vectors = embedder.embed_documents(texts)
-        row: dict[str, Any] = {"model_id": model_id, "load_seconds": load_seconds,
-                               "turns_per_s": len(texts) / (time.perf_counter() - started)}
+        row: dict[str, Any] = {
+            "model_id": model_id,
+            "load_seconds": load_seconds,
+            "turns_per_s": len(texts) / (time.perf_counter() - started),
+        }
         if reference is None:
             reference = vectors
         else:
@@ -71,22 +74,26 @@ def cold_search(model_id: str, runs: int = 3) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         with Memory.open(home, model=model_id, embed_backend=backend_of(model_id)) as mem:
-            for text in ("Caroline went to the LGBTQ support group on 7 May 2023.",
-                         "Melanie painted a sunrise over the lake."):
+            for text in (
+                "Caroline went to the LGBTQ support group on 7 May 2023.",
+                "Melanie painted a sunrise over the lake.",
+            ):
                 mem.archival("a").insert(text)
         return cold_search_command(home, "a", "archival", "support group", runs)
 
 
 # The child reports its own peak RSS: the rusage of a child forked from this (large) process would
 # count the pages it shared before exec.
-_PROBE = ("import atexit, runpy, sys\n"
-          "peak_file = sys.argv.pop(1)\n"
-          "def report():\n"
-          "    peak = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]\n"
-          "    open(peak_file, 'w').write(peak)\n"
-          "atexit.register(report)\n"
-          "sys.argv[0] = 'memvec'\n"
-          "runpy.run_module('memvec', run_name='__main__')\n")
+_PROBE = (
+    "import atexit, runpy, sys\n"
+    "peak_file = sys.argv.pop(1)\n"
+    "def report():\n"
+    "    peak = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]\n"
+    "    open(peak_file, 'w').write(peak)\n"
+    "atexit.register(report)\n"
+    "sys.argv[0] = 'memvec'\n"
+    "runpy.run_module('memvec', run_name='__main__')\n"
+)
 
 
 def cold_search_command(home: Path, agent: str, tier: str, query: str, runs: int = 3) -> dict[str, float]:
@@ -95,9 +102,25 @@ def cold_search_command(home: Path, agent: str, tier: str, query: str, runs: int
     peak_file = home.parent / "peak-rss-kib"
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", _PROBE, str(peak_file), "--home", str(home), "search", query,
-                        "--agent", agent, "--tier", tier], check=True, capture_output=True,
-                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _PROBE,
+                str(peak_file),
+                "--home",
+                str(home),
+                "search",
+                query,
+                "--agent",
+                agent,
+                "--tier",
+                tier,
+            ],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
         times.append(time.perf_counter() - started)
         peaks.append(int(peak_file.read_text()) / 1024)
     return {"seconds": statistics.median(times), "peak_rss_mib": statistics.median(peaks)}

@@ -24,19 +24,59 @@ from typing import Any
 from memvec import Memory, NewRecord, Tier
 from memvec.embed import Embedder
 
-PEOPLE = ["Avery", "Blake", "Casey", "Devon", "Emery", "Finley", "Harper", "Jordan", "Kendall", "Logan",
-          "Morgan", "Noel", "Parker", "Quinn", "Reese", "Rowan", "Sage", "Skyler", "Tatum", "Wren"]
+PEOPLE = [
+    "Avery",
+    "Blake",
+    "Casey",
+    "Devon",
+    "Emery",
+    "Finley",
+    "Harper",
+    "Jordan",
+    "Kendall",
+    "Logan",
+    "Morgan",
+    "Noel",
+    "Parker",
+    "Quinn",
+    "Reese",
+    "Rowan",
+    "Sage",
+    "Skyler",
+    "Tatum",
+    "Wren",
+]
 # attribute: (statement, question, values)
 ATTRIBUTES: dict[str, tuple[str, str, list[str]]] = {
-    "city": ("{person} lives in {value}.", "Where does {person} live", [
-        "Lisbon", "Berlin", "Oslo", "Toronto", "Nairobi", "Osaka", "Denver", "Porto", "Krakow", "Austin"]),
-    "employer": ("{person} works at {value}.", "Where does {person} work", [
-        "Acme Robotics", "Blue Harbor Bank", "Cobalt Studios", "Delta Freight", "Evergreen Clinic",
-        "Foxglove Labs", "Granite Insurance", "Helios Energy"]),
-    "car": ("{person} drives a {value}.", "What car does {person} drive", [
-        "red Volvo", "blue Toyota", "green Jeep", "silver Tesla", "white Honda", "black Ford", "grey Subaru"]),
-    "hobby": ("{person}'s hobby is {value}.", "What is {person}'s hobby", [
-        "rock climbing", "pottery", "chess", "sailing", "birdwatching", "woodworking", "salsa dancing"]),
+    "city": (
+        "{person} lives in {value}.",
+        "Where does {person} live",
+        ["Lisbon", "Berlin", "Oslo", "Toronto", "Nairobi", "Osaka", "Denver", "Porto", "Krakow", "Austin"],
+    ),
+    "employer": (
+        "{person} works at {value}.",
+        "Where does {person} work",
+        [
+            "Acme Robotics",
+            "Blue Harbor Bank",
+            "Cobalt Studios",
+            "Delta Freight",
+            "Evergreen Clinic",
+            "Foxglove Labs",
+            "Granite Insurance",
+            "Helios Energy",
+        ],
+    ),
+    "car": (
+        "{person} drives a {value}.",
+        "What car does {person} drive",
+        ["red Volvo", "blue Toyota", "green Jeep", "silver Tesla", "white Honda", "black Ford", "grey Subaru"],
+    ),
+    "hobby": (
+        "{person}'s hobby is {value}.",
+        "What is {person}'s hobby",
+        ["rock climbing", "pottery", "chess", "sailing", "birdwatching", "woodworking", "salsa dancing"],
+    ),
 }
 START, END = datetime(2012, 1, 1, tzinfo=UTC), datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -67,15 +107,18 @@ def timeline(seed: int = 7, people: int = len(PEOPLE)) -> tuple[list[list[Versio
             starts = [START, *(START + timedelta(days=d) for d in days)]
             chosen = rng.sample(values, count)
             fact = f"{person}/{attribute}"
-            versions = [Version(f"{fact}/{i}", statement.format(person=person, value=value), since)
-                        for i, (value, since) in enumerate(zip(chosen, starts, strict=True))]
+            versions = [
+                Version(f"{fact}/{i}", statement.format(person=person, value=value), since)
+                for i, (value, since) in enumerate(zip(chosen, starts, strict=True))
+            ]
             facts.append(versions)
             questions.append(Question(f"{question.format(person=person)} now?", versions[-1].key, fact, None))
             past = rng.randrange(count - 1)
             until = versions[past + 1].since
             when = versions[past].since + (until - versions[past].since) * rng.uniform(0.2, 0.8)
-            questions.append(Question(f"{question.format(person=person)} in {when:%B %Y}?", versions[past].key,
-                                      fact, when))
+            questions.append(
+                Question(f"{question.format(person=person)} in {when:%B %Y}?", versions[past].key, fact, when)
+            )
     return facts, questions
 
 
@@ -89,8 +132,17 @@ def _load(mem: Memory, facts: list[list[Version]], *, versioned: bool) -> dict[i
             if versioned and previous is not None:
                 record = archival.update(previous, version.text, valid_from=version.since).record
             else:
-                record = mem.insert([NewRecord(agent="facts", tier=Tier.ARCHIVAL, text=version.text,
-                                               created_at=version.since, valid_from=version.since)])[0].record
+                record = mem.insert(
+                    [
+                        NewRecord(
+                            agent="facts",
+                            tier=Tier.ARCHIVAL,
+                            text=version.text,
+                            created_at=version.since,
+                            valid_from=version.since,
+                        )
+                    ]
+                )[0].record
             keys[record.id] = version.key
             previous = record.id
     return keys
@@ -105,8 +157,15 @@ def _score(mem: Memory, keys: dict[int, str], questions: list[Question], *, vers
         stale = float(any(k != question.answer for k in same_fact))
         kind = "current" if question.as_of is None else "past"
         rows[kind].append((float(ranked[:1] == [question.answer]), float(question.answer in ranked), stale))
-    return {kind: {"n": len(r), "recall@1": mean(x[0] for x in r), "recall@5": mean(x[1] for x in r),
-                   "outdated_in_top5": mean(x[2] for x in r)} for kind, r in rows.items()}
+    return {
+        kind: {
+            "n": len(r),
+            "recall@1": mean(x[0] for x in r),
+            "recall@5": mean(x[1] for x in r),
+            "outdated_in_top5": mean(x[2] for x in r),
+        }
+        for kind, r in rows.items()
+    }
 
 
 def run(embedder: Embedder, people: int = len(PEOPLE), seed: int = 7) -> dict[str, Any]:

@@ -50,8 +50,12 @@ class Setup:
     kill: bool = False
 
 
-SETUPS = (Setup("two servers, SQLite"), Setup("serve --workers 2, SQLite", servers=1, workers=2),
-          Setup("two servers, PostgreSQL", postgres=True), Setup("two servers, SQLite, SIGKILL mid-run", kill=True))
+SETUPS = (
+    Setup("two servers, SQLite"),
+    Setup("serve --workers 2, SQLite", servers=1, workers=2),
+    Setup("two servers, PostgreSQL", postgres=True),
+    Setup("two servers, SQLite, SIGKILL mid-run", kill=True),
+)
 
 
 @dataclass
@@ -89,7 +93,9 @@ class Servers:
                 [sys.executable, "-m", "memvec", *self.global_args(), "serve", "--port", port, *workers],
                 # a killed server's leases free up in 3 s, not 30: its agents' messages wait that long
                 env={**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": "", "MEMVEC_LEASE_TTL_S": "3"},
-                stdout=subprocess.DEVNULL, stderr=log)
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         process = self.processes[n]
         assert process is not None
         wait_healthy(self.urls[n], process, self.logs[n], timeout=120)
@@ -107,8 +113,13 @@ class Servers:
                 process.wait(timeout=60)
 
     def verify(self) -> tuple[int, str]:
-        done = subprocess.run([sys.executable, "-m", "memvec", *self.global_args(), "verify"], capture_output=True,
-                              text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "memvec", *self.global_args(), "verify"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            timeout=300,
+        )
         return done.returncode, (done.stdout + done.stderr)[-2000:]
 
     def drop(self) -> None:
@@ -161,8 +172,9 @@ class Client(threading.Thread):
 
     def _message(self, http: httpx.Client, url: str, agent: str, step: int) -> None:
         text = self.rng.choice(SAME_TEXTS) if self.rng.random() < 0.5 else f"message c{self.n} s{step}"
-        response = http.post(f"{url}/v1/agents/{agent}/messages",
-                             json={"messages": [{"role": "user", "content": text}]})
+        response = http.post(
+            f"{url}/v1/agents/{agent}/messages", json={"messages": [{"role": "user", "content": text}]}
+        )
         if self._answer(response, "message"):
             with self.history.lock:
                 self.history.messages += [{**p, "agent": agent, "sent": text} for p in response.json()["recorded"]]
@@ -188,8 +200,9 @@ class Client(threading.Thread):
             return
         text = f"{chain['text']} v{step}"
         chain["unsure"] = True
-        response = http.patch(f"{url}/v1/agents/{chain['agent']}/archival-memory/{chain['current']}",
-                              json={"text": text})
+        response = http.patch(
+            f"{url}/v1/agents/{chain['agent']}/archival-memory/{chain['current']}", json={"text": text}
+        )
         if self._answer(response, "patch"):
             chain.update(current=int(response.json()[0]["id"]), unsure=False, text=text)
 
@@ -248,26 +261,39 @@ def run(setup: Setup, root: Path, *, clients: int = 6, seconds: float = 8.0, see
         code, said = servers.verify()
         if code != 0:
             violations.append(f"memvec verify exited {code}: {said}")
-        return {"setup": setup.name, "seed": seed, "clients": clients, "seconds": seconds,
-                "acknowledged": _counts(history), "statuses": dict(sorted(history.statuses.items())),
-                "violations": violations}
+        return {
+            "setup": setup.name,
+            "seed": seed,
+            "clients": clients,
+            "seconds": seconds,
+            "acknowledged": _counts(history),
+            "statuses": dict(sorted(history.statuses.items())),
+            "violations": violations,
+        }
     finally:
         servers.stop()
         servers.drop()
 
 
 def _counts(history: History) -> dict[str, int]:
-    return {"message records": len(history.messages), "passages": sum(1 for c in history.chains.values()
-                                                                       if not c["unsure"]),
-            "forgets": len(history.forgotten), "block edits": len(history.block_edits),
-            "undos": sum(history.undos.values())}
+    return {
+        "message records": len(history.messages),
+        "passages": sum(1 for c in history.chains.values() if not c["unsure"]),
+        "forgets": len(history.forgotten),
+        "block edits": len(history.block_edits),
+        "undos": sum(history.undos.values()),
+    }
 
 
 def check(url: str, history: History, clients: int) -> list[str]:
     """The invariants (see the module) on what the store holds now."""
     with httpx.Client(base_url=url, timeout=60) as api:
-        return ([f"a 5xx answer: {error}" for error in history.server_errors[:20]]
-                + _check_messages(api, history) + _check_passages(api, history) + _check_blocks(api, history))
+        return (
+            [f"a 5xx answer: {error}" for error in history.server_errors[:20]]
+            + _check_messages(api, history)
+            + _check_passages(api, history)
+            + _check_blocks(api, history)
+        )
 
 
 def _check_messages(api: httpx.Client, history: History) -> list[str]:
@@ -280,13 +306,16 @@ def _check_messages(api: httpx.Client, history: History) -> list[str]:
         by_id = {m["id"]: m for m in stored}
         for acked in (m for m in history.messages if m["agent"] == agent):
             if ids[acked["id"]] != 1 or by_id[acked["id"]]["content"] != acked["sent"]:
-                problems.append(f"{agent}: acknowledged message {acked['id']} ({acked['sent']!r}) is stored "
-                                f"{ids[acked['id']]} times")
+                problems.append(
+                    f"{agent}: acknowledged message {acked['id']} ({acked['sent']!r}) is stored "
+                    f"{ids[acked['id']]} times"
+                )
             if not acked["created"]:
                 problems.append(f"{agent}: message {acked['id']} was acknowledged as not created")
         acked_ids = [m["id"] for m in history.messages if m["agent"] == agent]
-        problems += [f"{agent}: record {i} acknowledged for two messages" for i, n in Counter(acked_ids).items()
-                     if n > 1]
+        problems += [
+            f"{agent}: record {i} acknowledged for two messages" for i, n in Counter(acked_ids).items() if n > 1
+        ]
     return problems
 
 
@@ -302,8 +331,10 @@ def _check_passages(api: httpx.Client, history: History) -> list[str]:
             continue
         open_versions = [int(v["id"]) for v in versions.json() if v["valid_to"] is None]
         if open_versions != [chain["current"]] or chain["current"] not in current[chain["agent"]]:
-            problems.append(f"passage {chain['current']}: current versions {open_versions}, listed: "
-                            f"{chain['current'] in current[chain['agent']]}")
+            problems.append(
+                f"passage {chain['current']}: current versions {open_versions}, listed: "
+                f"{chain['current'] in current[chain['agent']]}"
+            )
     for record_id, agent, text in history.forgotten:
         if record_id in current[agent]:
             problems.append(f"forgotten passage {record_id} is listed again")
@@ -320,8 +351,9 @@ def _current_ids(api: httpx.Client, agent: str) -> set[int]:
 def _all_pages(api: httpx.Client, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
     """Every item of a cursor-paged listing, oldest first."""
     items: list[dict[str, Any]] = []
-    while page := api.get(path, params={**params, "limit": 1000, **({"after": items[-1]["id"]} if items else {})}
-                          ).json():
+    while page := api.get(
+        path, params={**params, "limit": 1000, **({"after": items[-1]["id"]} if items else {})}
+    ).json():
         items += page
     return items
 
@@ -342,15 +374,22 @@ def _check_blocks(api: httpx.Client, history: History) -> list[str]:
 
 
 def markdown(reports: list[dict[str, Any]]) -> str:
-    lines = ["# History check (make bench-chaos)", "",
-             "Each setup: clients drive real servers on one store with a seeded random mix of writes; every",
-             "acknowledgement is logged and the invariants of `benchmarks/chaos.py` are checked afterwards.", "",
-             "| setup | seed | clients | s | acknowledged | statuses | violations |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# History check (make bench-chaos)",
+        "",
+        "Each setup: clients drive real servers on one store with a seeded random mix of writes; every",
+        "acknowledgement is logged and the invariants of `benchmarks/chaos.py` are checked afterwards.",
+        "",
+        "| setup | seed | clients | s | acknowledged | statuses | violations |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in reports:
         acked = ", ".join(f"{k} {v}" for k, v in r["acknowledged"].items())
         statuses = ", ".join(f"{k}: {v}" for k, v in r["statuses"].items())
-        lines.append(f"| {r['setup']} | {r['seed']} | {r['clients']} | {r['seconds']:g} | {acked} | {statuses} | "
-                     f"{len(r['violations']) or 'none'} |")
+        lines.append(
+            f"| {r['setup']} | {r['seed']} | {r['clients']} | {r['seconds']:g} | {acked} | {statuses} | "
+            f"{len(r['violations']) or 'none'} |"
+        )
     problems = [f"- {r['setup']}: {v}" for r in reports for v in r["violations"]]
     return "\n".join(lines + (["", *problems] if problems else []) + [""])
 

@@ -26,8 +26,12 @@ def _env() -> dict[str, str]:
 
 def _memvec(home: Path, backend: str, *args: str) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "memvec", "--home", str(home), "--embed-backend", backend, *args],
-                   check=True, capture_output=True, env=_env())
+    subprocess.run(
+        [sys.executable, "-m", "memvec", "--home", str(home), "--embed-backend", backend, *args],
+        check=True,
+        capture_output=True,
+        env=_env(),
+    )
     return time.perf_counter() - started
 
 
@@ -38,9 +42,21 @@ def _write_inputs(samples: list[dict], folder: Path) -> list[tuple[str, Path, Pa
         task = datasets.locomo_recall_task(sample)
         agent = sample["sample_id"]
         turns, questions = folder / f"{agent}.jsonl", folder / f"{agent}-questions.jsonl"
-        turns.write_text("".join(json.dumps({
-            "text": d.text, "role": d.role, "session_id": d.session, "turn_id": d.key,
-            "created_at": d.created_at.isoformat() if d.created_at else None}) + "\n" for d in task.docs))
+        turns.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "text": d.text,
+                        "role": d.role,
+                        "session_id": d.session,
+                        "turn_id": d.key,
+                        "created_at": d.created_at.isoformat() if d.created_at else None,
+                    }
+                )
+                + "\n"
+                for d in task.docs
+            )
+        )
         questions.write_text("".join(json.dumps({"id": q.qid, "query": q.text}) + "\n" for q in task.queries))
         out.append((agent, turns, questions, len(task.docs), len(task.queries)))
     return out
@@ -50,17 +66,28 @@ def run_backend(samples: list[dict], backend: str, seconds: float = 6.0, cold_ru
     with tempfile.TemporaryDirectory() as tmp:
         folder, home = Path(tmp), Path(tmp) / "home"
         inputs = _write_inputs(samples, folder)
-        ingest = sum(_memvec(home, backend, "ingest", str(turns), "--agent", agent, "--tier", "recall")
-                     for agent, turns, _, _, _ in inputs)
-        search = sum(_memvec(home, backend, "search", "--queries", str(questions), "--agent", agent,
-                             "--tier", "recall") for agent, _, questions, _, _ in inputs)
+        ingest = sum(
+            _memvec(home, backend, "ingest", str(turns), "--agent", agent, "--tier", "recall")
+            for agent, turns, _, _, _ in inputs
+        )
+        search = sum(
+            _memvec(home, backend, "search", "--queries", str(questions), "--agent", agent, "--tier", "recall")
+            for agent, _, questions, _, _ in inputs
+        )
         turns, questions = sum(i[3] for i in inputs), sum(i[4] for i in inputs)
         agent = inputs[0][0]
         cold = cold_search_command(home, agent, "recall", "When did Caroline go to the support group?", cold_runs)
         served = _serve_load(home, backend, agent, datasets.locomo_recall_task(samples[0]), seconds)
-    return {"backend": backend, "turns": turns, "questions": questions, "ingest_seconds": ingest,
-            "ingest_records_per_s": turns / ingest, "batch_search_ms_per_query": search * 1000 / questions,
-            "cold_search": cold, "serve": served}
+    return {
+        "backend": backend,
+        "turns": turns,
+        "questions": questions,
+        "ingest_seconds": ingest,
+        "ingest_records_per_s": turns / ingest,
+        "batch_search_ms_per_query": search * 1000 / questions,
+        "cold_search": cold,
+        "serve": served,
+    }
 
 
 def _serve_load(home: Path, backend: str, agent: str, task: datasets.Task, seconds: float) -> list[dict[str, Any]]:

@@ -81,14 +81,16 @@ class Cluster:
         self.port = free_port()
         config = self.root / "nginx"
         config.mkdir(parents=True, exist_ok=True)
-        (config / "memvec.conf").write_text(nginx_config([f"127.0.0.1:{m.port}" for m in self.members],
-                                                         listen=f"127.0.0.1:{self.port}"))
+        (config / "memvec.conf").write_text(
+            nginx_config([f"127.0.0.1:{m.port}" for m in self.members], listen=f"127.0.0.1:{self.port}")
+        )
         # as root, nginx's workers would run as nobody, who cannot enter this private temporary folder
         user = "user root;\n" if os.geteuid() == 0 else ""
         (config / "nginx.conf").write_text(NGINX_MAIN.format(dir=config, user=user))
         with open(config / "stderr.log", "wb") as log:  # the child keeps its own copy of the descriptor
-            self.nginx = subprocess.Popen(["nginx", "-p", str(config), "-c", str(config / "nginx.conf")],
-                                          stdout=subprocess.DEVNULL, stderr=log)
+            self.nginx = subprocess.Popen(
+                ["nginx", "-p", str(config), "-c", str(config / "nginx.conf")], stdout=subprocess.DEVNULL, stderr=log
+            )
         wait_healthy(self.url, self.nginx, config / "stderr.log")
         return self
 
@@ -97,9 +99,27 @@ class Cluster:
         member.home.mkdir(parents=True, exist_ok=True)
         with open(member.home.parent / f"{member.home.name}.log", "ab") as log:
             member.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.scripted_serve", "--home", str(member.home), "--model", "hash:64",
-                 "--store", self.store, "serve", "--port", str(member.port), "--drain-seconds", str(self.drain_s)],
-                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.scripted_serve",
+                    "--home",
+                    str(member.home),
+                    "--model",
+                    "hash:64",
+                    "--store",
+                    self.store,
+                    "serve",
+                    "--port",
+                    str(member.port),
+                    "--drain-seconds",
+                    str(self.drain_s),
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         wait_healthy(member.url, member.process, member.home.parent / f"{member.home.name}.log")
 
     def stop(self) -> None:
@@ -116,8 +136,9 @@ class Cluster:
         """The member that serves `agent` through the router: the one whose loaded indexes grow
         when the agent is searched through the router (asked one agent at a time)."""
         before = [_loaded(m) for m in self.members]
-        httpx.get(f"{self.url}/v1/agents/{agent}/recall-memory/search", params={"query": "which server"},
-                  timeout=30).raise_for_status()
+        httpx.get(
+            f"{self.url}/v1/agents/{agent}/recall-memory/search", params={"query": "which server"}, timeout=30
+        ).raise_for_status()
         grown = [m for m, b in zip(self.members, before, strict=True) if _loaded(m) > b]
         assert len(grown) == 1, f"{agent} loaded on {len(grown)} servers"
         return grown[0]
@@ -185,8 +206,9 @@ class Load:
             elif kind == "search":
                 response = api.get(f"/v1/agents/{agent}/archival-memory/search", params={"query": text})
             else:
-                response = api.post(f"/v1/agents/{agent}/messages", json={
-                    "messages": [{"role": "user", "content": text}]})
+                response = api.post(
+                    f"/v1/agents/{agent}/messages", json={"messages": [{"role": "user", "content": text}]}
+                )
             status, detail = response.status_code, response.text[:200] if response.status_code >= 300 else ""
         except httpx.TransportError as exc:
             status, detail = 0, repr(exc)
@@ -210,26 +232,34 @@ def audit(url: str, calls: list[Call]) -> dict[str, Any]:
         for agent in sorted({c.agent for c in calls}):
             after = None
             while True:
-                page = api.get(f"/v1/agents/{agent}/archival-memory",
-                               params={"limit": 1000, **({"after": after} if after else {})}).json()
+                page = api.get(
+                    f"/v1/agents/{agent}/archival-memory", params={"limit": 1000, **({"after": after} if after else {})}
+                ).json()
                 for passage in page:
                     stored[(agent, passage["text"])] = stored.get((agent, passage["text"]), 0) + 1
                 if len(page) < 1000:
                     break
                 after = page[-1]["id"]
-    return {"acknowledged_inserts": len(acknowledged), "lost": len(acknowledged - set(stored)),
-            "stored_twice": sum(1 for n in stored.values() if n > 1)}
+    return {
+        "acknowledged_inserts": len(acknowledged),
+        "lost": len(acknowledged - set(stored)),
+        "stored_twice": sum(1 for n in stored.values() if n > 1),
+    }
 
 
 def summary(calls: list[Call]) -> dict[str, Any]:
     failed = [c for c in calls if c.status not in (200, 201)]
-    return {"requests": len(calls), "failed": len(failed),
-            "failed_by_status": {str(status): sum(1 for c in failed if c.status == status)
-                                 for status in sorted({c.status for c in failed})},
-            "failed_not_retryable": sum(1 for c in failed if c.status not in RETRYABLE),
-            "failed_by_kind": {k: sum(1 for c in failed if c.kind == k) for k in ("insert", "search", "message")},
-            "failed_calls": [f"{c.kind} {c.agent} -> {c.status}: {c.detail}" for c in failed[:20]],
-            "by_kind": {k: sum(1 for c in calls if c.kind == k) for k in ("insert", "search", "message")}}
+    return {
+        "requests": len(calls),
+        "failed": len(failed),
+        "failed_by_status": {
+            str(status): sum(1 for c in failed if c.status == status) for status in sorted({c.status for c in failed})
+        },
+        "failed_not_retryable": sum(1 for c in failed if c.status not in RETRYABLE),
+        "failed_by_kind": {k: sum(1 for c in failed if c.kind == k) for k in ("insert", "search", "message")},
+        "failed_calls": [f"{c.kind} {c.agent} -> {c.status}: {c.detail}" for c in failed[:20]],
+        "by_kind": {k: sum(1 for c in calls if c.kind == k) for k in ("insert", "search", "message")},
+    }
 
 
 def server_loss(pg_url: str = DEFAULT_PG, agents: int = 9, seconds: float = 6.0, servers: int = 3) -> dict[str, Any]:
@@ -247,8 +277,15 @@ def server_loss(pg_url: str = DEFAULT_PG, agents: int = 9, seconds: float = 6.0,
             victim.process.wait(timeout=30)
             time.sleep(seconds * 2 / 3)
         calls = sorted(load.calls, key=lambda c: c.started)
-        return {"servers": cluster.size, "agents": agents, "moved_agents": len(moved), "seconds": seconds,
-                **summary(calls), **audit(cluster.url, calls), **_recovery(calls, moved, killed_at)}
+        return {
+            "servers": cluster.size,
+            "agents": agents,
+            "moved_agents": len(moved),
+            "seconds": seconds,
+            **summary(calls),
+            **audit(cluster.url, calls),
+            **_recovery(calls, moved, killed_at),
+        }
 
 
 def _recovery(calls: list[Call], moved: list[str], killed_at: float) -> dict[str, Any]:
@@ -264,14 +301,18 @@ def _recovery(calls: list[Call], moved: list[str], killed_at: float) -> dict[str
         if searches:
             first_search.append(1000 * (searches[0].ended - searches[0].started))
         before += [1000 * (c.ended - c.started) for c in mine if c.kind == "search" and c.ended < killed_at]
-    return {"moved_answered": len(answered), "recovery_s_max": max(answered, default=float("nan")),
-            "recovery_s_median": percentile(answered, 50) if answered else float("nan"),
-            "first_search_after_move_ms_median": percentile(first_search, 50) if first_search else float("nan"),
-            "search_before_ms_median": percentile(before, 50) if before else float("nan")}
+    return {
+        "moved_answered": len(answered),
+        "recovery_s_max": max(answered, default=float("nan")),
+        "recovery_s_median": percentile(answered, 50) if answered else float("nan"),
+        "first_search_after_move_ms_median": percentile(first_search, 50) if first_search else float("nan"),
+        "search_before_ms_median": percentile(before, 50) if before else float("nan"),
+    }
 
 
-def rolling_restart(pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 1.0, servers: int = 3
-                    ) -> dict[str, Any]:
+def rolling_restart(
+    pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 1.0, servers: int = 3
+) -> dict[str, Any]:
     """SIGTERM each server in turn under load, wait for it to exit, start it again and, once it is
     healthy, nginx's fail_timeout (until then nginx still counts it as down: with two servers,
     stopping the other one sooner leaves none), then the next."""
@@ -285,9 +326,15 @@ def rolling_restart(pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 
                 drained.append(_restart(cluster, member))
                 time.sleep(FAIL_TIMEOUT_S + 0.5)
         calls = [c for c in load.calls if c.started >= started]
-        return {"servers": cluster.size, "agents": agents, "drain_s": drain_s, "health_503_while_draining":
-                all(d["health_503"] for d in drained), "exit_s_median": percentile([d["exit_s"] for d in drained], 50),
-                **summary(calls), **audit(cluster.url, calls)}
+        return {
+            "servers": cluster.size,
+            "agents": agents,
+            "drain_s": drain_s,
+            "health_503_while_draining": all(d["health_503"] for d in drained),
+            "exit_s_median": percentile([d["exit_s"] for d in drained], 50),
+            **summary(calls),
+            **audit(cluster.url, calls),
+        }
 
 
 def _restart(cluster: Cluster, member: Member) -> dict[str, Any]:
@@ -303,27 +350,41 @@ def _restart(cluster: Cluster, member: Member) -> dict[str, Any]:
 
 def markdown(results: dict[str, Any]) -> str:
     loss, rolling = results["server loss"], results["rolling restart"]
-    rows = [("requests through the router", loss["requests"], rolling["requests"]),
-            ("failed requests", f"{loss['failed']} {loss['failed_by_status']}", rolling["failed"]),
-            ("failed with a status a client cannot retry", loss["failed_not_retryable"],
-             rolling["failed_not_retryable"]),
-            ("acknowledged inserts / lost", f"{loss['acknowledged_inserts']} / {loss['lost']}",
-             f"{rolling['acknowledged_inserts']} / {rolling['lost']}"),
-            ("passages stored twice", loss["stored_twice"], rolling["stored_twice"])]
-    lines = ["# memvec cluster: a server's loss and a rolling restart", "",
-             f"{results['date']} · {results['servers']} `memvec serve` (hash:64 model) on one PostgreSQL behind nginx "
-             "(`memvec router-config`), client threads through the router, one agent each, mixing inserts, "
-             "searches and agent messages (litellm scripted provider).", "",
-             "| measure | SIGKILL one server | rolling restart (SIGTERM each in turn) |", "| --- | --- | --- |"]
+    rows = [
+        ("requests through the router", loss["requests"], rolling["requests"]),
+        ("failed requests", f"{loss['failed']} {loss['failed_by_status']}", rolling["failed"]),
+        ("failed with a status a client cannot retry", loss["failed_not_retryable"], rolling["failed_not_retryable"]),
+        (
+            "acknowledged inserts / lost",
+            f"{loss['acknowledged_inserts']} / {loss['lost']}",
+            f"{rolling['acknowledged_inserts']} / {rolling['lost']}",
+        ),
+        ("passages stored twice", loss["stored_twice"], rolling["stored_twice"]),
+    ]
+    lines = [
+        "# memvec cluster: a server's loss and a rolling restart",
+        "",
+        f"{results['date']} · {results['servers']} `memvec serve` (hash:64 model) on one PostgreSQL behind nginx "
+        "(`memvec router-config`), client threads through the router, one agent each, mixing inserts, "
+        "searches and agent messages (litellm scripted provider).",
+        "",
+        "| measure | SIGKILL one server | rolling restart (SIGTERM each in turn) |",
+        "| --- | --- | --- |",
+    ]
     lines += [f"| {name} | {a} | {b} |" for name, a, b in rows]
-    lines += ["", f"Server loss: {loss['moved_agents']} of {loss['agents']} agents were on the killed server; all "
-              f"answered again, the last {loss['recovery_s_max']:.2f} s after the kill (median "
-              f"{loss['recovery_s_median']:.2f} s). Their first search on the new server took "
-              f"{loss['first_search_after_move_ms_median']:.1f} ms (median; it loads the agent's index from the store) "
-              f"against {loss['search_before_ms_median']:.1f} ms before the kill.",
-              "", f"Rolling restart: each server drained {rolling['drain_s']:g} s (health 503 while draining: "
-              f"{rolling['health_503_while_draining']}), exited a median {rolling['exit_s_median']:.2f} s after "
-              "SIGTERM, and was started again before the next one.", ""]
+    lines += [
+        "",
+        f"Server loss: {loss['moved_agents']} of {loss['agents']} agents were on the killed server; all "
+        f"answered again, the last {loss['recovery_s_max']:.2f} s after the kill (median "
+        f"{loss['recovery_s_median']:.2f} s). Their first search on the new server took "
+        f"{loss['first_search_after_move_ms_median']:.1f} ms (median; it loads the agent's index from the store) "
+        f"against {loss['search_before_ms_median']:.1f} ms before the kill.",
+        "",
+        f"Rolling restart: each server drained {rolling['drain_s']:g} s (health 503 while draining: "
+        f"{rolling['health_503_while_draining']}), exited a median {rolling['exit_s_median']:.2f} s after "
+        "SIGTERM, and was started again before the next one.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -332,9 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg", default=DEFAULT_PG)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
-    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "servers": 3,
-                               "server loss": server_loss(args.pg, agents=12, seconds=12.0),
-                               "rolling restart": rolling_restart(args.pg, agents=12)}
+    results: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "servers": 3,
+        "server loss": server_loss(args.pg, agents=12, seconds=12.0),
+        "rolling restart": rolling_restart(args.pg, agents=12),
+    }
     write_report(args.out, "cluster", results, markdown(results))
     return 0
 

@@ -27,8 +27,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def vectors(n: int, dim: int = 384, batch: int = 1_000) -> np.ndarray:
     embedder = RandomEmbedder(dim)
-    return np.concatenate([embedder.embed_documents([f"doc {start}"] * min(batch, n - start))
-                           for start in range(0, n, batch)])
+    return np.concatenate(
+        [embedder.embed_documents([f"doc {start}"] * min(batch, n - start)) for start in range(0, n, batch)]
+    )
 
 
 def measure(kind: str, data: np.ndarray, queries: np.ndarray, exact: list[set[int]] | None) -> dict[str, Any]:
@@ -45,9 +46,14 @@ def measure(kind: str, data: np.ndarray, queries: np.ndarray, exact: list[set[in
         found.append(set(hit_ids.tolist()))
     recall = 1.0 if exact is None else sum(len(f & e) / 10 for f, e in zip(found, exact, strict=True)) / len(exact)
     stored = len(faiss.serialize_index(index._index))
-    return {"kind": kind, "build_s": round(build, 2), "bytes_per_vector": stored / len(data),
-            "search_ms": {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99)},
-            "recall_at_10_vs_exact": recall, "hits": found}
+    return {
+        "kind": kind,
+        "build_s": round(build, 2),
+        "bytes_per_vector": stored / len(data),
+        "search_ms": {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99)},
+        "recall_at_10_vs_exact": recall,
+        "hits": found,
+    }
 
 
 def run(n: int, n_queries: int = 200) -> dict[str, Any]:
@@ -64,15 +70,21 @@ def run(n: int, n_queries: int = 200) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = [f"# Compact vectors: {result['n']:,} vectors x {result['dim']} dims, {result['queries']} queries", "",
-             "One run, one thread per query. Recall@10 is the index's own against exact float32 search (flat) on the "
-             "same queries; memvec's vector search then ranks a compact kind's 4 x k candidates by their exact "
-             "vectors from the store (scale.md: recall@10 0.98 for hnsw-sq8 at 1M).", "",
-             "| index kind | bytes/vector | build s | search p50 ms | search p99 ms | recall@10 vs exact |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# Compact vectors: {result['n']:,} vectors x {result['dim']} dims, {result['queries']} queries",
+        "",
+        "One run, one thread per query. Recall@10 is the index's own against exact float32 search (flat) on the "
+        "same queries; memvec's vector search then ranks a compact kind's 4 x k candidates by their exact "
+        "vectors from the store (scale.md: recall@10 0.98 for hnsw-sq8 at 1M).",
+        "",
+        "| index kind | bytes/vector | build s | search p50 ms | search p99 ms | recall@10 vs exact |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in result["rows"]:
-        lines.append(f"| {r['kind']} | {r['bytes_per_vector']:.0f} | {r['build_s']} | {r['search_ms']['p50']:.2f} | "
-                     f"{r['search_ms']['p99']:.2f} | {r['recall_at_10_vs_exact']:.4f} |")
+        lines.append(
+            f"| {r['kind']} | {r['bytes_per_vector']:.0f} | {r['build_s']} | {r['search_ms']['p50']:.2f} | "
+            f"{r['search_ms']['p99']:.2f} | {r['recall_at_10_vs_exact']:.4f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

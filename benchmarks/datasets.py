@@ -15,8 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
-LOCOMO_HELP = ("LoCoMo data not found at {path}. Pass --locomo PATH, or get data/locomo10.json from the "
-               "public repository snap-research/LoCoMo (CC BY-NC 4.0; cite Maharana et al., ACL 2024).")
+LOCOMO_HELP = (
+    "LoCoMo data not found at {path}. Pass --locomo PATH, or get data/locomo10.json from the "
+    "public repository snap-research/LoCoMo (CC BY-NC 4.0; cite Maharana et al., ACL 2024)."
+)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _DIA_ID = re.compile(r"D\d+:\d+")
 
@@ -59,17 +61,25 @@ def parse_locomo_date(text: str) -> datetime | None:
 
 def _sessions(conversation: dict) -> list[tuple[int, list[dict], datetime | None]]:
     numbers = sorted(int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key)))
-    return [(n, conversation[f"session_{n}"], parse_locomo_date(conversation.get(f"session_{n}_date_time", "")))
-            for n in numbers]
+    return [
+        (n, conversation[f"session_{n}"], parse_locomo_date(conversation.get(f"session_{n}_date_time", "")))
+        for n in numbers
+    ]
 
 
 def first_sessions(sample: dict, sessions: int, questions: int | None = None) -> dict:
     """The sample with only its first `sessions` sessions (and their observations) and, if given,
     its first `questions` questions: a smoke-run size. Questions about later sessions stay and simply miss."""
-    conversation = {key: value for key, value in sample["conversation"].items()
-                    if not (m := re.match(r"session_(\d+)", key)) or int(m.group(1)) <= sessions}
-    observation = {key: value for key, value in sample.get("observation", {}).items()
-                   if int(re.findall(r"\d+", key)[0]) <= sessions}
+    conversation = {
+        key: value
+        for key, value in sample["conversation"].items()
+        if not (m := re.match(r"session_(\d+)", key)) or int(m.group(1)) <= sessions
+    }
+    observation = {
+        key: value
+        for key, value in sample.get("observation", {}).items()
+        if int(re.findall(r"\d+", key)[0]) <= sessions
+    }
     return {**sample, "conversation": conversation, "observation": observation, "qa": sample["qa"][:questions]}
 
 
@@ -85,8 +95,11 @@ def _queries(sample: dict) -> list[Query]:
     for i, qa in enumerate(sample["qa"]):
         evidence = {e for item in qa.get("evidence", []) for e in _DIA_ID.findall(str(item))}
         if evidence:
-            queries.append(Query(f"{sample['sample_id']}/{i}", qa["question"], evidence,
-                                 CATEGORIES.get(qa.get("category"), "other")))
+            queries.append(
+                Query(
+                    f"{sample['sample_id']}/{i}", qa["question"], evidence, CATEGORIES.get(qa.get("category"), "other")
+                )
+            )
     return queries
 
 
@@ -98,8 +111,11 @@ def load_locomo(path: Path) -> list[dict]:
 
 
 def locomo_recall_task(sample: dict) -> Task:
-    docs = [Doc(turn["dia_id"], _turn_text(turn), str(n), when, turn["speaker"])
-            for n, turns, when in _sessions(sample["conversation"]) for turn in turns]
+    docs = [
+        Doc(turn["dia_id"], _turn_text(turn), str(n), when, turn["speaker"])
+        for n, turns, when in _sessions(sample["conversation"])
+        for turn in turns
+    ]
     return Task(f"locomo-recall/{sample['sample_id']}", "recall", docs, _queries(sample))
 
 
@@ -121,24 +137,50 @@ def key_value_task(n: int = 1000, seed: int = 13) -> Task:
     most of their digits, so an embedding sees near-identical records; only exact matching tells them apart."""
     rng = random.Random(seed)
     keys = rng.sample(range(4_300_000, 4_400_000), n)
-    docs = [Doc(f"kv{i}", f"The locker code for parcel {key} is {rng.randrange(1000, 9999)}.", None)
-            for i, key in enumerate(keys)]
-    queries = [Query(f"kv{i}", f"What is the locker code for parcel {key}?", {f"kv{i}"}, "key-value")
-               for i, key in enumerate(keys) if i % 4 == 0]
+    docs = [
+        Doc(f"kv{i}", f"The locker code for parcel {key} is {rng.randrange(1000, 9999)}.", None)
+        for i, key in enumerate(keys)
+    ]
+    queries = [
+        Query(f"kv{i}", f"What is the locker code for parcel {key}?", {f"kv{i}"}, "key-value")
+        for i, key in enumerate(keys)
+        if i % 4 == 0
+    ]
     return Task("synthetic/key-value", "archival", docs, queries)
 
 
 # (document wording, query wording): the two sides share no content word
-_VERBS = [("bought", "purchased"), ("repaired", "fixed up"), ("sold", "got rid of by selling"),
-          ("painted", "gave a new coat of colour to"), ("lost", "misplaced"), ("borrowed", "took on loan"),
-          ("cleaned", "scrubbed"), ("photographed", "took pictures of"), ("insured", "took out cover for"),
-          ("returned", "brought back")]
-_OBJECTS = [("car", "automobile"), ("couch", "sofa"), ("bicycle", "bike"), ("laptop", "notebook computer"),
-            ("jacket", "coat"), ("television", "TV set"), ("refrigerator", "fridge"), ("boat", "vessel"),
-            ("guitar", "six-string instrument"), ("house", "home")]
-_TIMES = [("yesterday", "the previous day"), ("last week", "seven days ago"),
-          ("in January", "at the start of the year"), ("this morning", "earlier today"),
-          ("on the weekend", "on Saturday or Sunday")]
+_VERBS = [
+    ("bought", "purchased"),
+    ("repaired", "fixed up"),
+    ("sold", "got rid of by selling"),
+    ("painted", "gave a new coat of colour to"),
+    ("lost", "misplaced"),
+    ("borrowed", "took on loan"),
+    ("cleaned", "scrubbed"),
+    ("photographed", "took pictures of"),
+    ("insured", "took out cover for"),
+    ("returned", "brought back"),
+]
+_OBJECTS = [
+    ("car", "automobile"),
+    ("couch", "sofa"),
+    ("bicycle", "bike"),
+    ("laptop", "notebook computer"),
+    ("jacket", "coat"),
+    ("television", "TV set"),
+    ("refrigerator", "fridge"),
+    ("boat", "vessel"),
+    ("guitar", "six-string instrument"),
+    ("house", "home"),
+]
+_TIMES = [
+    ("yesterday", "the previous day"),
+    ("last week", "seven days ago"),
+    ("in January", "at the start of the year"),
+    ("this morning", "earlier today"),
+    ("on the weekend", "on Saturday or Sunday"),
+]
 _PEOPLE = ["Avery", "Blake", "Casey", "Devon", "Emery", "Finley", "Harper", "Jordan", "Kendall", "Logan"]
 
 

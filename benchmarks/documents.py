@@ -53,18 +53,21 @@ def ranked(mem: Memory, queries: list[Query], key_of: Any, k: int, rerank: bool 
 
 
 def _scores(mem: Memory, queries: list[Query], key_of: Any, k: int) -> dict[str, dict[str, float]]:
-    return {mode: scifact.summarize(list(zip(ranked(mem, queries, key_of, k, rerank), queries, strict=True)))
-            for mode, rerank in MODES.items()}
+    return {
+        mode: scifact.summarize(list(zip(ranked(mem, queries, key_of, k, rerank), queries, strict=True)))
+        for mode, rerank in MODES.items()
+    }
 
 
-def run_files(embedder: Embedder, texts: dict[str, tuple[str, str]], queries: list[Query], overlap: int
-              ) -> dict[str, Any]:
+def run_files(
+    embedder: Embedder, texts: dict[str, tuple[str, str]], queries: list[Query], overlap: int
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "home", embedder=embedder) as mem:
         files = [(f"{key}.md", f"# {title}\n\n{abstract}\n".encode()) for key, (title, abstract) in texts.items()]
         started = time.perf_counter()
         chunks = 0
         for start in range(0, len(files), 500):  # as `memvec add-file` hands a folder over: batched
-            for report in mem.documents("docs").add_many(files[start:start + 500], chunk_overlap=overlap):
+            for report in mem.documents("docs").add_many(files[start : start + 500], chunk_overlap=overlap):
                 assert isinstance(report, DocumentReport), report
                 chunks += report.document.chunks
         size = sum(len(content) for _, content in files)
@@ -74,18 +77,31 @@ def run_files(embedder: Embedder, texts: dict[str, tuple[str, str]], queries: li
         embedder.embed_documents(chunk_texts)
         model_seconds = time.perf_counter() - started
         scores = _scores(mem, queries, lambda hit: hit.citation.document.file_name.removesuffix(".md"), 200)
-    return {"overlap": overlap, "scores": scores, "documents": len(texts), "chunks": chunks, "bytes": size,
-            "seconds": seconds, "docs_per_s": len(texts) / seconds, "mb_per_s": size / seconds / 1e6,
-            "model_mb_per_s": size / model_seconds / 1e6, "ratio_to_model": model_seconds / seconds}
+    return {
+        "overlap": overlap,
+        "scores": scores,
+        "documents": len(texts),
+        "chunks": chunks,
+        "bytes": size,
+        "seconds": seconds,
+        "docs_per_s": len(texts) / seconds,
+        "mb_per_s": size / seconds / 1e6,
+        "model_mb_per_s": size / model_seconds / 1e6,
+        "ratio_to_model": model_seconds / seconds,
+    }
 
 
 def run_records(embedder: Embedder, texts: dict[str, tuple[str, str]], queries: list[Query]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "home", embedder=embedder) as mem:
-        records = [NewRecord(agent="docs", tier=Tier.ARCHIVAL, text=f"{title}. {abstract}".strip(),
-                             citation={"source_url": key}) for key, (title, abstract) in texts.items()]
+        records = [
+            NewRecord(
+                agent="docs", tier=Tier.ARCHIVAL, text=f"{title}. {abstract}".strip(), citation={"source_url": key}
+            )
+            for key, (title, abstract) in texts.items()
+        ]
         started = time.perf_counter()
         for start in range(0, len(records), 256):
-            mem.insert(records[start:start + 256])
+            mem.insert(records[start : start + 256])
         seconds = time.perf_counter() - started
         scores = _scores(mem, queries, lambda hit: hit.citation.source_url, 100)
     return {"scores": scores, "documents": len(texts), "seconds": seconds, "docs_per_s": len(texts) / seconds}
@@ -104,8 +120,13 @@ def run_pdf(embedder: Embedder, texts: dict[str, tuple[str, str]], pages: int) -
         started = time.perf_counter()
         report = mem.add_document("docs", "abstracts.pdf", data)
         seconds = time.perf_counter() - started
-    return {"pages": report.document.pages, "chunks": report.document.chunks, "bytes": len(data),
-            "seconds": seconds, "pages_per_s": (report.document.pages or 0) / seconds}
+    return {
+        "pages": report.document.pages,
+        "chunks": report.document.chunks,
+        "bytes": len(data),
+        "seconds": seconds,
+        "pages_per_s": (report.document.pages or 0) / seconds,
+    }
 
 
 def run(folder: Path, size: str, embedder: Embedder, overlaps: tuple[int, ...] = (32,)) -> dict[str, Any]:
@@ -117,36 +138,53 @@ def run(folder: Path, size: str, embedder: Embedder, overlaps: tuple[int, ...] =
     if size == "quick":
         task = scifact.smaller(task, queries=10, docs=60)
     texts = corpus(folder, {d.key for d in task.docs})
-    return {"queries": len(task.queries), "records": run_records(embedder, texts, task.queries),
-            "files": [run_files(embedder, texts, task.queries, overlap) for overlap in overlaps],
-            "pdf": run_pdf(embedder, texts, 3 if size == "quick" else PDF_PAGES)}
+    return {
+        "queries": len(task.queries),
+        "records": run_records(embedder, texts, task.queries),
+        "files": [run_files(embedder, texts, task.queries, overlap) for overlap in overlaps],
+        "pdf": run_pdf(embedder, texts, 3 if size == "quick" else PDF_PAGES),
+    }
 
 
 def markdown(found: dict[str, Any]) -> list[str]:
     records = found["records"]
-    out = ["## SciFact as files", "",
-           f"{found['queries']} claims over {records['documents']:,} abstracts, each once as a record (\"title. "
-           "abstract\") and once as a Markdown file through `add_many` (title as heading, chunks cut by the "
-           "model's tokenizer, overlap in tokens); a file run ranks documents by their best chunk.", "",
-           "| ingested as | mode | nDCG@10 | R@100 | MRR@10 | documents/s |", "|---|---|---|---|---|---|"]
+    out = [
+        "## SciFact as files",
+        "",
+        f'{found["queries"]} claims over {records["documents"]:,} abstracts, each once as a record ("title. '
+        'abstract") and once as a Markdown file through `add_many` (title as heading, chunks cut by the '
+        "model's tokenizer, overlap in tokens); a file run ranks documents by their best chunk.",
+        "",
+        "| ingested as | mode | nDCG@10 | R@100 | MRR@10 | documents/s |",
+        "|---|---|---|---|---|---|",
+    ]
     for mode, scores in records["scores"].items():
-        out.append(f"| one record each | {mode} | {scores['ndcg@10']:.3f} | {scores['recall@100']:.3f} | "
-                   f"{scores['mrr@10']:.3f} | {records['docs_per_s']:.0f} |")
+        out.append(
+            f"| one record each | {mode} | {scores['ndcg@10']:.3f} | {scores['recall@100']:.3f} | "
+            f"{scores['mrr@10']:.3f} | {records['docs_per_s']:.0f} |"
+        )
     for files in found["files"]:
         for mode, scores in files["scores"].items():
-            out.append(f"| files, overlap {files['overlap']} | {mode} | {scores['ndcg@10']:.3f} | "
-                       f"{scores['recall@100']:.3f} | {scores['mrr@10']:.3f} | {files['docs_per_s']:.0f} |")
+            out.append(
+                f"| files, overlap {files['overlap']} | {mode} | {scores['ndcg@10']:.3f} | "
+                f"{scores['recall@100']:.3f} | {scores['mrr@10']:.3f} | {files['docs_per_s']:.0f} |"
+            )
     files, pdf = found["files"][0], found["pdf"]
-    out += ["", f"Files: {files['chunks']:,} chunks for {files['documents']:,} abstracts, {files['mb_per_s']:.3f} MB/s "
-            f"of Markdown ingested; the model alone embeds the same chunks at {files['model_mb_per_s']:.3f} MB/s "
-            f"(ingest at {files['ratio_to_model']:.2f}x the model's rate: each chunk is embedded alone and with its "
-            f"heading path). A {pdf['pages']}-page PDF: {pdf['pages_per_s']:.1f} pages/s ({pdf['chunks']} chunks).", ""]
+    out += [
+        "",
+        f"Files: {files['chunks']:,} chunks for {files['documents']:,} abstracts, {files['mb_per_s']:.3f} MB/s "
+        f"of Markdown ingested; the model alone embeds the same chunks at {files['model_mb_per_s']:.3f} MB/s "
+        f"(ingest at {files['ratio_to_model']:.2f}x the model's rate: each chunk is embedded alone and with its "
+        f"heading path). A {pdf['pages']}-page PDF: {pdf['pages_per_s']:.1f} pages/s ({pdf['chunks']} chunks).",
+        "",
+    ]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.documents", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.documents", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="10 claims over 60 abstracts")
     parser.add_argument("--overlaps", default="32", help="chunk overlaps to run, in tokens (e.g. 0,32,64)")
     parser.add_argument("--scifact", type=Path, default=scifact.DEFAULT_PATH)

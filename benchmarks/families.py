@@ -45,23 +45,36 @@ class Family:
     subset: str  # which part `make bench` runs, in words
 
 
-LONGMEMEVAL = Family("LongMemEval_S", 10, longmemeval.summarize,
-                     ("recall@1", "ndcg@10", "recall@10", "session_any@5", "session_all@5"),
-                     f"the first {longmemeval.PER_TYPE_DEFAULT} answerable questions of each type")
-SCIFACT = Family("SciFact", 100, scifact.summarize, ("ndcg@10", "recall@100", "mrr@10"),
-                 f"the training claims of fold 0 of {scifact.FOLDS} (claim id mod {scifact.FOLDS}), whole corpus")
+LONGMEMEVAL = Family(
+    "LongMemEval_S",
+    10,
+    longmemeval.summarize,
+    ("recall@1", "ndcg@10", "recall@10", "session_any@5", "session_all@5"),
+    f"the first {longmemeval.PER_TYPE_DEFAULT} answerable questions of each type",
+)
+SCIFACT = Family(
+    "SciFact",
+    100,
+    scifact.summarize,
+    ("ndcg@10", "recall@100", "mrr@10"),
+    f"the training claims of fold 0 of {scifact.FOLDS} (claim id mod {scifact.FOLDS}), whole corpus",
+)
 
 
-def run(family: Family, tasks: list[Task], embedder: Embedder, modes: dict[str, dict[str, Any]] = MODES
-        ) -> dict[str, Any]:
+def run(
+    family: Family, tasks: list[Task], embedder: Embedder, modes: dict[str, dict[str, Any]] = MODES
+) -> dict[str, Any]:
     """Every mode over every task: {"scores": {mode: {"overall", "by_category"}}, "n_docs", "n_queries"}."""
     rows: dict[str, list[tuple[list[str], Query]]] = defaultdict(list)
     for task in tasks:
         for mode, lists in quality.ranked_keys(task, embedder, modes, family.k).items():
             rows[mode] += list(zip(lists, task.queries, strict=True))
-    return {"scores": {mode: score(family.summarize, found) for mode, found in rows.items()},
-            "n_docs": sum(len(t.docs) for t in tasks), "n_queries": sum(len(t.queries) for t in tasks),
-            "cut_records": sum(int(t.meta.get("cut", 0)) for t in tasks)}
+    return {
+        "scores": {mode: score(family.summarize, found) for mode, found in rows.items()},
+        "n_docs": sum(len(t.docs) for t in tasks),
+        "n_queries": sum(len(t.queries) for t in tasks),
+        "cut_records": sum(int(t.meta.get("cut", 0)) for t in tasks),
+    }
 
 
 def score(summarize: Summary, rows: list[tuple[list[str], Query]]) -> dict[str, Any]:
@@ -73,24 +86,37 @@ def score(summarize: Summary, rows: list[tuple[list[str], Query]]) -> dict[str, 
 
 def family_tasks(longmemeval_path: Path, scifact_path: Path, size: str) -> dict[str, tuple[Family, list[Task]]]:
     """`size`: "quick" (a smoke run), "default" (what `make bench` runs) or "full"."""
-    questions = longmemeval.subset(longmemeval.load(longmemeval_path),
-                                   None if size == "full" else longmemeval.PER_TYPE_DEFAULT)
+    questions = longmemeval.subset(
+        longmemeval.load(longmemeval_path), None if size == "full" else longmemeval.PER_TYPE_DEFAULT
+    )
     documents = scifact.task(scifact_path, None if size == "full" else {0})
     if size == "quick":
         questions = [longmemeval.smaller(q) for q in questions[:1]]
         documents = scifact.smaller(documents, queries=20, docs=300)
-    return {LONGMEMEVAL.name: (LONGMEMEVAL, [longmemeval.task(q) for q in questions]),
-            SCIFACT.name: (SCIFACT, [documents])}
+    return {
+        LONGMEMEVAL.name: (LONGMEMEVAL, [longmemeval.task(q) for q in questions]),
+        SCIFACT.name: (SCIFACT, [documents]),
+    }
 
 
-def run_all(longmemeval_path: Path, scifact_path: Path, size: str, embedder: Embedder,
-            progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def run_all(
+    longmemeval_path: Path,
+    scifact_path: Path,
+    size: str,
+    embedder: Embedder,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
     out = {}
     for name, (family, tasks) in family_tasks(longmemeval_path, scifact_path, size).items():
         progress(f"quality: {name}")
         started = time.perf_counter()
-        out[name] = {**run(family, tasks, embedder), "k": family.k, "headline": list(family.headline),
-                     "subset": "all" if size == "full" else family.subset, "seconds": time.perf_counter() - started}
+        out[name] = {
+            **run(family, tasks, embedder),
+            "k": family.k,
+            "headline": list(family.headline),
+            "subset": "all" if size == "full" else family.subset,
+            "seconds": time.perf_counter() - started,
+        }
     return out
 
 
@@ -99,29 +125,46 @@ def markdown(results: dict[str, Any]) -> list[str]:
     out = []
     for name, found in results.items():
         scores, headline = found["scores"], found["headline"]
-        out += [f"## {name}", "",
-                f"{found['n_queries']} questions over {found['n_docs']:,} records ({found['subset']}; k={found['k']}, "
-                f"{found['seconds']:.0f}s); held out for the shipped ranker (fitted on LoCoMo)."
-                + (f" {found['cut_records']} records cut at the record limit." if found.get("cut_records") else ""),
-                "", "| mode | " + " | ".join(headline) + " |", "|---" * (len(headline) + 1) + "|"]
-        out += [f"| {mode} | " + " | ".join(f"{s['overall'][m]:.3f}" for m in headline) + " |"
-                for mode, s in scores.items()]
+        out += [
+            f"## {name}",
+            "",
+            f"{found['n_queries']} questions over {found['n_docs']:,} records ({found['subset']}; k={found['k']}, "
+            f"{found['seconds']:.0f}s); held out for the shipped ranker (fitted on LoCoMo)."
+            + (f" {found['cut_records']} records cut at the record limit." if found.get("cut_records") else ""),
+            "",
+            "| mode | " + " | ".join(headline) + " |",
+            "|---" * (len(headline) + 1) + "|",
+        ]
+        out += [
+            f"| {mode} | " + " | ".join(f"{s['overall'][m]:.3f}" for m in headline) + " |" for mode, s in scores.items()
+        ]
         first = headline[0]
         categories = list(scores["default"]["by_category"])
-        out += ["", f"{first} by question type or fold (n):", "",
-                "| group | n | " + " | ".join(scores) + " |", "|---|---" + "|---" * len(scores) + "|"]
-        out += [f"| {c} | {scores['default']['by_category'][c]['n']} | "
-                + " | ".join(f"{s['by_category'][c][first]:.3f}" for s in scores.values()) + " |" for c in categories]
+        out += [
+            "",
+            f"{first} by question type or fold (n):",
+            "",
+            "| group | n | " + " | ".join(scores) + " |",
+            "|---|---" + "|---" * len(scores) + "|",
+        ]
+        out += [
+            f"| {c} | {scores['default']['by_category'][c]['n']} | "
+            + " | ".join(f"{s['by_category'][c][first]:.3f}" for s in scores.values())
+            + " |"
+            for c in categories
+        ]
         out.append("")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.families", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.families", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true",
-                      help="a smoke run (one question on part of its haystack, 20 claims)")
+    size.add_argument(
+        "--quick", action="store_true", help="a smoke run (one question on part of its haystack, 20 claims)"
+    )
     size.add_argument("--full", action="store_true", help="every question and claim (long)")
     parser.add_argument("--longmemeval", type=Path, default=longmemeval.DEFAULT_PATH)
     parser.add_argument("--scifact", type=Path, default=scifact.DEFAULT_PATH)
@@ -130,8 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     size_name = "quick" if args.quick else "full" if args.full else "default"
     try:
-        results = run_all(args.longmemeval, args.scifact, size_name, MeasuredEmbedder(load_embedder(args.model)),
-                          lambda text: print(text, file=sys.stderr))
+        results = run_all(
+            args.longmemeval,
+            args.scifact,
+            size_name,
+            MeasuredEmbedder(load_embedder(args.model)),
+            lambda text: print(text, file=sys.stderr),
+        )
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

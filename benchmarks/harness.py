@@ -94,14 +94,24 @@ class RandomEmbedder:
 
 
 def records_for(task: Task, agent: str) -> list[NewRecord]:
-    return [NewRecord.model_validate({
-        "agent": agent, "tier": task.tier, "text": doc.text, "role": doc.role, "created_at": doc.created_at,
-        "citation": {"session_id": doc.session, "turn_id": doc.key}}) for doc in task.docs]
+    return [
+        NewRecord.model_validate(
+            {
+                "agent": agent,
+                "tier": task.tier,
+                "text": doc.text,
+                "role": doc.role,
+                "created_at": doc.created_at,
+                "citation": {"session_id": doc.session, "turn_id": doc.key},
+            }
+        )
+        for doc in task.docs
+    ]
 
 
 def load_task(home: Path, embedder: Embedder, task: Task, agent: str, batch: int = 256, **settings: Any) -> Memory:
     mem = Memory.open(home, embedder=embedder, **settings)
     records = records_for(task, agent)
     for start in range(0, len(records), batch):
-        mem.insert(records[start:start + batch])
+        mem.insert(records[start : start + batch])
     return mem

@@ -78,10 +78,14 @@ def score_task(task: datasets.Task, embedder: MeasuredEmbedder) -> list[Scored]:
 def _scored(mem: Memory, agent: str, tier: str, query: datasets.Query) -> Scored:
     hits = _search(mem, agent, tier, query.text, 1000)
     tops = {k: [h.citation.turn_id or "" for h in _search(mem, agent, tier, query.text, k)] for k in DEPTHS}
-    return Scored(keys=[h.citation.turn_id or "" for h in hits],
-                  sessions=np.array([h.citation.session_id or "" for h in hits]),
-                  vector=np.array([h.scores.vector or 0.0 for h in hits]),
-                  bm25=np.array([h.scores.bm25 or 0.0 for h in hits]), evidence=query.evidence, default_tops=tops)
+    return Scored(
+        keys=[h.citation.turn_id or "" for h in hits],
+        sessions=np.array([h.citation.session_id or "" for h in hits]),
+        vector=np.array([h.scores.vector or 0.0 for h in hits]),
+        bm25=np.array([h.scores.bm25 or 0.0 for h in hits]),
+        evidence=query.evidence,
+        default_tops=tops,
+    )
 
 
 def first_hit(keys: list[str], order: npt.NDArray[np.int64], evidence: set[str]) -> int | None:
@@ -167,8 +171,10 @@ def summarize(questions: list[Scored]) -> dict[str, Any]:
     return {
         "questions": len(questions),
         "ceiling": float(np.mean([bool(q.evidence & set(q.keys)) for q in questions])),
-        **{f"default R@{k}": float(np.mean([bool(q.evidence & set(q.default_tops[k])) for q in questions]))
-           for k in DEPTHS},
+        **{
+            f"default R@{k}": float(np.mean([bool(q.evidence & set(q.default_tops[k])) for q in questions]))
+            for k in DEPTHS
+        },
         "oracle weight R@10": recall_at(questions, oracle_rank, 10),
         "oracle weight R@20": recall_at(questions, oracle_rank, 20),
         "variants R@10": {name: recall_at(questions, variant_rank(fn), 10) for name, fn in VARIANTS.items()},
@@ -190,18 +196,34 @@ def miss_buckets(questions: list[Scored], default: list[int | None]) -> dict[str
 
 
 def markdown(results: dict[str, dict[str, Any]], seconds: float) -> str:
-    lines = ["# Headroom on LoCoMo (dev conversations, default settings)", "",
-             f"{seconds:.0f}s. Computed from the raw per-method scores that `Memory.search` returns with every hit "
-             "(see the module docstring of `benchmarks/headroom.py`). The oracle picks the best of 21 fusion "
-             "weights per question, which no real setting can do: it bounds what fusion tuning can reach.", ""]
+    lines = [
+        "# Headroom on LoCoMo (dev conversations, default settings)",
+        "",
+        f"{seconds:.0f}s. Computed from the raw per-method scores that `Memory.search` returns with every hit "
+        "(see the module docstring of `benchmarks/headroom.py`). The oracle picks the best of 21 fusion "
+        "weights per question, which no real setting can do: it bounds what fusion tuning can reach.",
+        "",
+    ]
     tiers = list(results)
-    keys = ["questions", "ceiling", "default R@10", "default R@20", "default R@50", "oracle weight R@10",
-            "oracle weight R@20"]
+    keys = [
+        "questions",
+        "ceiling",
+        "default R@10",
+        "default R@20",
+        "default R@50",
+        "oracle weight R@10",
+        "oracle weight R@20",
+    ]
     lines += [_table(["", *tiers], [[k, *(results[t][k] for t in tiers)] for k in keys]), ""]
     variants = list(results[tiers[0]]["variants R@10"])
-    lines += ["## Fusion variants from the same scores (R@10)", "",
-              _table(["variant", *tiers], [[v, *(results[t]["variants R@10"][v] for t in tiers)] for v in variants]),
-              "", "## Misses (answerable, not in the top 10 of the min-max fusion over all records)", ""]
+    lines += [
+        "## Fusion variants from the same scores (R@10)",
+        "",
+        _table(["variant", *tiers], [[v, *(results[t]["variants R@10"][v] for t in tiers)] for v in variants]),
+        "",
+        "## Misses (answerable, not in the top 10 of the min-max fusion over all records)",
+        "",
+    ]
     buckets = list(results[tiers[0]]["misses"])
     lines += [_table(["", *tiers], [[b, *(results[t]["misses"][b] for t in tiers)] for b in buckets])]
     return "\n".join(lines) + "\n"
@@ -218,8 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     embedder = MeasuredEmbedder(load_embedder(args.model), cache_documents=True)
     started = time.perf_counter()
     tiers = {"recall tier": datasets.locomo_recall_task, "archival tier": datasets.locomo_archival_task}
-    results = {name: summarize([q for s in samples for q in score_task(make(s), embedder)])
-               for name, make in tiers.items()}
+    results = {
+        name: summarize([q for s in samples for q in score_task(make(s), embedder)]) for name, make in tiers.items()
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "headroom" if args.model == "all-MiniLM-L6-v2" else "headroom-" + re.sub(r"[^A-Za-z0-9]+", "-", args.model)
     (args.out / f"{stem}.json").write_text(json.dumps({"model": args.model, **results}, indent=1))

@@ -34,16 +34,31 @@ def free_port() -> int:
         return port
 
 
-def start_server(home: Path, options: Sequence[str], serve_options: Sequence[str] = (), *,
-                 stderr_path: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    home: Path, options: Sequence[str], serve_options: Sequence[str] = (), *, stderr_path: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """`memvec serve` on a free port with the given global and serve options; returns it once it
     answers. Its log goes to `stderr_path` (a file, as in production) or nowhere."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": ""}
     with open(stderr_path or os.devnull, "ab") as log:  # the child keeps its own descriptor
-        process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(home), *options, "serve",
-                                    "--port", str(port), *serve_options],
-                                   env=env, stdout=subprocess.DEVNULL, stderr=log)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "memvec",
+                "--home",
+                str(home),
+                *options,
+                "serve",
+                "--port",
+                str(port),
+                *serve_options,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process, timeout=60)
@@ -100,8 +115,14 @@ def run_level(url: str, clients: int, seconds: float, request: Any, expected: in
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
-    return {"clients": clients, "requests": len(latencies), "errors": errors, "rps": len(latencies) / elapsed,
-            "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99)}
+    return {
+        "clients": clients,
+        "requests": len(latencies),
+        "errors": errors,
+        "rps": len(latencies) / elapsed,
+        "p50_ms": percentile(latencies, 50),
+        "p99_ms": percentile(latencies, 99),
+    }
 
 
 def run(model: str, preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]:
@@ -122,10 +143,14 @@ def run(model: str, preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]
                 api.post("/v1/agents", json={"name": "load"})
                 texts = synthetic_texts(preload, seed=3)
                 for start in range(0, preload, 500):
-                    api.post("/v1/agents/load/archival-memory",
-                             json={"passages": [{"text": t} for t in texts[start:start + 500]]})
-            results = {"search": [run_level(url, c, seconds, search, 200) for c in LEVELS],
-                       "insert": [run_level(url, c, seconds, insert, 201) for c in LEVELS]}
+                    api.post(
+                        "/v1/agents/load/archival-memory",
+                        json={"passages": [{"text": t} for t in texts[start : start + 500]]},
+                    )
+            results = {
+                "search": [run_level(url, c, seconds, search, 200) for c in LEVELS],
+                "insert": [run_level(url, c, seconds, insert, 201) for c in LEVELS],
+            }
         finally:
             stop_server(process)
         results["workers"] = _workers(Path(tmp) / "home", model, seconds, search)

@@ -23,8 +23,10 @@ from benchmarks.metrics import all_evidence_at_k, hit_at_k, ndcg_at_k
 from memvec.types import MAX_TEXT_CHARS
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "longmemeval-s-dev.jsonl"
-HELP = ("LongMemEval_S data not found at {path}. Pass --longmemeval PATH (a JSONL file of LongMemEval_S "
-        "questions), or get longmemeval_s_cleaned.json from the public repository xiaowu0162/LongMemEval (MIT).")
+HELP = (
+    "LongMemEval_S data not found at {path}. Pass --longmemeval PATH (a JSONL file of LongMemEval_S "
+    "questions), or get longmemeval_s_cleaned.json from the public repository xiaowu0162/LongMemEval (MIT)."
+)
 # The deterministic subset `make bench` runs: the first questions of each type in file order
 # (every type appears; the full run takes all of them). A turn is ~1,000 characters, so a haystack
 # of ~490 turns costs about a minute of embedding on 2 cores.
@@ -62,10 +64,18 @@ def subset(questions: list[dict[str, Any]], per_type: int | None) -> list[dict[s
 
 def smaller(question: dict[str, Any]) -> dict[str, Any]:
     """The question with only its evidence sessions and the first SMOKE_SESSIONS others."""
-    keep = [i for i, sid in enumerate(question["haystack_session_ids"])
-            if sid in question["answer_session_ids"] or i < SMOKE_SESSIONS]
-    return {**question, **{field: [question[field][i] for i in keep]
-                           for field in ("haystack_session_ids", "haystack_dates", "haystack_sessions")}}
+    keep = [
+        i
+        for i, sid in enumerate(question["haystack_session_ids"])
+        if sid in question["answer_session_ids"] or i < SMOKE_SESSIONS
+    ]
+    return {
+        **question,
+        **{
+            field: [question[field][i] for i in keep]
+            for field in ("haystack_session_ids", "haystack_dates", "haystack_sessions")
+        },
+    }
 
 
 def turn_key(session_id: str, position: int, turn: int) -> str:
@@ -79,8 +89,9 @@ def session_of(key: str) -> str:
 
 def task(question: dict[str, Any]) -> Task:
     docs, evidence, cut = [], set(), 0
-    sessions = zip(question["haystack_session_ids"], question["haystack_dates"], question["haystack_sessions"],
-                   strict=True)
+    sessions = zip(
+        question["haystack_session_ids"], question["haystack_dates"], question["haystack_sessions"], strict=True
+    )
     for position, (session_id, date, turns) in enumerate(sessions):
         when = parse_date(date)
         for number, turn in enumerate(turns):
@@ -89,8 +100,14 @@ def task(question: dict[str, Any]) -> Task:
             docs.append(Doc(key, text[:MAX_TEXT_CHARS], f"{session_id}@{position}", when, turn["role"]))
             if turn.get("has_answer"):
                 evidence.add(key)
-    query = Query(question["question_id"], question["question"], evidence, question["question_type"],
-                  sessions=set(question["answer_session_ids"]), asked_at=parse_date(question["question_date"]))
+    query = Query(
+        question["question_id"],
+        question["question"],
+        evidence,
+        question["question_type"],
+        sessions=set(question["answer_session_ids"]),
+        asked_at=parse_date(question["question_date"]),
+    )
     return Task(f"longmemeval/{question['question_id']}", "recall", docs, [query], meta={"cut": str(cut)})
 
 

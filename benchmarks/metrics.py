@@ -41,8 +41,9 @@ def all_evidence_at_k(ranked: Sequence[str], relevant: set[str], k: int) -> floa
 def ndcg_at_k(ranked: Sequence[str], relevant: set[str], k: int) -> float:
     """nDCG@k with a gain of 1 for each relevant key (BEIR's SciFact judgements are all 1; LongMemEval
     marks evidence turns without grades): the ideal puts every relevant key first."""
-    gains = sum(1.0 / math.log2(rank + 1) for rank, key in enumerate(unique_in_order(ranked)[:k], start=1)
-                if key in relevant)
+    gains = sum(
+        1.0 / math.log2(rank + 1) for rank, key in enumerate(unique_in_order(ranked)[:k], start=1) if key in relevant
+    )
     ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(relevant), k) + 1))
     return gains / ideal if ideal else 0.0
 
@@ -53,8 +54,7 @@ def share_found_at_k(ranked: Sequence[str], relevant: set[str], k: int) -> float
     return len(relevant & set(unique_in_order(ranked)[:k])) / len(relevant) if relevant else 0.0
 
 
-def summarize(results: Sequence[tuple[Sequence[str], set[str]]], ks: Sequence[int] = (1, 5, 10)
-              ) -> dict[str, float]:
+def summarize(results: Sequence[tuple[Sequence[str], set[str]]], ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
     """recall@k for each k, MRR@10 and all-evidence recall@10 over (ranked, relevant) pairs."""
     if not results:
         return {**{f"recall@{k}": 0.0 for k in ks}, "mrr@10": 0.0, "all@10": 0.0, "n": 0}

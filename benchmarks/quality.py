@@ -32,17 +32,31 @@ MODES: dict[str, dict[str, Any]] = {
 }
 
 
-def run_task(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]] = MODES, k: int = 10,
-             ranker: Ranker | str | None = "shipped", **settings: Any) -> Rows:
+def run_task(
+    task: Task,
+    embedder: Embedder,
+    modes: dict[str, dict[str, Any]] = MODES,
+    k: int = 10,
+    ranker: Ranker | str | None = "shipped",
+    **settings: Any,
+) -> Rows:
     """For each mode, (ranked keys, evidence, category) per query; `settings` go to Memory.open.
     `ranker`: the one the package ships, or another (for a conversation, one not fitted on it), or None."""
     ranked = ranked_keys(task, embedder, modes, k, ranker, **settings)
-    return {name: [(keys, query.evidence, query.category) for keys, query in zip(lists, task.queries, strict=True)]
-            for name, lists in ranked.items()}
+    return {
+        name: [(keys, query.evidence, query.category) for keys, query in zip(lists, task.queries, strict=True)]
+        for name, lists in ranked.items()
+    }
 
 
-def ranked_keys(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]], k: int = 10,
-                ranker: Ranker | str | None = "shipped", **settings: Any) -> dict[str, list[list[str]]]:
+def ranked_keys(
+    task: Task,
+    embedder: Embedder,
+    modes: dict[str, dict[str, Any]],
+    k: int = 10,
+    ranker: Ranker | str | None = "shipped",
+    **settings: Any,
+) -> dict[str, list[list[str]]]:
     """For each mode, the citation keys of the top k of each query of `task`, in the queries' order."""
     agent = re.sub(r"[^A-Za-z0-9_.-]", "-", task.name)
     with tempfile.TemporaryDirectory() as tmp:
@@ -53,8 +67,9 @@ def ranked_keys(task: Task, embedder: Embedder, modes: dict[str, dict[str, Any]]
             out: dict[str, list[list[str]]] = defaultdict(list)
             for query in task.queries:
                 for name, fields in modes.items():
-                    request = SearchRequest.model_validate({"agent": agent, "tier": task.tier, "query": query.text,
-                                                            "k": k, **fields})
+                    request = SearchRequest.model_validate(
+                        {"agent": agent, "tier": task.tier, "query": query.text, "k": k, **fields}
+                    )
                     out[name].append([h.citation.turn_id or "" for h in mem.search(request)])
             return dict(out)
         finally:
@@ -76,6 +91,8 @@ def score(rows_by_mode: dict[str, list[tuple[list[str], set[str], str]]]) -> dic
         by_category: dict[str, list[tuple[list[str], set[str]]]] = defaultdict(list)
         for ranked, evidence, category in rows:
             by_category[category].append((ranked, evidence))
-        result[mode] = {"overall": summarize([(r, e) for r, e, _ in rows], ks=(1, 3, 5, 10)),
-                        "by_category": {c: summarize(v, ks=(1, 3, 5, 10)) for c, v in sorted(by_category.items())}}
+        result[mode] = {
+            "overall": summarize([(r, e) for r, e, _ in rows], ks=(1, 3, 5, 10)),
+            "by_category": {c: summarize(v, ks=(1, 3, 5, 10)) for c, v in sorted(by_category.items())},
+        }
     return result

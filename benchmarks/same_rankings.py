@@ -28,9 +28,16 @@ def rankings(locomo: Path, model: str) -> dict[str, list[list[tuple[str, str]]]]
             mem = load_task(Path(tmp), embedder, task, agent)
             for name, fields in MODES.items():
                 out[f"{task.name} {name}"] = [
-                    [(hit.citation.turn_id or "", repr(hit.score)) for hit in mem.search(SearchRequest.model_validate(
-                        {"agent": agent, "tier": task.tier, "query": query.text, "k": 10, **fields}))]
-                    for query in task.queries]
+                    [
+                        (hit.citation.turn_id or "", repr(hit.score))
+                        for hit in mem.search(
+                            SearchRequest.model_validate(
+                                {"agent": agent, "tier": task.tier, "query": query.text, "k": 10, **fields}
+                            )
+                        )
+                    ]
+                    for query in task.queries
+                ]
             mem.close()
     return out
 

@@ -41,8 +41,10 @@ def zipf_texts(n: int, seed: int, words: int = 16) -> list[str]:
     overflow = ranks > VOCABULARY
     ranks[overflow] = rng.integers(1_000, VOCABULARY, size=int(overflow.sum()))
     common = rng.random(n) < 0.25
-    return [" ".join(_word(int(r)) for r in row) + (" diary" if c else "") + f" n{i}"
-            for i, (row, c) in enumerate(zip(ranks, common, strict=True))]
+    return [
+        " ".join(_word(int(r)) for r in row) + (" diary" if c else "") + f" n{i}"
+        for i, (row, c) in enumerate(zip(ranks, common, strict=True))
+    ]
 
 
 _STOPWORDS = sorted(STOPWORDS)
@@ -70,9 +72,19 @@ def fill(home: Path, n: int, batch: int = 5_000) -> float:
     with Memory.open(home, embedder=RandomEmbedder(DIM), index={"kind": "flat"}) as mem:
         for start in range(0, n, batch):
             texts = zipf_texts(min(batch, n - start), seed=start)
-            mem.insert([NewRecord.model_validate({"agent": "big", "tier": "archival", "text": t,
-                                                  "citation": {"session_id": f"s{(start + i) // SESSION_SIZE}"}})
-                        for i, t in enumerate(texts)])
+            mem.insert(
+                [
+                    NewRecord.model_validate(
+                        {
+                            "agent": "big",
+                            "tier": "archival",
+                            "text": t,
+                            "citation": {"session_id": f"s{(start + i) // SESSION_SIZE}"},
+                        }
+                    )
+                    for i, t in enumerate(texts)
+                ]
+            )
     return time.perf_counter() - started
 
 
@@ -82,8 +94,9 @@ def _dense_bm25(index: Any, query: str) -> None:
     lexical, n = index.lexical, len(index.lexical)
     slot_ids = np.frombuffer(lexical._slot_ids, dtype=np.int64)
     scores = np.zeros(len(slot_ids), dtype=np.float32)
-    norm = lexical.k1 * (1.0 - lexical.b + lexical.b * np.frombuffer(lexical._slot_lens, dtype=np.float32)
-                         / lexical.avgdl)
+    norm = lexical.k1 * (
+        1.0 - lexical.b + lexical.b * np.frombuffer(lexical._slot_lens, dtype=np.float32) / lexical.avgdl
+    )
     for token in tokenize(query):
         slots, tfs = lexical._postings(term_hash(token))
         if len(slots):
@@ -108,8 +121,11 @@ def measure_kind(home: str, kind: str, n: int, n_queries: int, out: Any) -> None
     started = time.perf_counter()
     mem = Memory.open(home, embedder=RandomEmbedder(DIM), index={"kind": kind})
     index = mem._engine.tier_index("big", Tier.ARCHIVAL)
-    result: dict[str, Any] = {"kind": index.vector.kind, "open_s": time.perf_counter() - started,
-                              "rss_bytes_per_record": (rss_bytes() - before) / n}
+    result: dict[str, Any] = {
+        "kind": index.vector.kind,
+        "open_s": time.perf_counter() - started,
+        "rss_bytes_per_record": (rss_bytes() - before) / n,
+    }
     texts = queries(n_queries)
     request = {"agent": "big", "tier": "archival", "k": 10}
     common = [f"{q} diary" for q in texts]  # one term in a quarter of the tier
@@ -118,8 +134,9 @@ def measure_kind(home: str, kind: str, n: int, n_queries: int, out: Any) -> None
         result[f"{label}bm25_ms"] = _timed_ms(lambda q: index.lexical.search(q, 100), items)
         result[f"{label}bm25_dense_ms"] = _timed_ms(lambda q: _dense_bm25(index, q), items)
     result["vector_ms"] = _timed_ms(lambda q: mem.search(SearchRequest(**request, query=q, mode="vector")), texts)
-    result["vector_top10"] = [[h.id for h in mem.search(SearchRequest(**request, query=q, mode="vector"))]
-                              for q in texts]
+    result["vector_top10"] = [
+        [h.id for h in mem.search(SearchRequest(**request, query=q, mode="vector"))] for q in texts
+    ]
     mem.close()
     out.put(result)
 
@@ -144,14 +161,14 @@ def run(n: int, n_queries: int = 200, work: Path | None = None) -> dict[str, Any
         exact = flat.pop("vector_top10")
         for row in (compact, reopened):
             found = row.pop("vector_top10")
-            row["recall_at_10_vs_exact"] = sum(len(set(a) & set(b)) / 10 for a, b in zip(found, exact, strict=True)
-                                               ) / len(exact)
+            row["recall_at_10_vs_exact"] = sum(
+                len(set(a) & set(b)) / 10 for a, b in zip(found, exact, strict=True)
+            ) / len(exact)
         point.update(flat=flat, auto_build=compact, auto=reopened)
     return point
 
 
-def crossover(sizes: tuple[int, ...] = (10_000, 25_000, 50_000, 100_000), n_queries: int = 200
-              ) -> list[dict[str, Any]]:
+def crossover(sizes: tuple[int, ...] = (10_000, 25_000, 50_000, 100_000), n_queries: int = 200) -> list[dict[str, Any]]:
     """Vector search alone, flat against hnsw-sq8, at the sizes around auto_hnsw_from: where HNSW
     starts to win, and what building it costs (what a tier pays once when it crosses the line)."""
     from benchmarks.compact import measure, vectors
@@ -162,39 +179,67 @@ def crossover(sizes: tuple[int, ...] = (10_000, 25_000, 50_000, 100_000), n_quer
         data = vectors(n)
         flat = measure("flat", data, queries, None)
         hnsw = measure("hnsw-sq8", data, queries, flat["hits"])
-        rows.append({"n": n, "flat_p50_ms": flat["search_ms"]["p50"], "hnsw_p50_ms": hnsw["search_ms"]["p50"],
-                     "hnsw_build_s": hnsw["build_s"], "recall_at_10": hnsw["recall_at_10_vs_exact"]})
+        rows.append(
+            {
+                "n": n,
+                "flat_p50_ms": flat["search_ms"]["p50"],
+                "hnsw_p50_ms": hnsw["search_ms"]["p50"],
+                "hnsw_build_s": hnsw["build_s"],
+                "recall_at_10": hnsw["recall_at_10_vs_exact"],
+            }
+        )
     return rows
 
 
 def crossover_markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["## Where HNSW starts to win (vector search alone, one thread, 200 queries)", "",
-             "| N | flat p50 ms | hnsw-sq8 p50 ms | hnsw-sq8 build s | recall@10 vs exact |", "|---|---|---|---|---|"]
-    lines += [f"| {r['n']:,} | {r['flat_p50_ms']:.2f} | {r['hnsw_p50_ms']:.2f} | {r['hnsw_build_s']:.1f} | "
-              f"{r['recall_at_10']:.3f} |" for r in rows]
+    lines = [
+        "## Where HNSW starts to win (vector search alone, one thread, 200 queries)",
+        "",
+        "| N | flat p50 ms | hnsw-sq8 p50 ms | hnsw-sq8 build s | recall@10 vs exact |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['n']:,} | {r['flat_p50_ms']:.2f} | {r['hnsw_p50_ms']:.2f} | {r['hnsw_build_s']:.1f} | "
+        f"{r['recall_at_10']:.3f} |"
+        for r in rows
+    ]
     return "\n".join(lines) + "\n"
 
 
 def markdown(points: list[dict[str, Any]]) -> str:
-    lines = ["## One tier at scale (synthetic Zipf text, synthetic clustered vectors, dim 384: index cost without "
-             "model cost)", "",
-             "Each row: one child process opening the tier (RSS per record = what the loaded index costs: vectors, "
-             "BM25, ids, sessions; the store stays on disk). Times are search only (the synthetic embedder costs "
-             "microseconds), p50 / p99 over 200 queries of 8 words. 'common' adds a word found in a quarter of "
-             "the tier to each query. 'dense' is the BM25 scorer memvec had before (a score for every record), "
-             "timed on the same index. Recall@10 is vector search against exact float32 search.", "",
-             "| N | kind | open s | RSS B/rec | hybrid ms | hybrid, common ms | vector p50 ms | BM25 ms | "
-             "BM25 dense p50 ms | BM25 common ms | BM25 common dense p50 ms | recall@10 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## One tier at scale (synthetic Zipf text, synthetic clustered vectors, dim 384: index cost without "
+        "model cost)",
+        "",
+        "Each row: one child process opening the tier (RSS per record = what the loaded index costs: vectors, "
+        "BM25, ids, sessions; the store stays on disk). Times are search only (the synthetic embedder costs "
+        "microseconds), p50 / p99 over 200 queries of 8 words. 'common' adds a word found in a quarter of "
+        "the tier to each query. 'dense' is the BM25 scorer memvec had before (a score for every record), "
+        "timed on the same index. Recall@10 is vector search against exact float32 search.",
+        "",
+        "| N | kind | open s | RSS B/rec | hybrid ms | hybrid, common ms | vector p50 ms | BM25 ms | "
+        "BM25 dense p50 ms | BM25 common ms | BM25 common dense p50 ms | recall@10 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for point in points:
         for label in ("flat", "auto_build", "auto"):
             r = point[label]
             name = r["kind"] + (" (built from the store)" if label == "auto_build" else "")
             recall = f"{r['recall_at_10_vs_exact']:.3f}" if "recall_at_10_vs_exact" in r else "exact"
-            cells = [f"{point['n']:,}", name, f"{r['open_s']:.1f}", f"{r['rss_bytes_per_record']:.0f}",
-                     _pair(r["hybrid_ms"]), _pair(r["common_hybrid_ms"]), f"{r['vector_ms']['p50']:.2f}",
-                     _pair(r["bm25_ms"]), f"{r['bm25_dense_ms']['p50']:.2f}", _pair(r["common_bm25_ms"]),
-                     f"{r['common_bm25_dense_ms']['p50']:.2f}", recall]
+            cells = [
+                f"{point['n']:,}",
+                name,
+                f"{r['open_s']:.1f}",
+                f"{r['rss_bytes_per_record']:.0f}",
+                _pair(r["hybrid_ms"]),
+                _pair(r["common_hybrid_ms"]),
+                f"{r['vector_ms']['p50']:.2f}",
+                _pair(r["bm25_ms"]),
+                f"{r['bm25_dense_ms']['p50']:.2f}",
+                _pair(r["common_bm25_ms"]),
+                f"{r['common_bm25_dense_ms']['p50']:.2f}",
+                recall,
+            ]
             lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines += [f"Ingest (flat, store + indexes): {p['n']:,} records in {p['ingest_s']:.0f} s." for p in points]
@@ -209,7 +254,6 @@ def save(points: list[dict[str, Any]], out: Path, crossing: list[dict[str, Any]]
     out.mkdir(parents=True, exist_ok=True)
     (out / "scale.json").write_text(json.dumps({"points": points, "crossover": crossing}, indent=1))
     (out / "scale.md").write_text(markdown(points) + ("\n" + crossover_markdown(crossing) if crossing else ""))
-
 
 
 def main(argv: list[str] | None = None) -> int:

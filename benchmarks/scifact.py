@@ -18,8 +18,10 @@ from benchmarks.datasets import Doc, Query, Task
 from benchmarks.metrics import ndcg_at_k, reciprocal_rank_at_k, share_found_at_k
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
-HELP = ("SciFact data not found at {path}. Pass --scifact DIR (BEIR's layout: corpus.jsonl, queries-train.jsonl, "
-        "qrels/train.tsv), or get it from BEIR's scifact.zip (CC BY-NC 2.0; cite Wadden et al., EMNLP 2020).")
+HELP = (
+    "SciFact data not found at {path}. Pass --scifact DIR (BEIR's layout: corpus.jsonl, queries-train.jsonl, "
+    "qrels/train.tsv), or get it from BEIR's scifact.zip (CC BY-NC 2.0; cite Wadden et al., EMNLP 2020)."
+)
 # Claims are split into folds by their id (deterministic): `make bench` runs one fold's claims over
 # the whole corpus, the full run all of them; a learned stage is fitted and judged fold by fold.
 FOLDS = 5
@@ -45,19 +47,24 @@ def task(folder: Path, folds: set[int] | None = None) -> Task:
             if int(row["score"]) > 0:
                 relevant[row["query-id"]].add(row["corpus-id"])
     docs = [Doc(d["_id"], f"{d['title']}. {d['text']}".strip(), None) for d in _jsonl(paths[0])]
-    queries = [Query(q["_id"], q["text"], relevant[q["_id"]], f"fold {fold_of(q['_id'])}")
-               for q in _jsonl(paths[1])
-               if q["_id"] in relevant and (folds is None or fold_of(q["_id"]) in folds)]
+    queries = [
+        Query(q["_id"], q["text"], relevant[q["_id"]], f"fold {fold_of(q['_id'])}")
+        for q in _jsonl(paths[1])
+        if q["_id"] in relevant and (folds is None or fold_of(q["_id"]) in folds)
+    ]
     return Task("scifact", "archival", docs, queries)
 
 
 def summarize(rows: Sequence[tuple[Sequence[str], Query]]) -> dict[str, float]:
     if not rows:
         return {"n": 0}
-    return {"ndcg@10": mean(ndcg_at_k(r, q.evidence, 10) for r, q in rows),
-            "recall@100": mean(share_found_at_k(r, q.evidence, 100) for r, q in rows),
-            "mrr@10": mean(reciprocal_rank_at_k(r, q.evidence, 10) for r, q in rows),
-            "recall@10": mean(share_found_at_k(r, q.evidence, 10) for r, q in rows), "n": len(rows)}
+    return {
+        "ndcg@10": mean(ndcg_at_k(r, q.evidence, 10) for r, q in rows),
+        "recall@100": mean(share_found_at_k(r, q.evidence, 100) for r, q in rows),
+        "mrr@10": mean(reciprocal_rank_at_k(r, q.evidence, 10) for r, q in rows),
+        "recall@10": mean(share_found_at_k(r, q.evidence, 10) for r, q in rows),
+        "n": len(rows),
+    }
 
 
 def smaller(full: Task, queries: int, docs: int) -> Task:

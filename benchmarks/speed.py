@@ -18,17 +18,34 @@ from memvec.index.heap import BIG_INDEX, release_freed_memory
 BATCH = 256
 _SUBJECTS = ["I", "We", "My sister", "The team", "Our neighbour", "Grandpa", "The kids", "My manager"]
 _VERBS = ["visited", "cooked", "painted", "fixed", "talked about", "planned", "read about", "bought", "sold", "lost"]
-_OBJECTS = ["the old bicycle", "a lemon cake", "the garden fence", "a trip to Lisbon", "the quarterly budget",
-            "a jazz concert", "the new laptop", "a marathon plan", "the leaking roof", "a birthday party",
-            "the adoption papers", "a pottery class", "the camping gear", "a job interview", "the piano lessons"]
+_OBJECTS = [
+    "the old bicycle",
+    "a lemon cake",
+    "the garden fence",
+    "a trip to Lisbon",
+    "the quarterly budget",
+    "a jazz concert",
+    "the new laptop",
+    "a marathon plan",
+    "the leaking roof",
+    "a birthday party",
+    "the adoption papers",
+    "a pottery class",
+    "the camping gear",
+    "a job interview",
+    "the piano lessons",
+]
 _WHEN = ["yesterday", "last weekend", "this morning", "on Friday", "in March", "after work", "before dinner"]
 
 
 def synthetic_texts(n: int, seed: int = 7) -> list[str]:
     """Diary-like sentences with a numbered detail, so every text is distinct."""
     rng = random.Random(seed)
-    return [f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} {rng.choice(_WHEN)}, "
-            f"note {i} with detail {rng.randrange(10**6)}." for i in range(n)]
+    return [
+        f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} {rng.choice(_WHEN)}, "
+        f"note {i} with detail {rng.randrange(10**6)}."
+        for i in range(n)
+    ]
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -48,16 +65,23 @@ SESSION_SIZE = 50  # records per session (a conversation or a document), so the 
 
 
 def _records(texts: list[str], first: int, agent: str = "bench") -> list[NewRecord]:
-    return [NewRecord.model_validate({"agent": agent, "tier": "archival", "text": t,
-                                      "citation": {"session_id": f"s{(first + i) // SESSION_SIZE}"}})
-            for i, t in enumerate(texts)]
+    return [
+        NewRecord.model_validate(
+            {
+                "agent": agent,
+                "tier": "archival",
+                "text": t,
+                "citation": {"session_id": f"s{(first + i) // SESSION_SIZE}"},
+            }
+        )
+        for i, t in enumerate(texts)
+    ]
 
 
-def ingest(mem: Memory, texts: list[str], batch: int = BATCH, progress: Callable[[int], None] | None = None
-            ) -> float:
+def ingest(mem: Memory, texts: list[str], batch: int = BATCH, progress: Callable[[int], None] | None = None) -> float:
     started = time.perf_counter()
     for start in range(0, len(texts), batch):
-        mem.insert(_records(texts[start:start + batch], start))
+        mem.insert(_records(texts[start : start + batch], start))
         if progress:
             progress(min(batch, len(texts) - start))
     return time.perf_counter() - started
@@ -67,8 +91,7 @@ def latencies(mem: Memory, queries: list[str], fields: dict[str, Any], k: int = 
     """Milliseconds per search call."""
     out = []
     for query in queries:
-        request = SearchRequest.model_validate({"agent": "bench", "tier": "archival", "query": query, "k": k,
-                                                **fields})
+        request = SearchRequest.model_validate({"agent": "bench", "tier": "archival", "query": query, "k": k, **fields})
         started = time.perf_counter()
         mem.search(request)
         out.append((time.perf_counter() - started) * 1000)
@@ -76,17 +99,27 @@ def latencies(mem: Memory, queries: list[str], fields: dict[str, Any], k: int = 
 
 
 def summary_ms(values: list[float]) -> dict[str, float]:
-    return {"p50": percentile(values, 50), "p95": percentile(values, 95), "p99": percentile(values, 99),
-            "mean": sum(values) / len(values)}
+    return {
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "mean": sum(values) / len(values),
+    }
 
 
-MODES = {"token": {"mode": "token"}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"},
-         "hybrid": {"mode": "hybrid"}, "hybrid, no ranker": {"mode": "hybrid", "rerank": False},
-         "hybrid without session score": {"mode": "hybrid", "session_weight": 0.0}}
+MODES = {
+    "token": {"mode": "token"},
+    "bm25": {"mode": "bm25"},
+    "vector": {"mode": "vector"},
+    "hybrid": {"mode": "hybrid"},
+    "hybrid, no ranker": {"mode": "hybrid", "rerank": False},
+    "hybrid without session score": {"mode": "hybrid", "session_weight": 0.0},
+}
 
 
-def ingest_and_query(model: Embedder, n: int, n_queries: int = 200, progress: Callable[[int], None] | None = None
-                     ) -> dict[str, Any]:
+def ingest_and_query(
+    model: Embedder, n: int, n_queries: int = 200, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
     """Real-model ingest throughput (embedding vs the rest), query latency, disk, rebuild."""
     texts = synthetic_texts(n)
     queries = [t.split(",")[0] for t in synthetic_texts(n_queries, seed=99)]
@@ -99,8 +132,12 @@ def ingest_and_query(model: Embedder, n: int, n_queries: int = 200, progress: Ca
         embed_seconds = embedder.seconds
         mem.close()
         result: dict[str, Any] = {
-            "n": n, "batch": BATCH, "seconds": total, "records_per_s": n / total,
-            "embed_seconds": embed_seconds, "index_and_store_seconds": total - embed_seconds,
+            "n": n,
+            "batch": BATCH,
+            "seconds": total,
+            "records_per_s": n / total,
+            "embed_seconds": embed_seconds,
+            "index_and_store_seconds": total - embed_seconds,
             "disk_bytes_per_record": disk_bytes(home) / n,
         }
         mem = Memory.open(home, embedder=embedder, query_cache_size=0)  # every query a forward pass
@@ -123,15 +160,24 @@ def ingest_and_query(model: Embedder, n: int, n_queries: int = 200, progress: Ca
 def context_ingest(model: Embedder, n: int = 2000, session_size: int = 20) -> dict[str, Any]:
     """Recall messages in sessions: each is embedded alone and after the previous message of its session."""
     texts = synthetic_texts(n, seed=21)
-    records = [NewRecord.model_validate({"agent": "bench", "tier": "recall", "text": t, "role": "user",
-                                         "citation": {"session_id": f"s{i // session_size}", "turn_id": str(i)}})
-               for i, t in enumerate(texts)]
+    records = [
+        NewRecord.model_validate(
+            {
+                "agent": "bench",
+                "tier": "recall",
+                "text": t,
+                "role": "user",
+                "citation": {"session_id": f"s{i // session_size}", "turn_id": str(i)},
+            }
+        )
+        for i, t in enumerate(texts)
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         embedder = MeasuredEmbedder(model, cache_queries=False)
         mem = Memory.open(Path(tmp), embedder=embedder)
         started = time.perf_counter()
         for start in range(0, n, BATCH):
-            mem.insert(records[start:start + BATCH])
+            mem.insert(records[start : start + BATCH])
         seconds = time.perf_counter() - started
         mem.close()
     return {"n": n, "seconds": seconds, "records_per_s": n / seconds, "embed_seconds": embedder.seconds}
@@ -153,8 +199,9 @@ def _timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def growth_point(n: int, dim: int = 384, n_queries: int = 100, progress: Callable[[int], None] | None = None
-                 ) -> dict[str, Any]:
+def growth_point(
+    n: int, dim: int = 384, n_queries: int = 100, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
     """Index cost at N records with random unit vectors (no model): Flat vs HNSW."""
     texts = synthetic_texts(n, seed=n)
     queries = [f"query {i}: " + t.split(",")[0] for i, t in enumerate(synthetic_texts(n_queries, seed=5))]
@@ -182,6 +229,7 @@ def growth_point(n: int, dim: int = 384, n_queries: int = 100, progress: Callabl
                 flat_hits = hits
             else:
                 point["hnsw_recall_at_10_vs_flat"] = sum(
-                    len(set(hits[q]) & set(flat_hits[q])) / 10 for q in queries) / len(queries)
+                    len(set(hits[q]) & set(flat_hits[q])) / 10 for q in queries
+                ) / len(queries)
             mem.close()
     return point

@@ -27,8 +27,9 @@ def _lag(writer: httpx.Client, reader: httpx.Client, token: str) -> tuple[float,
     assert response.status_code == 201, response.text
     acknowledged = time.perf_counter()
     for searches in range(1, 10_000):
-        hits = reader.get("/v1/agents/ana/archival-memory/search",
-                          params={"query": token, "top_k": 1, "mode": "bm25"}).json()["results"]
+        hits = reader.get(
+            "/v1/agents/ana/archival-memory/search", params={"query": token, "top_k": 1, "mode": "bm25"}
+        ).json()["results"]
         if hits and token in hits[0]["content"]:
             return (time.perf_counter() - acknowledged) * 1000, searches
     raise AssertionError(f"server B never found {token}")
@@ -57,9 +58,12 @@ def _measure(url_a: str, url_b: str, writes: int) -> dict[str, Any]:
             lag, count = _lag(a, b, f"tok{i}x{uuid.uuid4().hex[:8]}")
             lags.append(lag)
             searches.append(count)
-    return {"writes": writes, "first_search_pct": 100 * sum(1 for s in searches if s == 1) / writes,
-            "max_searches": max(searches), "lag_ms": {"p50": percentile(lags, 50), "p99": percentile(lags, 99),
-                                                     "max": round(max(lags), 2)}}
+    return {
+        "writes": writes,
+        "first_search_pct": 100 * sum(1 for s in searches if s == 1) / writes,
+        "max_searches": max(searches),
+        "lag_ms": {"p50": percentile(lags, 50), "p99": percentile(lags, 99), "max": round(max(lags), 2)},
+    }
 
 
 if __name__ == "__main__":

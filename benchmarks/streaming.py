@@ -35,9 +35,24 @@ def scripted_server(home: Path, pause_s: float) -> Iterator[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMVEC_API_KEYS": "", "MEMVEC_TEST_STREAM_PAUSE_S": str(pause_s)}
     log = home.parent / "server.log"
     with open(log, "ab") as err:
-        process = subprocess.Popen([sys.executable, "-m", "tests.scripted_serve", "--home", str(home), "--model",
-                                    "hash:64", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=err)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.scripted_serve",
+                "--home",
+                str(home),
+                "--model",
+                "hash:64",
+                "serve",
+                "--port",
+                str(port),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
         wait_healthy(f"http://127.0.0.1:{port}", process, log)
         yield f"http://127.0.0.1:{port}"
@@ -55,8 +70,9 @@ def nginx_in_front(upstream: str, folder: Path) -> Iterator[str]:
     user = "user root;\n" if os.geteuid() == 0 else ""  # nginx's workers must enter this private folder
     (folder / "nginx.conf").write_text(NGINX_MAIN.format(dir=folder, user=user))
     with open(folder / "stderr.log", "wb") as log:
-        process = subprocess.Popen(["nginx", "-p", str(folder), "-c", str(folder / "nginx.conf")],
-                                   stdout=subprocess.DEVNULL, stderr=log)
+        process = subprocess.Popen(
+            ["nginx", "-p", str(folder), "-c", str(folder / "nginx.conf")], stdout=subprocess.DEVNULL, stderr=log
+        )
     try:
         wait_healthy(f"http://127.0.0.1:{port}", process, folder / "stderr.log")
         yield f"http://127.0.0.1:{port}"
@@ -89,7 +105,9 @@ def streamed_reply(url: str) -> dict[str, Any]:
 
 def _summary(replies: list[dict[str, Any]]) -> dict[str, Any]:
     return {key: statistics.median(r[key] for r in replies) for key in ("first_event_s", "first_token_s", "done_s")} | {
-        "pieces": replies[0]["pieces"], "replies": len(replies)}
+        "pieces": replies[0]["pieces"],
+        "replies": len(replies),
+    }
 
 
 def run(replies: int = 10, pause_s: float = 0.05) -> dict[str, Any]:

@@ -40,16 +40,30 @@ TIERS = ("recall", "archival")
 # Small trees, a slow rate and large leaves: the dev set is five conversations, and a ranker that
 # learned their quirks would not carry over (chosen leave-one-conversation-out, not tuned further).
 TREE_PARAMS: dict[str, Any] = {
-    "objective": "binary", "learning_rate": 0.05, "num_leaves": 7, "min_data_in_leaf": 50,
-    "use_missing": False, "seed": 1, "deterministic": True, "force_row_wise": True, "num_threads": 1,
+    "objective": "binary",
+    "learning_rate": 0.05,
+    "num_leaves": 7,
+    "min_data_in_leaf": 50,
+    "use_missing": False,
+    "seed": 1,
+    "deterministic": True,
+    "force_row_wise": True,
+    "num_threads": 1,
     "verbose": -1,
 }
 ROUNDS = 200
 # All else equal, a record closer to the query (by its own scores and ranks, or spoken by the
 # person the query names) never scores lower. Without this the trees learned LoCoMo patterns that
 # turned upside down on a tiny tier (the turn before the answer ranked above the answer itself).
-MONOTONE = {"vector": 1, "vector_gap": 1, "bm25_share": 1, "fused": 1, "fused_gap": 1, "speaker_named": 1,
-            "other_speaker_named": -1}
+MONOTONE = {
+    "vector": 1,
+    "vector_gap": 1,
+    "bm25_share": 1,
+    "fused": 1,
+    "fused_gap": 1,
+    "speaker_named": 1,
+    "other_speaker_named": -1,
+}
 DEFAULT_MODEL = "onnx-int8:all-MiniLM-L6-v2"
 # The first stage's session weight the rankers are fitted over (and search then uses with them): among
 # 0.5, 1, 2, 3 and 5 the best mean of R@10 and MRR@10 over both tiers on conversations 1, 3, 5, ranked
@@ -69,22 +83,29 @@ class Question:
     context: dict[str, float]  # what kind of records the candidates are (rerank.CONTEXT)
 
 
-def questions_of(task: Task, conversation: str, embedder: Any, search: dict[str, Any] | None = None
-                 ) -> list[Question]:
+def questions_of(task: Task, conversation: str, embedder: Any, search: dict[str, Any] | None = None) -> list[Question]:
     """Every question's candidates and features; `search`: settings other than the defaults."""
     agent = re.sub(r"[^A-Za-z0-9_.-]", "-", task.name)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         # the candidates come from fusion alone: the shipped ranker (perhaps stale, or being replaced) is not read
-        mem = load_task(Path(tmp), embedder, task, agent,
-                        search={"session_weight": SESSION_WEIGHT, **(search or {}), "rerank": False})
+        mem = load_task(
+            Path(tmp),
+            embedder,
+            task,
+            agent,
+            search={"session_weight": SESSION_WEIGHT, **(search or {}), "rerank": False},
+        )
         try:
             for query in task.queries:
                 request = SearchRequest.model_validate({"agent": agent, "tier": task.tier, "query": query.text})
                 ids, features, context = mem._engine.candidate_features(request, DEPTH)
                 by_id = {r.id: r.citation.turn_id or "" for r in mem._store.get(agent, ids.tolist())}
-                out.append(Question(conversation, task.tier, features, [by_id.get(int(i), "") for i in ids],
-                                    query.evidence, context))
+                out.append(
+                    Question(
+                        conversation, task.tier, features, [by_id.get(int(i), "") for i in ids], query.evidence, context
+                    )
+                )
         finally:
             mem.close()
     return out
@@ -113,8 +134,16 @@ def fit(questions: list[Question], models: tuple[str, ...]) -> Ranker:
     then ranks (those like its questions' candidate sets)."""
     tiers = {tier: fit_tier([q for q in questions if q.tier == tier]) for tier in TIERS}
     support = {tier: context_support([q.context for q in questions if q.tier == tier]) for tier in TIERS}
-    return Ranker(version=RANKER_VERSION, features=FEATURES, models=models, tiers=tiers, depth=DEPTH,
-                  fusion=SearchSettings().fusion.value, session_weight=SESSION_WEIGHT, support=support)
+    return Ranker(
+        version=RANKER_VERSION,
+        features=FEATURES,
+        models=models,
+        tiers=tiers,
+        depth=DEPTH,
+        fusion=SearchSettings().fusion.value,
+        session_weight=SESSION_WEIGHT,
+        support=support,
+    )
 
 
 def ranked_keys(question: Question, model: TreeEnsemble, columns: list[int]) -> list[str]:
@@ -127,24 +156,43 @@ def ranked_keys(question: Question, model: TreeEnsemble, columns: list[int]) -> 
 def leave_one_out(questions: list[Question], ranked: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
     """The first stage's order and the held-out rankings (`held_out(questions)`) side by side,
     overall and per conversation."""
+
     def fusion(tier: str, conversation: str | None = None) -> dict[str, float]:
-        return summarize([(q.keys, q.evidence) for q in questions
-                          if q.tier == tier and conversation in (None, q.conversation) and q.evidence],
-                         ks=(1, 3, 5, 10))
+        return summarize(
+            [
+                (q.keys, q.evidence)
+                for q in questions
+                if q.tier == tier and conversation in (None, q.conversation) and q.evidence
+            ],
+            ks=(1, 3, 5, 10),
+        )
 
     conversations = sorted({q.conversation for q in questions})
-    return {"overall": {tier: {"fusion": fusion(tier), "ranker": ranked[tier]["all"]} for tier in TIERS},
-            "per_conversation": {name: {tier: {"fusion": fusion(tier, name), "ranker": ranked[tier][name]}
-                                        for tier in TIERS} for name in conversations}}
+    return {
+        "overall": {tier: {"fusion": fusion(tier), "ranker": ranked[tier]["all"]} for tier in TIERS},
+        "per_conversation": {
+            name: {tier: {"fusion": fusion(tier, name), "ranker": ranked[tier][name]} for tier in TIERS}
+            for name in conversations
+        },
+    }
 
 
 SHIPPED = "all features (shipped)"
 FEATURE_GROUPS = {
-    "the text features (time words, a time question, a question asked)":
-        ("time_words", "asks_time", "ends_question", "has_question"),
+    "the text features (time words, a time question, a question asked)": (
+        "time_words",
+        "asks_time",
+        "ends_question",
+        "has_question",
+    ),
     "the neighbouring turns": ("prev_vector", "next_vector", "neighbour_bm25_share", "prev_has_question"),
-    "the session features": ("session_vector", "session_bm25_share", "session_best_vector",
-                             "session_best_bm25_share", "session_candidates_log"),
+    "the session features": (
+        "session_vector",
+        "session_bm25_share",
+        "session_best_vector",
+        "session_best_bm25_share",
+        "session_candidates_log",
+    ),
     "the speaker features": ("speaker_named", "other_speaker_named"),
     "the length": ("length_log",),
 }
@@ -159,8 +207,11 @@ def held_out(questions: list[Question], features: tuple[str, ...] = FEATURES) ->
         per_conversation: dict[str, list[tuple[list[str], set[str]]]] = {}
         for name in sorted({q.conversation for q in questions}):
             model = fit_tier([q for q in questions if q.tier == tier and q.conversation != name], features)
-            per_conversation[name] = [(ranked_keys(q, model, columns), q.evidence)
-                                      for q in questions if q.tier == tier and q.conversation == name and q.evidence]
+            per_conversation[name] = [
+                (ranked_keys(q, model, columns), q.evidence)
+                for q in questions
+                if q.tier == tier and q.conversation == name and q.evidence
+            ]
         per_conversation["all"] = [row for rows in per_conversation.values() for row in rows]
         out[tier] = {name: summarize(rows, ks=(1, 3, 5, 10)) for name, rows in per_conversation.items()}
     return out
@@ -171,59 +222,86 @@ def ablation(questions: list[Question]) -> dict[str, dict[str, dict[str, dict[st
     raw scores alone: what each group adds, judged on conversations not fitted on.
     {variant: {tier: {"all" or a held-out conversation: summary}}}."""
     variants: dict[str, tuple[str, ...]] = {SHIPPED: FEATURES}
-    variants.update({f"without {group}": tuple(f for f in FEATURES if f not in names)
-                     for group, names in FEATURE_GROUPS.items()})
+    variants.update(
+        {f"without {group}": tuple(f for f in FEATURES if f not in names) for group, names in FEATURE_GROUPS.items()}
+    )
     grouped = {name for names in FEATURE_GROUPS.values() for name in names}
     variants["the scores alone"] = tuple(f for f in FEATURES if f not in grouped)
     return {variant: held_out(questions, features) for variant, features in variants.items()}
 
 
 def ablation_markdown(result: dict[str, dict[str, dict[str, dict[str, float]]]]) -> list[str]:
-    lines = ["", "Feature ablation (each group left out, refitted; leave-one-conversation-out, R@1 / R@10 / MRR@10):",
-             "", "| features | recall tier | archival tier |", "| --- | --- | --- |"]
+    lines = [
+        "",
+        "Feature ablation (each group left out, refitted; leave-one-conversation-out, R@1 / R@10 / MRR@10):",
+        "",
+        "| features | recall tier | archival tier |",
+        "| --- | --- | --- |",
+    ]
     for variant, tiers in result.items():
-        cells = [f"{m['recall@1']:.3f} / {m['recall@10']:.3f} / {m['mrr@10']:.3f}"
-                 for m in (tiers["recall"]["all"], tiers["archival"]["all"])]
+        cells = [
+            f"{m['recall@1']:.3f} / {m['recall@10']:.3f} / {m['mrr@10']:.3f}"
+            for m in (tiers["recall"]["all"], tiers["archival"]["all"])
+        ]
         lines.append(f"| {variant} | {cells[0]} | {cells[1]} |")
     return lines
 
 
 def report_markdown(result: dict[str, Any], ranker: Ranker) -> str:
-    lines = ["# Learned ranker (leave-one-conversation-out on the LoCoMo dev conversations)", "",
-             f"For `{', '.join(ranker.models)}`: boosted trees per tier "
-             f"({ROUNDS} trees of up to {TREE_PARAMS['num_leaves']} leaves, monotone in "
-             f"{', '.join(MONOTONE)}) over "
-             f"{len(ranker.features)} features of the best {ranker.depth} fused "
-             "candidates; each conversation ranked by a model fitted on "
-             f"the other four. The fusion rows are the order of its first stage (session weight {ranker.session_weight}"
-             "; without the ranker search fuses with 1.0, `latest.md`). Written by `make train-ranker`.", "",
-             "| tier | ranking | R@1 | R@3 | R@5 | R@10 | MRR@10 | questions |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "# Learned ranker (leave-one-conversation-out on the LoCoMo dev conversations)",
+        "",
+        f"For `{', '.join(ranker.models)}`: boosted trees per tier "
+        f"({ROUNDS} trees of up to {TREE_PARAMS['num_leaves']} leaves, monotone in "
+        f"{', '.join(MONOTONE)}) over "
+        f"{len(ranker.features)} features of the best {ranker.depth} fused "
+        "candidates; each conversation ranked by a model fitted on "
+        f"the other four. The fusion rows are the order of its first stage (session weight {ranker.session_weight}"
+        "; without the ranker search fuses with 1.0, `latest.md`). Written by `make train-ranker`.",
+        "",
+        "| tier | ranking | R@1 | R@3 | R@5 | R@10 | MRR@10 | questions |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for tier, by_method in result["overall"].items():
         for method, m in by_method.items():
-            lines.append(f"| {tier} | {method} | {m['recall@1']:.3f} | {m['recall@3']:.3f} | {m['recall@5']:.3f} | "
-                         f"{m['recall@10']:.3f} | {m['mrr@10']:.3f} | {m['n']} |")
-    lines += ["", "Per held-out conversation (R@1 / R@10 / MRR@10, fusion -> ranker):", "",
-              "| conversation | recall tier | archival tier |", "| --- | --- | --- |"]
+            lines.append(
+                f"| {tier} | {method} | {m['recall@1']:.3f} | {m['recall@3']:.3f} | {m['recall@5']:.3f} | "
+                f"{m['recall@10']:.3f} | {m['mrr@10']:.3f} | {m['n']} |"
+            )
+    lines += [
+        "",
+        "Per held-out conversation (R@1 / R@10 / MRR@10, fusion -> ranker):",
+        "",
+        "| conversation | recall tier | archival tier |",
+        "| --- | --- | --- |",
+    ]
     for name, tiers in result["per_conversation"].items():
         cells = []
         for tier in ("recall", "archival"):
             f, r = tiers[tier]["fusion"], tiers[tier]["ranker"]
-            cells.append(f"{f['recall@1']:.3f}/{f['recall@10']:.3f}/{f['mrr@10']:.3f} -> "
-                         f"{r['recall@1']:.3f}/{r['recall@10']:.3f}/{r['mrr@10']:.3f}")
+            cells.append(
+                f"{f['recall@1']:.3f}/{f['recall@10']:.3f}/{f['mrr@10']:.3f} -> "
+                f"{r['recall@1']:.3f}/{r['recall@10']:.3f}/{r['mrr@10']:.3f}"
+            )
         lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
-    splits = {tier: np.bincount(model.feature[model.feature >= 0], minlength=len(ranker.features))
-              for tier, model in ranker.tiers.items()}
-    lines += ["", "Splits on each feature in the shipped models (all five conversations):", "",
-              "| feature | recall | archival |", "| --- | --- | --- |"]
+    splits = {
+        tier: np.bincount(model.feature[model.feature >= 0], minlength=len(ranker.features))
+        for tier, model in ranker.tiers.items()
+    }
+    lines += [
+        "",
+        "Splits on each feature in the shipped models (all five conversations):",
+        "",
+        "| feature | recall | archival |",
+        "| --- | --- | --- |",
+    ]
     lines += [f"| {name} | {splits['recall'][n]} | {splits['archival'][n]} |" for n, name in enumerate(ranker.features)]
     if "ablation" in result:
         lines += ablation_markdown(result["ablation"])
     return "\n".join(lines) + "\n"
 
 
-def dev_questions(samples: list[dict[str, Any]], embedder: Any, search: dict[str, Any] | None = None
-                  ) -> list[Question]:
+def dev_questions(samples: list[dict[str, Any]], embedder: Any, search: dict[str, Any] | None = None) -> list[Question]:
     questions = []
     for sample in samples:
         for make in (locomo_recall_task, locomo_archival_task):
@@ -235,8 +313,10 @@ def fold_rankers(samples: list[dict[str, Any]], embedder: Any) -> dict[str, Rank
     """For each conversation, a ranker fitted on all the others (what `make bench` ranks it with)."""
     questions = dev_questions(samples, embedder)
     models = ranked_models(embedder.model_id)
-    return {name: fit([q for q in questions if q.conversation != name], models)
-            for name in sorted({q.conversation for q in questions})}
+    return {
+        name: fit([q for q in questions if q.conversation != name], models)
+        for name in sorted({q.conversation for q in questions})
+    }
 
 
 def ranked_models(model_id: str) -> tuple[str, ...]:

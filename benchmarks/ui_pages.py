@@ -32,11 +32,21 @@ def _fill(mem: Memory, n: int) -> None:
     texts = synthetic_texts(2 * n, seed=23)
     for tier, part in (("archival", texts[:n]), ("recall", texts[n:])):
         for start in range(0, n, BATCH):
-            mem.insert([NewRecord.model_validate({
-                "agent": "bench", "tier": tier, "text": text, "role": ("user", "assistant")[i % 2] if tier == "recall"
-                else None, "tags": [f"topic-{i % 7}"] if tier == "archival" else [],
-                "citation": {"session_id": f"s{i // SESSION}", "turn_id": str(i % SESSION)}})
-                for i, text in enumerate(part[start:start + BATCH], start=start)])
+            mem.insert(
+                [
+                    NewRecord.model_validate(
+                        {
+                            "agent": "bench",
+                            "tier": tier,
+                            "text": text,
+                            "role": ("user", "assistant")[i % 2] if tier == "recall" else None,
+                            "tags": [f"topic-{i % 7}"] if tier == "archival" else [],
+                            "citation": {"session_id": f"s{i // SESSION}", "turn_id": str(i % SESSION)},
+                        }
+                    )
+                    for i, text in enumerate(part[start : start + BATCH], start=start)
+                ]
+            )
     for label in ("persona", "human"):
         for n_edit in range(20):
             mem.core("bench").rewrite(label, f"{label} note {n_edit}\n" * 10)
@@ -52,15 +62,20 @@ def _signed_in(client: TestClient) -> None:
 def _pages(n: int) -> dict[str, str]:
     last = (n + 49) // 50
     return {
-        "agents": "/ui/agents", "agent (blocks)": "/ui/agents/bench", "recall, first page": "/ui/agents/bench/recall",
+        "agents": "/ui/agents",
+        "agent (blocks)": "/ui/agents/bench",
+        "recall, first page": "/ui/agents/bench/recall",
         "recall, last page": f"/ui/agents/bench/recall?page_number={last}",
         "archival, newest": "/ui/agents/bench/archival",
         "archival, last page": f"/ui/agents/bench/archival?page_number={last}",
-        "archival, tag filter": "/ui/agents/bench/archival?tag=topic-3", "passage": "/ui/agents/bench/archival/5",
+        "archival, tag filter": "/ui/agents/bench/archival?tag=topic-3",
+        "passage": "/ui/agents/bench/archival/5",
         "search archival (hybrid + ranker)": "/ui/agents/bench/search?q=who+planned+a+trip+to+Lisbon",
         "search recall (hybrid + ranker)": "/ui/agents/bench/search?q=the+leaking+roof+on+Friday&tier=recall",
         "block history": "/ui/agents/bench/blocks/persona/history",
-        "consolidations": "/ui/agents/bench/consolidations", "health": "/ui/health"}
+        "consolidations": "/ui/agents/bench/consolidations",
+        "health": "/ui/health",
+    }
 
 
 def run(embedder: Embedder, n: int = 10_000, repeats: int = 30) -> dict[str, Any]:

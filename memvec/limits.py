@@ -49,8 +49,9 @@ def _shape(value: Any, max_depth: int, max_values: int | None) -> str | None:
     return None
 
 
-def load_json(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, max_values: int | None = None,
-              what: str = "the body") -> Any:
+def load_json(
+    data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, max_values: int | None = None, what: str = "the body"
+) -> Any:
     """Parse untrusted JSON (bytes must be UTF-8) of at most `max_values` values (None: any number);
     raises JSONLimitError, never RecursionError."""
     try:

@@ -1,9 +1,9 @@
 """The Python API: one `Memory` per home, with core, recall and archival tiers per agent.
 
-    from memvec import Memory
-    with Memory.open("./indexes") as mem:
-        mem.archival("my-app").insert("Paris is the capital of France", source_url="https://...")
-        hits = mem.archival("my-app").search("capital of France")
+from memvec import Memory
+with Memory.open("./indexes") as mem:
+    mem.archival("my-app").insert("Paris is the capital of France", source_url="https://...")
+    hits = mem.archival("my-app").search("capital of France")
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ def validate_agent(agent: str) -> str:
     try:
         return _agent_name.validate_python(agent)
     except ValueError as exc:
-        raise InvalidInputError(f"invalid agent name {agent!r}: 1-64 of A-Z a-z 0-9 _ . - "
-                                "starting with a letter or digit") from exc
+        raise InvalidInputError(
+            f"invalid agent name {agent!r}: 1-64 of A-Z a-z 0-9 _ . - starting with a letter or digit"
+        ) from exc
 
 
 def prepare_home(home: Path) -> Path:
@@ -92,8 +93,9 @@ def prepare_home(home: Path) -> Path:
         with tempfile.TemporaryFile(dir=home):
             pass
     except FileExistsError as exc:
-        raise InvalidInputError(f"memory home {home} is not a directory (a file is in the way: "
-                                f"{exc.filename or home})") from exc
+        raise InvalidInputError(
+            f"memory home {home} is not a directory (a file is in the way: {exc.filename or home})"
+        ) from exc
     except NotADirectoryError as exc:
         raise InvalidInputError(f"memory home {home} lies under a file, not a directory") from exc
     except OSError as exc:
@@ -114,15 +116,27 @@ class Memory:
         self._store = open_store(self.home, config.store, timeout=config.store_timeout)
         self.model_id = self._resolve_model(embedder)
         self.index_settings = self._resolve_index_kind()
-        self._engine = Engine(store=self._store, embedder=self._serving(embedder or self._lazy(self.model_id)),
-                             index_root=self.home / "index", index_settings=self.index_settings,
-                             search_settings=config.search, max_loaded_indexes=config.max_loaded_indexes,
-                             ranker=shipped_ranker(self.model_id) if config.search.rerank else None, dedup=config.dedup,
-                             retention={tier: timedelta(days=days) for tier, days in config.retention_days.items()})
+        self._engine = Engine(
+            store=self._store,
+            embedder=self._serving(embedder or self._lazy(self.model_id)),
+            index_root=self.home / "index",
+            index_settings=self.index_settings,
+            search_settings=config.search,
+            max_loaded_indexes=config.max_loaded_indexes,
+            ranker=shipped_ranker(self.model_id) if config.search.rerank else None,
+            dedup=config.dedup,
+            retention={tier: timedelta(days=days) for tier, days in config.retention_days.items()},
+        )
 
     @classmethod
-    def open(cls, home: str | os.PathLike[str] | None = None, *, model: str | None = None,
-             embedder: Embedder | None = None, **settings: Any) -> Memory:
+    def open(
+        cls,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        model: str | None = None,
+        embedder: Embedder | None = None,
+        **settings: Any,
+    ) -> Memory:
         """Open (creating if needed) the memory home; see :class:`MemoryConfig` for settings."""
         return cls(MemoryConfig.resolve(home=home, model=model, **settings), embedder=embedder)
 
@@ -160,8 +174,9 @@ class Memory:
 
     def _resolve_model(self, embedder: Embedder | None) -> str:
         recorded = self._store.get_meta(MODEL_META_KEY)
-        requested = embedder.model_id if embedder else self.requested_model(self.config.model,
-                                                                              self.config.embed_backend)
+        requested = (
+            embedder.model_id if embedder else self.requested_model(self.config.model, self.config.embed_backend)
+        )
         if recorded is None:
             chosen = requested or qualified_model_id(DEFAULT_MODEL, None)
             self._store.set_meta(MODEL_META_KEY, chosen)
@@ -170,7 +185,8 @@ class Memory:
             raise ModelMismatchError(
                 f"the memory home {self.home} is embedded with {recorded!r}, not {requested!r}. "
                 f"Run `memvec rebuild --model {requested}` to re-embed it, or drop "
-                "--model/--embed-backend/MEMVEC_MODEL/MEMVEC_EMBED_BACKEND.")
+                "--model/--embed-backend/MEMVEC_MODEL/MEMVEC_EMBED_BACKEND."
+            )
         return recorded
 
     def _resolve_index_kind(self) -> IndexSettings:
@@ -197,14 +213,20 @@ class Memory:
         """The files added to the agent's archival memory (see `add_document`)."""
         return Documents(self._engine, validate_agent(agent))
 
-    def add_document(self, agent: str, source: str | os.PathLike[str], content: str | bytes | None = None, *,
-                     media_type: str | None = None, tags: Sequence[str] = (), chunk_overlap: int = 32
-                     ) -> DocumentReport:
+    def add_document(
+        self,
+        agent: str,
+        source: str | os.PathLike[str],
+        content: str | bytes | None = None,
+        *,
+        media_type: str | None = None,
+        tags: Sequence[str] = (),
+        chunk_overlap: int = 32,
+    ) -> DocumentReport:
         """Add a file to the agent's archival memory as chunks citing it (see `Documents.add`): the
         file at `source`, or `content` (text or bytes) named `source`. The same content again adds
         nothing; a changed file of the same name replaces the old one's chunks as new versions."""
-        return self.documents(agent).add(source, content, media_type=media_type, tags=tags,
-                                         chunk_overlap=chunk_overlap)
+        return self.documents(agent).add(source, content, media_type=media_type, tags=tags, chunk_overlap=chunk_overlap)
 
     def folders(self) -> Folders:
         """The home's folders (Letta's): sets of files attached to agents, whose chunks they hold."""
@@ -227,25 +249,46 @@ class Memory:
         """Delete one record of the agent, whatever its tier."""
         return self._engine.delete(validate_agent(agent), record_id)
 
-    def forget(self, agent: str, *, tier: Tier | None = None, ids: Sequence[int] = (), tags: Sequence[str] = (),
-               tag_match: str = "any", start: datetime | None = None, end: datetime | None = None,
-               session_id: str | None = None, roles: Sequence[str] = (), as_of: datetime | None = None) -> int:
+    def forget(
+        self,
+        agent: str,
+        *,
+        tier: Tier | None = None,
+        ids: Sequence[int] = (),
+        tags: Sequence[str] = (),
+        tag_match: str = "any",
+        start: datetime | None = None,
+        end: datetime | None = None,
+        session_id: str | None = None,
+        roles: Sequence[str] = (),
+        as_of: datetime | None = None,
+    ) -> int:
         """Delete the agent's records that match every criterion given (ids, tags, a time range, a
         session, roles, the versions that held `as_of`; one tier or both) and return how many. An id
         takes every version of its passage; filters match old versions too. At least one criterion is
         required: `delete_agent` forgets everything. The store deletes them in one transaction and the
         indexes are saved without them."""
-        filters = SearchFilters.model_validate({"tags": list(tags), "tag_match": tag_match, "start": start,
-                                                "end": end, "session_id": session_id, "roles": list(roles),
-                                                "as_of": as_of})
+        filters = SearchFilters.model_validate(
+            {
+                "tags": list(tags),
+                "tag_match": tag_match,
+                "start": start,
+                "end": end,
+                "session_id": session_id,
+                "roles": list(roles),
+                "as_of": as_of,
+            }
+        )
         if filters.is_empty() and not ids:
-            raise InvalidInputError("forget needs ids or a filter (tags, dates, session, roles); "
-                                    "to forget the whole agent, delete it")
+            raise InvalidInputError(
+                "forget needs ids or a filter (tags, dates, session, roles); to forget the whole agent, delete it"
+            )
         tiers = [tier] if tier is not None else list(Tier)
         return self._engine.delete_matching(validate_agent(agent), tiers, filters, ids)
 
-    def agent_lease(self, agent: str, *, wait_s: float | None = None,
-                    ttl_s: float | None = None) -> AbstractContextManager[str]:
+    def agent_lease(
+        self, agent: str, *, wait_s: float | None = None, ttl_s: float | None = None
+    ) -> AbstractContextManager[str]:
         """Hold the agent's lease (one reply loop at a time across servers; see memvec.engine.lease),
         waiting up to `wait_s` (default: the home's `lease_wait_s`) before AgentBusyError; it expires
         `ttl_s` (default `lease_ttl_s`) after its holder stops renewing it."""
@@ -254,8 +297,9 @@ class Memory:
         return agent_lease(self._store, validate_agent(agent), wait_s=wait, ttl_s=ttl)
 
     # -- consolidation (memvec.agent.consolidate asks the model; these write and revert) ----
-    def apply_consolidation(self, agent: str, proposal: ConsolidationProposal, *, model: str,
-                            through_message: int | None) -> ConsolidationRun:
+    def apply_consolidation(
+        self, agent: str, proposal: ConsolidationProposal, *, model: str, through_message: int | None
+    ) -> ConsolidationRun:
         """Write a consolidation run in one transaction (checked whole first) and log it as a diff."""
         return apply_run(self._engine, validate_agent(agent), proposal, model=model, through_message=through_message)
 
@@ -292,8 +336,14 @@ class Memory:
             return AgentSettings(name=name), AgentState()
         raise NotFoundError(f"agent {name!r} not found")
 
-    def create_agent(self, settings: AgentSettings, *, blocks: Sequence[CoreBlock] = (),
-                     exist_ok: bool = False, actor: str = "python") -> AgentSettings:
+    def create_agent(
+        self,
+        settings: AgentSettings,
+        *,
+        blocks: Sequence[CoreBlock] = (),
+        exist_ok: bool = False,
+        actor: str = "python",
+    ) -> AgentSettings:
         """Create an agent with `blocks` (default: persona and human). An existing one raises
         AgentExistsError, or with `exist_ok` gets these settings (its state and blocks kept, the
         default blocks added if missing)."""
@@ -346,8 +396,14 @@ class Memory:
         return backup_store(self._store, Path(dest), memvec_version=VERSION, model_key=MODEL_META_KEY)
 
     @classmethod
-    def restore(cls, src: str | os.PathLike[str], home: str | os.PathLike[str] | None = None, *,
-                embedder: Embedder | None = None, **settings: Any) -> Memory:
+    def restore(
+        cls,
+        src: str | os.PathLike[str],
+        home: str | os.PathLike[str] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        **settings: Any,
+    ) -> Memory:
         """Open a new home made from the backup folder `src` (checked against its manifest; a home
         that already has a store is refused), its indexes rebuilt from the restored store."""
         config = MemoryConfig.resolve(home=home, **settings)
@@ -358,8 +414,9 @@ class Memory:
         memory.rebuild()
         return memory
 
-    def rebuild(self, *, agent: str | None = None, model: str | None = None,
-                backend: Backend | None = None) -> list[RebuildReport]:
+    def rebuild(
+        self, *, agent: str | None = None, model: str | None = None, backend: Backend | None = None
+    ) -> list[RebuildReport]:
         """Rebuild indexes from the store; with a new `model` or `backend`, re-embed the whole home first."""
         model = self.requested_model(model, backend)
         if model and model != self.model_id:
@@ -372,11 +429,24 @@ class Memory:
         reports = []
         for part_agent, tier in self._partitions(agent):
             started = time.perf_counter()
-            index = PartitionIndex(part_agent, tier, store=self._store, embedder=embedder,
-                                   directory=self._engine.index_dir(part_agent, tier), settings=self.index_settings)
+            index = PartitionIndex(
+                part_agent,
+                tier,
+                store=self._store,
+                embedder=embedder,
+                directory=self._engine.index_dir(part_agent, tier),
+                settings=self.index_settings,
+            )
             reembedded = index.rebuild()
-            reports.append(RebuildReport(agent=part_agent, tier=tier, records=len(index), reembedded=reembedded,
-                                         seconds=time.perf_counter() - started))
+            reports.append(
+                RebuildReport(
+                    agent=part_agent,
+                    tier=tier,
+                    records=len(index),
+                    reembedded=reembedded,
+                    seconds=time.perf_counter() - started,
+                )
+            )
             self._engine.unload(part_agent, tier)
         if embedder.model_id != self.model_id:
             self._store.set_meta(MODEL_META_KEY, embedder.model_id)
@@ -399,14 +469,20 @@ class Memory:
             if not (directory / MANIFEST_FILE).exists() and not any(directory.glob("*.npz")):
                 report.not_loaded.append(NotLoaded(agent=part_agent, tier=tier))
                 continue
-            check = verify_on_disk(part_agent, tier, store=self._store, model_id=self.model_id,
-                                   directory=self._engine.index_dir(part_agent, tier))
+            check = verify_on_disk(
+                part_agent,
+                tier,
+                store=self._store,
+                model_id=self.model_id,
+                directory=self._engine.index_dir(part_agent, tier),
+            )
             if check.old_format:
                 report.old_format.append(OldFormat(agent=part_agent, tier=tier, detail=check.old_format))
             report.problems += [VerifyProblem(agent=part_agent, tier=tier, problem=p) for p in check.problems]
             if check.behind and not check.problems:
-                report.behind.append(IndexBehind(agent=part_agent, tier=tier, changes=check.behind,
-                                                 saved_at_change=check.saved_at))
+                report.behind.append(
+                    IndexBehind(agent=part_agent, tier=tier, changes=check.behind, saved_at_change=check.saved_at)
+                )
         return report
 
     def index_usage(self) -> IndexUsage:
@@ -446,8 +522,13 @@ class Memory:
         return self._engine.embedder.dim
 
     def stats(self) -> Stats:
-        return Stats(home=str(self.home), model_id=self.model_id, store_bytes=self._store.storage_bytes(),
-                     indexes=self._engine.index_usage(), partitions=self.partition_stats())
+        return Stats(
+            home=str(self.home),
+            model_id=self.model_id,
+            store_bytes=self._store.storage_bytes(),
+            indexes=self._engine.index_usage(),
+            partitions=self.partition_stats(),
+        )
 
     def partition_stats(self, agents: Collection[str] | None = None) -> list[PartitionStats]:
         """Each tier's records and saved index (kind, size, the change it was saved at) vs the store's
@@ -462,13 +543,19 @@ class Memory:
                 manifest: Manifest | None = read_manifest(directory)
             except IndexFileError:
                 manifest = None
-            parts.append(PartitionStats(
-                agent=owner, tier=tier, records=self._store.count(owner, tier),
-                model_id=manifest.model_id if manifest else None, dim=manifest.dim if manifest else None,
-                index_kind=manifest.index_kind if manifest else None,
-                index_bytes=sum(p.stat().st_size for p in directory.glob("*.npz")) if directory.exists() else 0,
-                last_change=self._store.last_change(owner, tier),
-                indexed_change=manifest.last_change if manifest else None))
+            parts.append(
+                PartitionStats(
+                    agent=owner,
+                    tier=tier,
+                    records=self._store.count(owner, tier),
+                    model_id=manifest.model_id if manifest else None,
+                    dim=manifest.dim if manifest else None,
+                    index_kind=manifest.index_kind if manifest else None,
+                    index_bytes=sum(p.stat().st_size for p in directory.glob("*.npz")) if directory.exists() else 0,
+                    last_change=self._store.last_change(owner, tier),
+                    indexed_change=manifest.last_change if manifest else None,
+                )
+            )
         return parts
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -492,7 +579,7 @@ class Memory:
     def __enter__(self) -> Memory:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
-

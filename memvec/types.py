@@ -108,8 +108,9 @@ def _id_text(value: object) -> object:
 
 AgentName = Annotated[str, StringConstraints(pattern=AGENT_PATTERN)]
 Utf8Text = Annotated[str, AfterValidator(_utf8)]
-MetaText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_META_CHARS),
-                     AfterValidator(_utf8)]
+MetaText = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_META_CHARS), AfterValidator(_utf8)
+]
 IdText = Annotated[MetaText, BeforeValidator(_id_text)]
 Tag = Annotated[
     str,
@@ -162,8 +163,10 @@ class DocumentCitation(BaseModel):
     end: int = Field(ge=0, le=MAX_ID, description="offset just past its last character")
     headings: list[MetaText] = Field(default_factory=list, max_length=16, description="the heading path above it")
     chunk: int = Field(ge=0, le=MAX_ID, description="its position among the document's chunks, from 0")
-    metadata: Metadata = Field(default_factory=dict, description="the source's own metadata, kept as given "
-                                                                 "(a LangChain Document's, a LlamaIndex node's)")
+    metadata: Metadata = Field(
+        default_factory=dict,
+        description="the source's own metadata, kept as given (a LangChain Document's, a LlamaIndex node's)",
+    )
 
 
 class Citation(BaseModel):
@@ -190,17 +193,23 @@ class NewRecord(BaseModel):
     citation: Citation = Field(default_factory=Citation)
     created_at: UtcDatetime | None = None
     expires_at: UtcDatetime | None = Field(
-        default=None, description="after this time the record is never returned and is purged (None: kept)")
+        default=None, description="after this time the record is never returned and is purged (None: kept)"
+    )
     valid_from: UtcDatetime | None = Field(
-        default=None, description="event time: since when the fact holds (None: its record time, created_at)")
+        default=None, description="event time: since when the fact holds (None: its record time, created_at)"
+    )
     valid_to: UtcDatetime | None = Field(
-        default=None, description="event time: until when the fact holds (None: open; set when superseded)")
+        default=None, description="event time: until when the fact holds (None: open; set when superseded)"
+    )
     supersedes: int | None = Field(
-        default=None, ge=1, le=MAX_ID, description="id of the current version this one replaces (it is closed)")
+        default=None, ge=1, le=MAX_ID, description="id of the current version this one replaces (it is closed)"
+    )
     context: Utf8Text | None = Field(
-        default=None, max_length=MAX_TEXT_CHARS,
+        default=None,
+        max_length=MAX_TEXT_CHARS,
         description="index-only text that situates the record (e.g. the previous message); never returned. "
-                    "Recall messages with a session id get the previous message of that session when unset.")
+        "Recall messages with a session id get the previous message of that session when unset.",
+    )
 
     @field_validator("text")
     @classmethod
@@ -268,8 +277,9 @@ class Document(BaseModel):
     pages: int | None = None
     title: str | None = None
     chunks: int
-    status: Literal["completed"] = Field(default="completed", description="files are parsed and embedded when "
-                                                                         "added: a stored document is complete")
+    status: Literal["completed"] = Field(
+        default="completed", description="files are parsed and embedded when added: a stored document is complete"
+    )
     created_at: datetime
     replaced_at: datetime | None = Field(default=None, description="when a changed file replaced it")
     replaced_by: int | None = None
@@ -326,8 +336,9 @@ class BlockChange(BaseModel):
     seq: int
     label: str
     changed_at: datetime
-    actor: str = Field(description="who or what made it: a tool call (tool:NAME), an API key (http:KEY-ID), "
-                                   "cli, import, python")
+    actor: str = Field(
+        description="who or what made it: a tool call (tool:NAME), an API key (http:KEY-ID), cli, import, python"
+    )
     op: str = Field(description="create/put, append, replace, rewrite, insert, delete, undo")
     old: CoreBlock | None
     new: CoreBlock | None
@@ -338,8 +349,10 @@ class InsertResult(BaseModel):
     record: Record
     created: bool = Field(description="False when the record already existed (an exact or near duplicate)")
     duplicate_of: int | None = Field(
-        default=None, description="not created: the id of the record it repeats (its tags and missing "
-                                  "citation fields were merged into it)")
+        default=None,
+        description="not created: the id of the record it repeats (its tags and missing "
+        "citation fields were merged into it)",
+    )
 
 
 class MethodScores(BaseModel):
@@ -351,9 +364,11 @@ class MethodScores(BaseModel):
     fused: float | None = Field(default=None, description="hybrid: the fused score (set when the ranker re-ordered)")
     ranker: float | None = Field(default=None, description="hybrid: the learned ranker's score (the hit's score)")
     session_vector: float | None = Field(
-        default=None, description="hybrid: the mean cosine of the record's session (added to its vector side)")
+        default=None, description="hybrid: the mean cosine of the record's session (added to its vector side)"
+    )
     session_bm25: float | None = Field(
-        default=None, description="hybrid: the mean BM25 of the record's session (added to its BM25 side)")
+        default=None, description="hybrid: the mean BM25 of the record's session (added to its BM25 side)"
+    )
 
 
 class Hit(Record):
@@ -371,8 +386,10 @@ class SearchFilters(BaseModel):
     session_id: IdText | None = None
     roles: list[MetaText] = Field(default_factory=list)
     as_of: UtcDatetime | None = Field(
-        default=None, description="event time: the versions that held then, superseded ones included "
-                                  "(None: current versions only). start/end filter record time, created_at")
+        default=None,
+        description="event time: the versions that held then, superseded ones included "
+        "(None: current versions only). start/end filter record time, created_at",
+    )
 
     @model_validator(mode="after")
     def _ordered_range(self) -> SearchFilters:
@@ -390,25 +407,36 @@ class SearchRequest(BaseModel):
 
     agent: AgentName
     tier: Tier
-    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS),
-                     AfterValidator(_utf8)]
+    query: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_utf8)
+    ]
     k: int = Field(default=10, ge=1, le=MAX_K)
     mode: SearchMode = SearchMode.HYBRID
     fusion: Fusion | None = None
     vector_weight: float | None = Field(default=None, ge=0.0, le=1.0)
-    session_weight: float | None = Field(default=None, ge=0.0, le=10.0,
-                                         description="hybrid: weight of the session-level score (None: the default)")
-    rerank: bool | None = Field(default=None, description="hybrid: re-order the best candidates with the learned "
-                                                          "ranker (None: when it was fitted for the home's model "
-                                                          "and this fusion, convex)")
+    session_weight: float | None = Field(
+        default=None, ge=0.0, le=10.0, description="hybrid: weight of the session-level score (None: the default)"
+    )
+    rerank: bool | None = Field(
+        default=None,
+        description="hybrid: re-order the best candidates with the learned "
+        "ranker (None: when it was fitted for the home's model "
+        "and this fusion, convex)",
+    )
     filters: SearchFilters = Field(default_factory=SearchFilters)
-    dates_in_query: bool = Field(default=False, description="keep only records from the period a time expression "
-                                 "in the query names ('yesterday', 'two weeks ago', 'last May', 'in 2023'; "
-                                 "memvec.search.when), within start/end; a query naming none is not filtered")
-    reference_time: UtcDatetime | None = Field(default=None, description="what relative time expressions are "
-                                               "resolved against (None: now)")
-    per_document: bool = Field(default=False, description="the best chunk of each document only (a record that "
-                                                          "is no document's chunk stands for itself)")
+    dates_in_query: bool = Field(
+        default=False,
+        description="keep only records from the period a time expression "
+        "in the query names ('yesterday', 'two weeks ago', 'last May', 'in 2023'; "
+        "memvec.search.when), within start/end; a query naming none is not filtered",
+    )
+    reference_time: UtcDatetime | None = Field(
+        default=None, description="what relative time expressions are resolved against (None: now)"
+    )
+    per_document: bool = Field(
+        default=False,
+        description="the best chunk of each document only (a record that is no document's chunk stands for itself)",
+    )
 
 
 class AgentSettings(BaseModel):
@@ -423,15 +451,17 @@ class AgentSettings(BaseModel):
     keep_last: int = Field(default=4, ge=1, le=100, description="messages never evicted")
     max_steps: int = Field(default=8, ge=1, le=50, description="model calls per reply")
     page_in_budget: int = Field(default=3, ge=0, le=50, description="memory searches per reply")
-    system: Utf8Text | None = Field(default=None, max_length=MAX_TEXT_CHARS,
-                                    description="replaces the default instructions")
+    system: Utf8Text | None = Field(
+        default=None, max_length=MAX_TEXT_CHARS, description="replaces the default instructions"
+    )
     # what Letta clients set and read back; memvec keeps them, the agent loop does not use them
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     description: Utf8Text | None = Field(default=None, max_length=MAX_META_CHARS)
     metadata: Metadata = Field(default_factory=dict)
     agent_type: Annotated[str, StringConstraints(max_length=64)] = "memgpt_agent"
-    embedding: Utf8Text | None = Field(default=None, max_length=256,
-                                       description="the embedding a client asked for (the home's model is used)")
+    embedding: Utf8Text | None = Field(
+        default=None, max_length=256, description="the embedding a client asked for (the home's model is used)"
+    )
 
 
 class AgentState(BaseModel):

@@ -16,8 +16,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # `make test` runs two pytest-xdist workers: each keeps its own hypothesis cache (they race on one)
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
-                          str(Path(__file__).resolve().parents[1] / ".hypothesis" / os.environ["PYTEST_XDIST_WORKER"]))
+    os.environ.setdefault(
+        "HYPOTHESIS_STORAGE_DIRECTORY",
+        str(Path(__file__).resolve().parents[1] / ".hypothesis" / os.environ["PYTEST_XDIST_WORKER"]),
+    )
 
 from memvec import Memory
 from memvec.embed import Embedder, HashingEmbedder, load_embedder
@@ -42,7 +44,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         fixtures = [d for defs in info.name2fixturedefs.values() for d in defs]
         if REAL_MODEL_FIXTURES & set(item.fixturenames) or any(
-                SERVER_PROCESS.search(str(getattr(d.func, "__annotations__", {}).get("return", ""))) for d in fixtures):
+            SERVER_PROCESS.search(str(getattr(d.func, "__annotations__", {}).get("return", ""))) for d in fixtures
+        ):
             item.add_marker(pytest.mark.slow)
 
 
@@ -103,8 +106,12 @@ def start_postgres(url: str) -> str:
         pass
     versions = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()
     for version in versions:
-        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"], check=False,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"],
+            check=False,
+            capture_output=True,
+            timeout=60,
+        )
     try:
         psycopg.connect(url, connect_timeout=10).close()
         return ""
@@ -136,12 +143,14 @@ def require_postgres(url: str) -> None:
     unavailable(f"PostgreSQL at {url} is not available and could not be started: {problem}")
 
 
-def run_cli(*args: str, home: Path, check: bool = True, timeout: float = 300,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, home: Path, check: bool = True, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the installed `memvec` entry point in a real subprocess."""
     full_env = {**os.environ, "MEMVEC_HOME": str(home), "HF_HUB_OFFLINE": "1", **(env or {})}
-    result = subprocess.run([sys.executable, "-m", "memvec", *args], capture_output=True, text=True,
-                            env=full_env, timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-m", "memvec", *args], capture_output=True, text=True, env=full_env, timeout=timeout
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"memvec {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
     return result

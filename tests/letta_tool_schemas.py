@@ -14,23 +14,40 @@ LETTA_SOURCE = ("letta-ai/letta", "letta/functions/function_sets/base.py", "0f6f
 
 LETTA_TOOLS: dict[str, dict[str, Any]] = {
     "conversation_search": {
-        "arguments": {"query": "string", "roles": "array", "limit": "integer", "start_date": "string",
-                      "end_date": "string"},
+        "arguments": {
+            "query": "string",
+            "roles": "array",
+            "limit": "integer",
+            "start_date": "string",
+            "end_date": "string",
+        },
         "required": [],
     },
     "archival_memory_insert": {"arguments": {"content": "string", "tags": "array"}, "required": ["content"]},
     "archival_memory_search": {
-        "arguments": {"query": "string", "tags": "array", "tag_match_mode": ["any", "all"], "top_k": "integer",
-                      "start_datetime": "string", "end_datetime": "string"},
+        "arguments": {
+            "query": "string",
+            "tags": "array",
+            "tag_match_mode": ["any", "all"],
+            "top_k": "integer",
+            "start_datetime": "string",
+            "end_datetime": "string",
+        },
         "required": ["query"],
     },
     "core_memory_append": {"arguments": {"label": "string", "content": "string"}, "required": ["label", "content"]},
-    "core_memory_replace": {"arguments": {"label": "string", "old_content": "string", "new_content": "string"},
-                            "required": ["label", "old_content", "new_content"]},
-    "memory_replace": {"arguments": {"label": "string", "old_str": "string", "new_str": "string"},
-                       "required": ["label", "old_str", "new_str"]},
-    "memory_insert": {"arguments": {"label": "string", "new_str": "string", "insert_line": "integer"},
-                      "required": ["label", "new_str"]},
+    "core_memory_replace": {
+        "arguments": {"label": "string", "old_content": "string", "new_content": "string"},
+        "required": ["label", "old_content", "new_content"],
+    },
+    "memory_replace": {
+        "arguments": {"label": "string", "old_str": "string", "new_str": "string"},
+        "required": ["label", "old_str", "new_str"],
+    },
+    "memory_insert": {
+        "arguments": {"label": "string", "new_str": "string", "insert_line": "integer"},
+        "required": ["label", "new_str"],
+    },
     "memory_rethink": {"arguments": {"label": "string", "new_memory": "string"}, "required": ["label", "new_memory"]},
     "memory_finish_edits": {"arguments": {}, "required": []},
 }

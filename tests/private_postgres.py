@@ -44,8 +44,9 @@ class PrivatePostgres:
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run(str(_bin("pg_ctl")), "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w",
-                  "start")
+        self._run(
+            str(_bin("pg_ctl")), "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start"
+        )
 
     def stop(self) -> None:
         """Fast shutdown: clients are cut off, as when a database server goes away."""

@@ -67,16 +67,23 @@ class ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc,name-defined]
             return self._summary(messages)
         turn, tool_calls = self._next(messages)
         message = {"role": "assistant", "content": turn.content, "tool_calls": tool_calls or None}
-        return litellm.ModelResponse(model=model, choices=[{"index": 0, "message": message,
-                                                            "finish_reason": "tool_calls" if tool_calls else "stop"}])
+        return litellm.ModelResponse(
+            model=model,
+            choices=[{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        )
 
     def _next(self, messages: list[dict[str, Any]]) -> tuple[Turn, list[dict[str, Any]]]:
         self.requests.append(messages)
         step = self.script.pop(0) if self.script else say("(script exhausted)")
         turn = step(messages) if callable(step) else step
-        tool_calls = [{"id": f"call_{len(self.requests)}_{i}", "type": "function",
-                       "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                      for i, c in enumerate(turn.calls)]
+        tool_calls = [
+            {
+                "id": f"call_{len(self.requests)}_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for i, c in enumerate(turn.calls)
+        ]
         return turn, tool_calls
 
     def streaming(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Iterator[Any]:
@@ -90,38 +97,72 @@ class ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc,name-defined]
             yield self._chunk(text=piece)
         for index, call in enumerate(tool_calls):
             function = call["function"]
-            yield self._chunk(tool_use={"id": call["id"], "type": "function", "index": index,
-                                        "function": {"name": function["name"], "arguments": ""}})
+            yield self._chunk(
+                tool_use={
+                    "id": call["id"],
+                    "type": "function",
+                    "index": index,
+                    "function": {"name": function["name"], "arguments": ""},
+                }
+            )
             for piece in _pieces(function["arguments"]):
-                yield self._chunk(tool_use={"id": None, "type": "function", "index": index,
-                                            "function": {"name": None, "arguments": piece}})
-        yield self._chunk(finished="tool_calls" if tool_calls else "stop",
-                          usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
+                yield self._chunk(
+                    tool_use={
+                        "id": None,
+                        "type": "function",
+                        "index": index,
+                        "function": {"name": None, "arguments": piece},
+                    }
+                )
+        yield self._chunk(
+            finished="tool_calls" if tool_calls else "stop",
+            usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        )
 
-    def _chunk(self, *, text: str = "", tool_use: dict[str, Any] | None = None, finished: str = "",
-               usage: dict[str, int] | None = None) -> dict[str, Any]:
+    def _chunk(
+        self,
+        *,
+        text: str = "",
+        tool_use: dict[str, Any] | None = None,
+        finished: str = "",
+        usage: dict[str, int] | None = None,
+    ) -> dict[str, Any]:
         if self.stream_pause_s and not finished:
             time.sleep(self.stream_pause_s)
         if self.fail_stream_after is not None:
             if self.fail_stream_after <= 0:
                 raise RuntimeError("the scripted provider dropped the stream")
             self.fail_stream_after -= 1
-        return {"text": text, "tool_use": tool_use, "is_finished": bool(finished), "finish_reason": finished,
-                "usage": usage, "index": 0}
+        return {
+            "text": text,
+            "tool_use": tool_use,
+            "is_finished": bool(finished),
+            "finish_reason": finished,
+            "usage": usage,
+            "index": 0,
+        }
 
     def _summary(self, messages: list[dict[str, Any]]) -> Any:
         self.summaries.append(messages)
         if self.summarizer is None:
             raise RuntimeError("this scripted model cannot summarize")
-        return litellm.ModelResponse(model="scripted", choices=[{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": self.summarizer(messages)}}])
+        return litellm.ModelResponse(
+            model="scripted",
+            choices=[
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": self.summarizer(messages)},
+                }
+            ],
+        )
 
 
 STREAM_PIECE = 4
 
 
 def _pieces(text: str) -> list[str]:
-    return [text[i:i + STREAM_PIECE] for i in range(0, len(text), STREAM_PIECE)]
+    return [text[i : i + STREAM_PIECE] for i in range(0, len(text), STREAM_PIECE)]
 
 
 SCRIPTED = ScriptedLLM()

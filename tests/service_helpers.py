@@ -46,8 +46,9 @@ def served_in_process(home: Path) -> Iterator[str]:
     from memvec.service.app import create_app
 
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
-        server = uvicorn.Server(uvicorn.Config(create_app(mem), host="127.0.0.1", port=free_port(),
-                                               log_level="warning"))
+        server = uvicorn.Server(
+            uvicorn.Config(create_app(mem), host="127.0.0.1", port=free_port(), log_level="warning")
+        )
         thread = threading.Thread(target=server.run)
         thread.start()
         while not server.started:
@@ -60,9 +61,17 @@ def served_in_process(home: Path) -> Iterator[str]:
 
 
 class Server:
-    def __init__(self, home: Path, *, keys: str = "", model: str = "hash:64", store: str | None = None,
-                 env: dict[str, str] | None = None, serve_args: list[str] | None = None,
-                 module: str = "memvec") -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        keys: str = "",
+        model: str = "hash:64",
+        store: str | None = None,
+        env: dict[str, str] | None = None,
+        serve_args: list[str] | None = None,
+        module: str = "memvec",
+    ) -> None:
         """`module`: what `python -m` runs (tests.scripted_serve: memvec with the scripted model)."""
         self.home, self.keys, self.model, self.store, self.module = home, keys, model, store, module
         self.serve_args = serve_args or []
@@ -78,8 +87,24 @@ class Server:
         self.home.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", self.module, "--home", str(self.home), "--model", self.model, *store, "serve",
-                 "--port", str(self.port), *self.serve_args], env=env, stdout=subprocess.DEVNULL, stderr=log)
+                [
+                    sys.executable,
+                    "-m",
+                    self.module,
+                    "--home",
+                    str(self.home),
+                    "--model",
+                    self.model,
+                    *store,
+                    "serve",
+                    "--port",
+                    str(self.port),
+                    *self.serve_args,
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         wait_healthy(self.url, self.process, self.log_path, timeout)
         return self
 
@@ -106,8 +131,11 @@ class WriteLoad:
         self.answers: list[tuple[float, int, float]] = []  # (when, status, seconds taken) of non-201s
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._write, args=(srv, f"{prefix}{n}w{w}"))
-                         for n, srv in enumerate(servers) for w in range(writers_per_server)]
+        self._threads = [
+            threading.Thread(target=self._write, args=(srv, f"{prefix}{n}w{w}"))
+            for n, srv in enumerate(servers)
+            for w in range(writers_per_server)
+        ]
 
     def _write(self, srv: Server, writer: str) -> None:
         with httpx.Client(base_url=srv.url, timeout=60) as api:
@@ -147,8 +175,9 @@ class WriteLoad:
             thread.join()
 
 
-def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[str, str]], *, every: int = 10,
-                                vector: bool = False) -> None:
+def assert_every_write_is_there(
+    srv: Server, acknowledged: list[tuple[str, str]], *, every: int = 10, vector: bool = False
+) -> None:
     """Every acknowledged passage is listed, and a sample is found by its unique token (BM25) and,
     with `vector`, by vector search on its exact text (the hash embedder maps it to the same vector)."""
     with httpx.Client(base_url=srv.url, timeout=60) as api:
@@ -157,8 +186,9 @@ def assert_every_write_is_there(srv: Server, acknowledged: list[tuple[str, str]]
         searches = [("bm25", lambda text: text.split()[-1])] + ([("vector", lambda text: text)] if vector else [])
         for record_id, text in acknowledged[::every]:
             for mode, query in searches:
-                hits = api.get("/v1/agents/ana/archival-memory/search",
-                               params={"query": query(text), "top_k": 1, "mode": mode}).json()["results"]
+                hits = api.get(
+                    "/v1/agents/ana/archival-memory/search", params={"query": query(text), "top_k": 1, "mode": mode}
+                ).json()["results"]
                 assert hits[0]["id"] == record_id, (mode, text)
 
 

@@ -32,21 +32,33 @@ def with_conversation(data: dict[str, Any]) -> dict[str, Any]:
     """The real file plus a short conversation in Letta's message format (content parts, ids)."""
     data = copy.deepcopy(data)
     agent = data["agents"][0]
-    said = [("user", "Hi, I'm Chad. I race sailboats on the Bay every Sunday."),
-            ("assistant", "Nice to meet you Chad! Sailing every Sunday sounds great."),
-            ("user", "My favourite restaurant is Taste of the Himalayas in Berkeley.")]
+    said = [
+        ("user", "Hi, I'm Chad. I race sailboats on the Bay every Sunday."),
+        ("assistant", "Nice to meet you Chad! Sailing every Sunday sounds great."),
+        ("user", "My favourite restaurant is Taste of the Himalayas in Berkeley."),
+    ]
     for n, (role, text) in enumerate(said, start=1):
-        agent["messages"].append({"type": "message", "role": role, "id": f"message-{n}", "name": None,
-                                  "content": [{"type": "text", "text": text}],
-                                  "created_at": f"2025-11-0{n}T10:00:00+00:00", "tool_calls": None})
+        agent["messages"].append(
+            {
+                "type": "message",
+                "role": role,
+                "id": f"message-{n}",
+                "name": None,
+                "content": [{"type": "text", "text": text}],
+                "created_at": f"2025-11-0{n}T10:00:00+00:00",
+                "tool_calls": None,
+            }
+        )
     agent["in_context_message_ids"] = ["message-0", "message-3"]
     return data
 
 
 def expected_blocks(data: dict[str, Any]) -> list[tuple[str, str, int, bool]]:
     by_id = {b["id"]: b for b in data["blocks"]}
-    return [(by_id[i]["label"], by_id[i]["value"], by_id[i]["limit"], bool(by_id[i]["read_only"]))
-            for i in data["agents"][0]["block_ids"]]
+    return [
+        (by_id[i]["label"], by_id[i]["value"], by_id[i]["limit"], bool(by_id[i]["read_only"]))
+        for i in data["agents"][0]["block_ids"]
+    ]
 
 
 @pytest.fixture
@@ -81,16 +93,22 @@ def test_an_imported_conversation_is_searchable_with_citations(server: Server) -
         assert [(m.message_type, m.content) for m in listed] == [  # type: ignore[union-attr]
             ("user_message", "Hi, I'm Chad. I race sailboats on the Bay every Sunday."),
             ("assistant_message", "Nice to meet you Chad! Sailing every Sunday sounds great."),
-            ("user_message", "My favourite restaurant is Taste of the Himalayas in Berkeley.")]
+            ("user_message", "My favourite restaurant is Taste of the Himalayas in Berkeley."),
+        ]
         state = client.agents.retrieve(agent_id)
         assert state.message_ids == [listed[-1].id]  # what was in Letta's context is in memvec's
     import httpx
 
-    found = httpx.get(f"{server.url}/v1/agents/{agent_id}/recall-memory/search",
-                      params={"query": "Himalayas restaurant", "top_k": 1}).json()["results"][0]
+    found = httpx.get(
+        f"{server.url}/v1/agents/{agent_id}/recall-memory/search", params={"query": "Himalayas restaurant", "top_k": 1}
+    ).json()["results"][0]
     assert found["content"].startswith("My favourite restaurant")
-    assert found["citation"] == {"session_id": f"agent-file:{agent_id}", "turn_id": "4", "source_url": None,
-                                 "document": None}
+    assert found["citation"] == {
+        "session_id": f"agent-file:{agent_id}",
+        "turn_id": "4",
+        "source_url": None,
+        "document": None,
+    }
 
 
 def test_a_broken_agent_file_writes_nothing(server: Server) -> None:

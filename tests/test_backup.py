@@ -32,8 +32,7 @@ def fake() -> HashingEmbedder:
 def everything(mem: Memory) -> dict[str, Any]:
     """Every agent's export (records with all versions, blocks and their history, runs), without
     the moment it was taken."""
-    return {agent: mem.export_agent(agent).model_dump(mode="json", exclude={"exported_at"})
-            for agent in mem.agents()}
+    return {agent: mem.export_agent(agent).model_dump(mode="json", exclude={"exported_at"}) for agent in mem.agents()}
 
 
 def lived_in(mem: Memory, llm: ScriptedLLM) -> None:
@@ -50,8 +49,7 @@ def lived_in(mem: Memory, llm: ScriptedLLM) -> None:
     archival.insert("The fire drill is on Friday.", expires_at=datetime.now(UTC) + timedelta(days=3))
 
 
-def test_a_backup_taken_under_writes_restores_every_version_history_and_run(
-        tmp_path: Path, llm: ScriptedLLM) -> None:
+def test_a_backup_taken_under_writes_restores_every_version_history_and_run(tmp_path: Path, llm: ScriptedLLM) -> None:
     with Memory.open(tmp_path / "home", embedder=fake()) as mem:
         lived_in(mem, llm)
         before = everything(mem)

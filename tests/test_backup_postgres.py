@@ -28,8 +28,12 @@ def schema_of(url: str) -> str:
     return options.split("search_path=")[1]
 
 
-def test_pg_dump_and_pg_restore_keep_everything(tmp_path: Path, pg_url: str,  # noqa: F811
-                                                 llm: ScriptedLLM, capsys: pytest.CaptureFixture[str]) -> None:
+def test_pg_dump_and_pg_restore_keep_everything(
+    tmp_path: Path,
+    pg_url: str,  # noqa: F811
+    llm: ScriptedLLM,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     import psycopg
 
     if shutil.which("pg_dump") is None or shutil.which("pg_restore") is None:
@@ -39,8 +43,12 @@ def test_pg_dump_and_pg_restore_keep_everything(tmp_path: Path, pg_url: str,  # 
         before = everything(mem)
         searched = [h.id for h in mem.archival("bo").search("locker code", k=3)]
     dump, schema = tmp_path / "memvec.dump", schema_of(pg_url)
-    subprocess.run(["pg_dump", "--format=custom", "-d", BASE_URL, "-n", schema, "-f", str(dump)], check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        ["pg_dump", "--format=custom", "-d", BASE_URL, "-n", schema, "-f", str(dump)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     database = f"memvec_restore_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(BASE_URL, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {database}")

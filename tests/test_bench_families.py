@@ -32,8 +32,9 @@ def test_a_longmemeval_question_becomes_its_haystack_and_its_evidence(needs_data
     marked = {d.key for d in task.docs if d.key in query.evidence}
     assert marked == query.evidence and query.evidence
     assert {longmemeval.session_of(k) for k in query.evidence} <= query.sessions == set(question["answer_session_ids"])
-    assert query.asked_at is not None and all(d.created_at is not None and d.role in {"user", "assistant"}
-                                              for d in task.docs)
+    assert query.asked_at is not None and all(
+        d.created_at is not None and d.role in {"user", "assistant"} for d in task.docs
+    )
 
 
 def test_the_subsets_are_deterministic_and_skip_abstention_questions(needs_data: None) -> None:
@@ -63,8 +64,14 @@ def test_scifact_claims_keep_their_judged_abstracts_and_folds_split_them(needs_d
 
 def test_session_recall_reads_the_session_of_each_top_turn() -> None:
     query = Query("q", "?", {longmemeval.turn_key("s2", 4, 3)}, "multi-session", sessions={"s2", "s7"})
-    ranked = [longmemeval.turn_key("s1", 0, 0), longmemeval.turn_key("s2", 4, 3), longmemeval.turn_key("s2", 4, 5),
-              longmemeval.turn_key("s9", 9, 1), longmemeval.turn_key("s1", 0, 2), longmemeval.turn_key("s7", 8, 0)]
+    ranked = [
+        longmemeval.turn_key("s1", 0, 0),
+        longmemeval.turn_key("s2", 4, 3),
+        longmemeval.turn_key("s2", 4, 5),
+        longmemeval.turn_key("s9", 9, 1),
+        longmemeval.turn_key("s1", 0, 2),
+        longmemeval.turn_key("s7", 8, 0),
+    ]
     summary = longmemeval.summarize([(ranked, query)])
     assert summary["recall@1"] == 0.0 and summary["recall@5"] == 1.0
     assert summary["session_any@5"] == 1.0 and summary["session_all@5"] == 0.0  # s7 only at rank 6

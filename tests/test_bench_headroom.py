@@ -21,12 +21,22 @@ from benchmarks.headroom import (
 from memvec.embed import Embedder
 
 
-def scored(vector: list[float], bm25: list[float], evidence: set[str], sessions: list[str] | None = None,
-           keys: list[str] | None = None) -> Scored:
+def scored(
+    vector: list[float],
+    bm25: list[float],
+    evidence: set[str],
+    sessions: list[str] | None = None,
+    keys: list[str] | None = None,
+) -> Scored:
     keys = keys or [f"D1:{i}" for i in range(len(vector))]
-    return Scored(keys=keys, sessions=np.array(sessions or ["1"] * len(keys)), vector=np.array(vector),
-                  bm25=np.array(bm25), evidence=evidence,
-                  default_tops={k: keys[:k] for k in (10, 20, 50)})
+    return Scored(
+        keys=keys,
+        sessions=np.array(sessions or ["1"] * len(keys)),
+        vector=np.array(vector),
+        bm25=np.array(bm25),
+        evidence=evidence,
+        default_tops={k: keys[:k] for k in (10, 20, 50)},
+    )
 
 
 def test_first_hit_counts_distinct_keys() -> None:
@@ -43,19 +53,23 @@ def test_oracle_finds_a_weight_that_default_fusion_misses() -> None:
 
 
 def test_session_score_lifts_a_record_of_the_matching_session() -> None:
-    q = scored(vector=[0.5, 0.5, 0.9, 0.1], bm25=[1.0, 1.0, 0.0, 0.0], evidence={"D1:0"},
-               sessions=["a", "b", "a", "b"])
+    q = scored(vector=[0.5, 0.5, 0.9, 0.1], bm25=[1.0, 1.0, 0.0, 0.0], evidence={"D1:0"}, sessions=["a", "b", "a", "b"])
     fused = convex(with_sessions(q), 0.5)
     assert fused[0] > fused[1]  # equal own scores; session "a" scores higher
 
 
 def test_summary_bounds_are_ordered_on_a_real_memory_home(minilm: Embedder) -> None:
     when = datetime(2023, 5, 8, tzinfo=UTC)
-    docs = [Doc("D1:1", "Caroline went to an LGBTQ support group.", "1", when, "Caroline"),
-            Doc("D1:2", "Melanie painted a sunrise over the lake.", "1", when, "Melanie"),
-            Doc("D2:1", "Melanie ran a charity race for mental health.", "2", when, "Melanie")]
-    queries = [Query("q1", "What did Melanie paint?", {"D1:2"}), Query("q2", "Who went to a support group?", {"D1:1"}),
-               Query("q3", "What did Caroline adopt?", {"D9:9"})]
+    docs = [
+        Doc("D1:1", "Caroline went to an LGBTQ support group.", "1", when, "Caroline"),
+        Doc("D1:2", "Melanie painted a sunrise over the lake.", "1", when, "Melanie"),
+        Doc("D2:1", "Melanie ran a charity race for mental health.", "2", when, "Melanie"),
+    ]
+    queries = [
+        Query("q1", "What did Melanie paint?", {"D1:2"}),
+        Query("q2", "Who went to a support group?", {"D1:1"}),
+        Query("q3", "What did Caroline adopt?", {"D9:9"}),
+    ]
     result = summarize(score_task(Task("t", "archival", docs, queries), MeasuredEmbedder(minilm)))
     assert result["ceiling"] == 2 / 3
     assert result["default R@10"] == result["default R@50"] == result["oracle weight R@10"] == 2 / 3

@@ -25,9 +25,16 @@ def test_first_relevant_rank_skips_duplicates() -> None:
     assert first_relevant_rank(RANKED, {"D9:9"}) is None
 
 
-@pytest.mark.parametrize("relevant, k, expected", [
-    ({"D1:1"}, 1, 1.0), ({"D2:4"}, 1, 0.0), ({"D2:4"}, 2, 1.0), ({"D5:2", "D2:4"}, 2, 1.0), ({"X"}, 10, 0.0),
-])
+@pytest.mark.parametrize(
+    "relevant, k, expected",
+    [
+        ({"D1:1"}, 1, 1.0),
+        ({"D2:4"}, 1, 0.0),
+        ({"D2:4"}, 2, 1.0),
+        ({"D5:2", "D2:4"}, 2, 1.0),
+        ({"X"}, 10, 0.0),
+    ],
+)
 def test_hit_at_k(relevant: set[str], k: int, expected: float) -> None:
     assert hit_at_k(RANKED, relevant, k) == expected
 

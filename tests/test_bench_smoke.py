@@ -27,8 +27,12 @@ def quick_run(tmp_path: Path, sections: str) -> tuple[str, dict[str, Any]]:
 @pytest.mark.slow
 def test_quick_quality_and_lifecycle(tmp_path: Path) -> None:
     report, results = quick_run(tmp_path, "quality,lifecycle")
-    for heading in ("## Retrieval quality", "## Choosing the default fusion", "## Facts that change",
-                    "## Near-duplicates"):
+    for heading in (
+        "## Retrieval quality",
+        "## Choosing the default fusion",
+        "## Facts that change",
+        "## Near-duplicates",
+    ):
         assert heading in report
     assert "## Speed" not in report and "Sections run: quality" in report
     kv = results["quality"]["synthetic key-value"]["scores"]
@@ -37,8 +41,9 @@ def test_quick_quality_and_lifecycle(tmp_path: Path) -> None:
     assert para["vector"]["overall"]["recall@10"] > para["bm25"]["overall"]["recall@10"]
     changed = results["lifecycle"]["changing facts"]
     assert changed["versioned"]["current"]["recall@1"] > changed["append-only"]["current"]["recall@1"]
-    assert changed["versioned"]["current"]["outdated_in_top5"] == 0 < changed["append-only"]["current"][
-        "outdated_in_top5"]
+    assert (
+        changed["versioned"]["current"]["outdated_in_top5"] == 0 < changed["append-only"]["current"]["outdated_in_top5"]
+    )
     repeats = results["lifecycle"]["near duplicates"]["memvec"]["0.8"]
     assert repeats["precision"] >= 0.99 and repeats["recall"] > 0.5
     assert (tmp_path / "recall_at_k.png").stat().st_size > 10_000

@@ -29,8 +29,13 @@ def test_every_change_is_recorded_and_undone_step_by_step(memory: Memory) -> Non
     core.rewrite("human", "Ana (rewritten)")
     core.put(CoreBlock(label="human", value="Ana", limit=50))  # a new limit and no description
     assert [(c.op, c.actor) for c in core.history("human")] == [
-        ("create", "tool:test"), ("append", "tool:test"), ("replace", "tool:test"), ("insert", "tool:test"),
-        ("rewrite", "tool:test"), ("put", "tool:test")]
+        ("create", "tool:test"),
+        ("append", "tool:test"),
+        ("replace", "tool:test"),
+        ("insert", "tool:test"),
+        ("rewrite", "tool:test"),
+        ("put", "tool:test"),
+    ]
     states = [c.new for c in core.history("human")]
     assert states[3] is not None and states[3].value == "Name: Ana\nLives in Lisbon\nLikes coffee"
     for expected in reversed(states[:-1]):  # each undo goes one change further back, the whole block
@@ -101,18 +106,23 @@ def test_the_letta_block_tools_edit_and_are_recorded_as_tool_calls(memory: Memor
 
     memory.create_agent(AgentSettings(name="ana"))
     box = ToolBox(memory, "ana", session_id="s", turn=1)
-    steps = [("memory_insert", {"label": "human", "new_str": "Name: Ana"}),
-             ("memory_insert", {"label": "human", "new_str": "Title: Dr", "insert_line": 0}),
-             ("memory_replace", {"label": "human", "old_str": "Dr", "new_str": "Prof"}),
-             ("memory_rethink", {"label": "persona", "new_memory": "I am brief."}),
-             ("memory_finish_edits", {})]
+    steps = [
+        ("memory_insert", {"label": "human", "new_str": "Name: Ana"}),
+        ("memory_insert", {"label": "human", "new_str": "Title: Dr", "insert_line": 0}),
+        ("memory_replace", {"label": "human", "old_str": "Dr", "new_str": "Prof"}),
+        ("memory_rethink", {"label": "persona", "new_memory": "I am brief."}),
+        ("memory_finish_edits", {}),
+    ]
     for name, arguments in steps:
         outcome = box.run(name, json.dumps(arguments))
         assert outcome.ok, outcome.content
     core = memory.core("ana")
     assert core.get("human").value == "Title: Prof\nName: Ana" and core.get("persona").value == "I am brief."
-    assert [c.actor for c in core.history("human")][1:] == ["tool:memory_insert", "tool:memory_insert",
-                                                            "tool:memory_replace"]
+    assert [c.actor for c in core.history("human")][1:] == [
+        "tool:memory_insert",
+        "tool:memory_insert",
+        "tool:memory_replace",
+    ]
     assert not box.run("memory_insert", json.dumps({"label": "human", "new_str": "x", "insert_line": 9})).ok
 
 
@@ -121,8 +131,10 @@ def test_history_and_undo_on_the_command_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     run_cli("--model", "hash:16", "agent", "create", "ana", "--human", "Name: Ana", home=home)
     listed = json.loads(run_cli("--model", "hash:16", "blocks", "history", "ana", "human", "--json", home=home).stdout)
-    assert [(c["op"], c["actor"], c["new"]["value"]) for c in listed] == [("create", "cli", ""),
-                                                                         ("rewrite", "cli", "Name: Ana")]
+    assert [(c["op"], c["actor"], c["new"]["value"]) for c in listed] == [
+        ("create", "cli", ""),
+        ("rewrite", "cli", "Name: Ana"),
+    ]
     undone = run_cli("--model", "hash:16", "blocks", "undo", "ana", "human", home=home)
     assert undone.stdout.strip() == "human: ''"
     nothing = run_cli("--model", "hash:16", "blocks", "undo", "ana", "nope", home=home, check=False)
@@ -134,8 +146,10 @@ def test_an_mcp_host_edits_blocks_with_the_letta_tools(memory: Memory) -> None:
     from tests.test_mcp import call, run_client
 
     async def session(client: Any) -> list[tuple[bool, str]]:
-        return [await call(client, "memory_rethink", label="persona", new_memory="I answer in one line."),
-                await call(client, "memory_insert", label="persona", new_str="x", insert_line=5)]
+        return [
+            await call(client, "memory_rethink", label="persona", new_memory="I answer in one line."),
+            await call(client, "memory_insert", label="persona", new_str="x", insert_line=5),
+        ]
 
     (rethink_error, _), (insert_error, message) = run_client(build_server(memory, "ana"), session)
     assert not rethink_error and insert_error and "outside block" in message

@@ -33,8 +33,19 @@ def stdlib_docstrings(limit: int = 1500) -> list[str]:
     import unittest
 
     docs: list[str] = []
-    modules = (argparse, collections, email.message, json_module, pathlib, sqlite3, string, textwrap,
-               inspect, unittest.case, logging)
+    modules = (
+        argparse,
+        collections,
+        email.message,
+        json_module,
+        pathlib,
+        sqlite3,
+        string,
+        textwrap,
+        inspect,
+        unittest.case,
+        logging,
+    )
     for module in modules:
         for _, obj in inspect.getmembers(module):
             doc = inspect.getdoc(obj)
@@ -55,9 +66,16 @@ def locomo_turns(limit: int = 1500) -> list[str]:
     return turns[:limit]
 
 
-QUERIES = ["how to read a file path", "json decode error", "default dictionary of lists",
-           "escape special characters in a string", "the database connection cursor",
-           "what did she paint last weekend", "adoption agency interview", "running a marathon"]
+QUERIES = [
+    "how to read a file path",
+    "json decode error",
+    "default dictionary of lists",
+    "escape special characters in a string",
+    "the database connection cursor",
+    "what did she paint last weekend",
+    "adoption agency interview",
+    "running a marathon",
+]
 
 
 class LuceneIdfBM25(BM25Okapi):
@@ -118,18 +136,23 @@ words = st.sampled_from(FRUIT)
 documents = st.lists(st.lists(words, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=25)
 
 
-operations = st.lists(st.one_of(
-    st.tuples(st.just("add"), st.integers(0, 30), st.lists(words, min_size=1, max_size=8).map(" ".join)),
-    st.tuples(st.just("remove"), st.integers(0, 30), st.just("")),
-    st.tuples(st.just("reload"), st.just(0), st.just(""))), min_size=1, max_size=60)
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(0, 30), st.lists(words, min_size=1, max_size=8).map(" ".join)),
+        st.tuples(st.just("remove"), st.integers(0, 30), st.just("")),
+        st.tuples(st.just("reload"), st.just(0), st.just("")),
+    ),
+    min_size=1,
+    max_size=60,
+)
 
 
 @settings(max_examples=80, deadline=None)
 @given(ops=operations, query=st.lists(words, min_size=1, max_size=3), recent=st.sampled_from([1, 5, 50_000]))
 @pytest.mark.slow
-def test_property_any_history_scores_like_the_reference(tmp_path_factory: pytest.TempPathFactory,
-                                                         ops: list[tuple[str, int, str]], query: list[str],
-                                                         recent: int) -> None:
+def test_property_any_history_scores_like_the_reference(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int, str]], query: list[str], recent: int
+) -> None:
     """Adds (re-adds replace), removes, merges of the recent segment (every 1 or 5 postings, or
     never) and save/load round trips in any order: the sparse scores equal rank_bm25's on the
     documents that survive, the top-k is theirs, and each scored document keeps its group."""
@@ -158,8 +181,7 @@ def test_property_any_history_scores_like_the_reference(tmp_path_factory: pytest
     np.testing.assert_array_equal(scored.groups, scored.ids % 5 - 1)  # each document's group, -1 included
     top_ids, _ = index.search(" ".join(query), 5)
     order = sorted((-e, i) for i, e in zip(ids, expected, strict=True) if e > 0)[:5]
-    np.testing.assert_allclose(sorted(-e for e, _ in order), sorted(index.scores_for(scored, top_ids)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(sorted(-e for e, _ in order), sorted(index.scores_for(scored, top_ids)), rtol=1e-5)
 
 
 def test_a_query_reads_only_its_posting_lists() -> None:

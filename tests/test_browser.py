@@ -21,18 +21,37 @@ from tests.conftest import unavailable
 from tests.service_helpers import Server
 
 ADMIN, SCOPED = "browser-admin-key-01", "browser-bob-key-0001"
-CHROMIUM_FLAGS = ["--headless=new", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--disable-quic"]
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
 XSS = "<script>alert(1)</script> Gardening notes <img src=x onerror=alert(2)> tomatoes need sun"
 PASSAGES = [
-    {"text": "Caroline moved to Lisbon in 2023 to study marine biology.", "tags": ["moves"],
-     "citation": {"session_id": "session-7", "turn_id": "turn-42", "source_url": "https://example.com/chat/7"}},
-    {"text": "Melanie paints landscapes on weekends and sells them at the market.", "tags": ["hobbies"],
-     "citation": {"session_id": "session-3"}},
-    {"text": "The quarterly budget report for the lighthouse project is due on Friday.", "tags": ["work"],
-     "citation": {"session_id": "session-5"}},
-    {"text": "Caroline's sister lives in Porto and visits every summer.", "tags": ["family"],
-     "citation": {"session_id": "session-7"}},
+    {
+        "text": "Caroline moved to Lisbon in 2023 to study marine biology.",
+        "tags": ["moves"],
+        "citation": {"session_id": "session-7", "turn_id": "turn-42", "source_url": "https://example.com/chat/7"},
+    },
+    {
+        "text": "Melanie paints landscapes on weekends and sells them at the market.",
+        "tags": ["hobbies"],
+        "citation": {"session_id": "session-3"},
+    },
+    {
+        "text": "The quarterly budget report for the lighthouse project is due on Friday.",
+        "tags": ["work"],
+        "citation": {"session_id": "session-5"},
+    },
+    {
+        "text": "Caroline's sister lives in Porto and visits every summer.",
+        "tags": ["family"],
+        "citation": {"session_id": "session-7"},
+    },
     {"text": XSS, "tags": ["garden"], "citation": {"session_id": "session-9"}},
 ]  # facts taken from conversations (each cites its session), like those the shipped ranker was fitted on
 
@@ -41,8 +60,10 @@ def chromium_path() -> str:
     found = os.environ.get("MEMVEC_CHROMIUM") or shutil.which("chromium")
     if found:
         return found
-    message = ("Debian's chromium is not installed: `apt-get install -y chromium` (the browser tests drive it "
-               "with Playwright; no browser is downloaded)")
+    message = (
+        "Debian's chromium is not installed: `apt-get install -y chromium` (the browser tests drive it "
+        "with Playwright; no browser is downloaded)"
+    )
     unavailable(message)
 
 
@@ -55,8 +76,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             for name in ("alice", "bob"):
                 assert admin.post("/v1/agents", json={"name": name}).status_code == 201
             assert admin.post("/v1/agents/alice/archival-memory", json={"passages": PASSAGES}).status_code == 201
-            assert admin.post("/v1/agents/bob/archival-memory", json={"text": "Bob keeps bees behind the barn."}
-                              ).status_code == 201
+            assert (
+                admin.post(
+                    "/v1/agents/bob/archival-memory", json={"text": "Bob keeps bees behind the barn."}
+                ).status_code
+                == 201
+            )
         yield server
     finally:
         server.stop()
@@ -101,8 +126,9 @@ def api_get(served: Server, path: str) -> httpx.Response:
         return client.get(path)
 
 
-def test_sign_in_find_an_agent_and_search_with_citation_and_score_parts(browser: Any, served: Server,
-                                                                      tmp_path: Path) -> None:
+def test_sign_in_find_an_agent_and_search_with_citation_and_score_parts(
+    browser: Any, served: Server, tmp_path: Path
+) -> None:
     page = signed_in(browser, served, ADMIN)
     assert page.locator("#agents").get_by_role("link", name="alice", exact=True).is_visible()
     screenshot(page, "ui-agents", tmp_path)
@@ -158,8 +184,12 @@ def test_a_scoped_key_sees_only_its_agents(browser: Any, served: Server) -> None
     page = signed_in(browser, served, SCOPED)
     listed = page.locator("#agents tbody a").all_inner_texts()
     assert "bob" in listed and "alice" not in listed
-    for path in ("/ui/agents/alice", "/ui/agents/alice/search?q=Lisbon", "/ui/agents/alice/archival",
-                 "/ui/agents/alice/export"):
+    for path in (
+        "/ui/agents/alice",
+        "/ui/agents/alice/search?q=Lisbon",
+        "/ui/agents/alice/archival",
+        "/ui/agents/alice/export",
+    ):
         response = page.goto(path)
         assert response.status == 404, path
         assert "Lisbon" not in page.content()
@@ -182,8 +212,9 @@ def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(browser: A
     assert request.post(f"{served.url}/ui/agents/alice/archival/1/delete", form={}, max_redirects=0).status == 403
     assert api_get(served, "/v1/agents/alice/core-memory/blocks/human").json()["value"] == before
     assert api_get(served, "/v1/agents/alice/archival-memory/1/history").status_code == 200
-    accepted = request.post(f"{served.url}/ui/agents/alice/blocks/human", form={"value": "ok", "csrf_token": token},
-                            max_redirects=0)
+    accepted = request.post(
+        f"{served.url}/ui/agents/alice/blocks/human", form={"value": "ok", "csrf_token": token}, max_redirects=0
+    )
     assert accepted.status == 303  # the same form with its token goes through: the refusal was the token
     assert api_get(served, "/v1/agents/alice/core-memory/blocks/human").json()["value"] == "ok"
 

@@ -11,8 +11,9 @@ import pytest
 from benchmarks.chaos import SETUPS, Setup, run
 
 
-@pytest.mark.parametrize("setup", [pytest.param(s, marks=[pytest.mark.postgres] if s.postgres else [])
-                                   for s in SETUPS], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "setup", [pytest.param(s, marks=[pytest.mark.postgres] if s.postgres else []) for s in SETUPS], ids=lambda s: s.name
+)
 @pytest.mark.slow
 def test_no_acknowledged_write_is_lost_or_merged(setup: Setup, tmp_path: Path) -> None:
     report = run(setup, tmp_path, clients=4, seconds=3.0, seed=7)

@@ -34,17 +34,32 @@ def write_jsonl(path: Path, rows: list[object]) -> Path:
 
 
 def test_add_then_search_json_carries_the_citation(memvec: Cli) -> None:
-    code, out, _ = memvec("add", "Ana adopted a beagle named Toby", "--agent", "a", "--tier", "recall",
-                          "--role", "Ana", "--session", "S3", "--turn", "D3:7", "--source", "https://chat/3",
-                          "--tag", "pets", "--json")
+    code, out, _ = memvec(
+        "add",
+        "Ana adopted a beagle named Toby",
+        "--agent",
+        "a",
+        "--tier",
+        "recall",
+        "--role",
+        "Ana",
+        "--session",
+        "S3",
+        "--turn",
+        "D3:7",
+        "--source",
+        "https://chat/3",
+        "--tag",
+        "pets",
+        "--json",
+    )
     assert code == 0 and json.loads(out)["created"] is True
     code, out, _ = memvec("search", "beagle Toby", "--agent", "a", "--tier", "recall", "--json", "-k", "3")
     assert code == 0
     [hit] = json.loads(out)
     assert set(hit) >= {"id", "text", "score", "scores", "citation", "tags", "created_at", "role"}
     assert set(hit["scores"]) >= {"vector", "bm25"}
-    assert hit["citation"] == {"session_id": "S3", "turn_id": "D3:7", "source_url": "https://chat/3",
-                               "document": None}
+    assert hit["citation"] == {"session_id": "S3", "turn_id": "D3:7", "source_url": "https://chat/3", "document": None}
     assert (hit["tags"], hit["role"]) == (["pets"], "Ana")
     code, out, _ = memvec("search", "beagle", "--agent", "a", "--tier", "recall")
     assert code == 0 and "turn_id=D3:7" in out and "Ana: Ana adopted" in out
@@ -62,22 +77,35 @@ def test_ingest_validates_the_whole_file_before_writing(memvec: Cli, tmp_path: P
 
 
 def test_ingest_and_batch_search(memvec: Cli, tmp_path: Path) -> None:
-    rows = [{"text": f"fact {i}: the {w} is {c}", "tags": ["colours"], "source_url": f"https://f/{i}",
-             "created_at": f"2024-01-{i + 1:02d}T00:00:00Z"}
-            for i, (w, c) in enumerate([("sky", "blue"), ("grass", "green"), ("sun", "yellow")])]
+    rows = [
+        {
+            "text": f"fact {i}: the {w} is {c}",
+            "tags": ["colours"],
+            "source_url": f"https://f/{i}",
+            "created_at": f"2024-01-{i + 1:02d}T00:00:00Z",
+        }
+        for i, (w, c) in enumerate([("sky", "blue"), ("grass", "green"), ("sun", "yellow")])
+    ]
     rows.append(rows[0])
-    code, out, _ = memvec("ingest", str(write_jsonl(tmp_path / "facts.jsonl", rows)), "--agent", "a",
-                          "--tier", "archival", "--json")
-    assert code == 0 and json.loads(out) == {"file": str(tmp_path / "facts.jsonl"), "records": 4, "added": 3,
-                                             "duplicates": 1}
+    code, out, _ = memvec(
+        "ingest", str(write_jsonl(tmp_path / "facts.jsonl", rows)), "--agent", "a", "--tier", "archival", "--json"
+    )
+    assert code == 0 and json.loads(out) == {
+        "file": str(tmp_path / "facts.jsonl"),
+        "records": 4,
+        "added": 3,
+        "duplicates": 1,
+    }
     queries = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "query": "grass"}, {"id": 2, "query": "sun"}])
-    code, out, _ = memvec("search", "--queries", str(queries), "--agent", "a", "--tier", "archival", "-k", "1",
-                          "--mode", "bm25")
+    code, out, _ = memvec(
+        "search", "--queries", str(queries), "--agent", "a", "--tier", "archival", "-k", "1", "--mode", "bm25"
+    )
     lines = [json.loads(line) for line in out.splitlines()]
-    assert [(r["id"], r["hits"][0]["citation"]["source_url"]) for r in lines] == [("q1", "https://f/1"),
-                                                                                  (2, "https://f/2")]
-    code, out, _ = memvec("search", "fact", "--agent", "a", "--tier", "archival", "--since", "2024-01-02",
-                          "--json")
+    assert [(r["id"], r["hits"][0]["citation"]["source_url"]) for r in lines] == [
+        ("q1", "https://f/1"),
+        (2, "https://f/2"),
+    ]
+    code, out, _ = memvec("search", "fact", "--agent", "a", "--tier", "archival", "--since", "2024-01-02", "--json")
     assert sorted(h["citation"]["source_url"] for h in json.loads(out)) == ["https://f/1", "https://f/2"]
 
 
@@ -106,14 +134,17 @@ def test_stats_list_and_delete(memvec: Cli) -> None:
     assert code == 5 and "no record" in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["search", "x", "--agent", "a", "--tier", "archival", "--mode", "fuzzy"], "fuzzy"),
-    (["search", "--agent", "a", "--tier", "archival"], "exactly one of QUERY"),
-    (["search", "x", "--agent", "a", "--tier", "archival", "-k", "0"], "k"),
-    (["search", "x", "--agent", "a b", "--tier", "archival"], "agent"),
-    (["add", "x" * 40_000, "--agent", "a", "--tier", "archival"], "limit is 32768"),
-    (["rebuild", "--agent", "a", "--model", "hash:32"], "whole home"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["search", "x", "--agent", "a", "--tier", "archival", "--mode", "fuzzy"], "fuzzy"),
+        (["search", "--agent", "a", "--tier", "archival"], "exactly one of QUERY"),
+        (["search", "x", "--agent", "a", "--tier", "archival", "-k", "0"], "k"),
+        (["search", "x", "--agent", "a b", "--tier", "archival"], "agent"),
+        (["add", "x" * 40_000, "--agent", "a", "--tier", "archival"], "limit is 32768"),
+        (["rebuild", "--agent", "a", "--model", "hash:32"], "whole home"),
+    ],
+)
 def test_bad_input_exits_2_with_a_message(memvec: Cli, args: list[str], message: str) -> None:
     code, _, err = memvec(*args)
     assert code == 2 and message in err
@@ -125,8 +156,9 @@ def test_model_mismatch_exits_2(memvec: Cli, home: Path, capsys: pytest.CaptureF
     assert code == 2 and "memvec rebuild --model hash:32" in capsys.readouterr().err
 
 
-def test_internal_error_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_internal_error_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(_: object) -> None:
         raise RuntimeError("a bug in memvec")
 
@@ -142,13 +174,17 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]
 
 
 def test_session_weight_option_changes_only_the_fused_score(memvec: Cli) -> None:
-    for text, session in (("the lake trip had a tent", "trip"), ("the tent was green", "trip"),
-                          ("my tent order shipped", "shop")):
+    for text, session in (
+        ("the lake trip had a tent", "trip"),
+        ("the tent was green", "trip"),
+        ("my tent order shipped", "shop"),
+    ):
         assert memvec("add", text, "--agent", "a", "--tier", "recall", "--role", "me", "--session", session)[0] == 0
     scores = {}
     for weight in ("0", "2"):
-        code, out, _ = memvec("search", "tent", "--agent", "a", "--tier", "recall", "--json",
-                              "--session-weight", weight)
+        code, out, _ = memvec(
+            "search", "tent", "--agent", "a", "--tier", "recall", "--json", "--session-weight", weight
+        )
         assert code == 0
         scores[weight] = {h["text"]: (h["score"], h["scores"]["bm25"]) for h in json.loads(out)}
     for text, (_fused, bm25) in scores["2"].items():

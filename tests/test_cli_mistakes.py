@@ -25,13 +25,16 @@ def memvec(home: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(home, capsys)
 
 
-@pytest.mark.parametrize("args", [
-    ["search", "tea", "--agent", "anna", "--tier", "archival"],
-    ["list", "--agent", "anna", "--tier", "recall"],
-    ["forget", "--agent", "anna", "--tag", "x"],
-    ["verify", "--agent", "anna"],
-    ["sweep", "--agent", "anna"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "tea", "--agent", "anna", "--tier", "archival"],
+        ["list", "--agent", "anna", "--tier", "recall"],
+        ["forget", "--agent", "anna", "--tag", "x"],
+        ["verify", "--agent", "anna"],
+        ["sweep", "--agent", "anna"],
+    ],
+)
 def test_an_unknown_agent_is_exit_5_with_the_apis_message(memvec: Cli, args: list[str]) -> None:
     assert memvec("add", "Ana likes tea", "--agent", "ana", "--tier", "archival")[0] == 0
     code, out, err = memvec(*args)
@@ -39,8 +42,9 @@ def test_an_unknown_agent_is_exit_5_with_the_apis_message(memvec: Cli, args: lis
     assert memvec(*[("ana" if a == "anna" else a) for a in args])[0] == 0
 
 
-@pytest.mark.parametrize("stamp", ["2024-05-07T10:00:00Z", "2024-05-07T12:00:00+02:00", "2024-05-07 10:00:00",
-                                   "2024-05-07"])
+@pytest.mark.parametrize(
+    "stamp", ["2024-05-07T10:00:00Z", "2024-05-07T12:00:00+02:00", "2024-05-07 10:00:00", "2024-05-07"]
+)
 def test_the_cli_takes_the_timestamps_the_api_takes(memvec: Cli, stamp: str) -> None:
     code, out, err = memvec("add", "dated", "--agent", "ana", "--tier", "archival", "--created-at", stamp, "--json")
     assert code == 0, err
@@ -76,8 +80,12 @@ def test_a_taken_port_is_exit_6_before_the_model_loads(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "memvec", "--home", str(tmp_path / "home"), "serve",
-                               "--port", str(port)], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "memvec", "--home", str(tmp_path / "home"), "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 6 and f"127.0.0.1:{port} is already in use" in done.stderr, done.stderr
     assert "embedding with" not in done.stderr  # refused before the model was loaded
 
@@ -85,8 +93,12 @@ def test_a_taken_port_is_exit_6_before_the_model_loads(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_mcp_on_a_terminal_says_it_waits_for_a_client(tmp_path: Path) -> None:
     leader, follower = pty.openpty()  # stdin is a terminal, as when a person types `memvec mcp`
-    process = subprocess.Popen([sys.executable, "-m", "memvec", "--home", str(tmp_path / "home"), "--model",
-                                "hash:64", "mcp"], stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memvec", "--home", str(tmp_path / "home"), "--model", "hash:64", "mcp"],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     said = b""
     try:
         assert process.stderr is not None
@@ -108,7 +120,8 @@ def test_agents_are_listed_and_deleted_on_the_command_line(memvec: Cli) -> None:
     code, out, _ = memvec("agent", "list", "--json")
     assert code == 0 and [json.loads(line) for line in out.splitlines()] == [
         {"name": "ana", "model": None, "recall": 0, "archival": 1},
-        {"name": "bo", "model": None, "recall": 0, "archival": 1}]
+        {"name": "bo", "model": None, "recall": 0, "archival": 1},
+    ]
     assert memvec("agent", "delete", "bo")[0] == 1, "without --yes and no terminal to answer: aborted"
     code, out, _ = memvec("agent", "delete", "bo", "--yes")
     assert code == 0 and "deleted agent bo (1 records)" in out
@@ -132,7 +145,12 @@ with Memory.open(sys.argv[1], model="hash:64") as mem:
 
 @pytest.mark.parametrize(("agent", "loaded"), [("model", "True"), ("none", "False")])
 def test_serve_imports_litellm_ahead_only_for_a_home_with_a_model(tmp_path: Path, agent: str, loaded: str) -> None:
-    done = subprocess.run([sys.executable, "-c", WARM_UP, str(tmp_path / "home"), agent], capture_output=True,
-                          text=True, timeout=180, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_UP, str(tmp_path / "home"), agent],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == loaded

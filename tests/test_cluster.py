@@ -48,9 +48,18 @@ def test_the_documented_nginx_file_is_the_generated_one(tmp_path: Path) -> None:
     assert run_cli("router-config", *args, "--listen", listen, home=tmp_path).stdout == blocks[0]
 
 
-@pytest.mark.parametrize("upstreams, listen", [([], "80"), (["10.0.0.1"], "80"), (["10.0.0.1:0"], "80"),
-                                               (["a b:80"], "80"), (["10.0.0.1:80"], "99999"),
-                                               (["10.0.0.1:80;}"], "80"), (["10.0.0.1:80"], "80; include x")])
+@pytest.mark.parametrize(
+    "upstreams, listen",
+    [
+        ([], "80"),
+        (["10.0.0.1"], "80"),
+        (["10.0.0.1:0"], "80"),
+        (["a b:80"], "80"),
+        (["10.0.0.1:80"], "99999"),
+        (["10.0.0.1:80;}"], "80"),
+        (["10.0.0.1:80"], "80; include x"),
+    ],
+)
 def test_router_config_refuses_what_is_not_host_and_port(upstreams: list[str], listen: str) -> None:
     with pytest.raises(InvalidInputError):
         nginx_config(upstreams, listen=listen)
@@ -65,8 +74,9 @@ def test_each_agent_is_served_by_one_server_through_the_router() -> None:
         assert len({id(o) for o in owners.values()}) == 2  # the ring spreads 9 agents over both servers
         for agent in agents:  # again: the same server, nothing loaded anywhere else
             before = [cluster._loaded(m) for m in running.members]
-            httpx.get(f"{running.url}/v1/agents/{agent}/recall-memory/search", params={"query": "again"},
-                      timeout=30).raise_for_status()
+            httpx.get(
+                f"{running.url}/v1/agents/{agent}/recall-memory/search", params={"query": "again"}, timeout=30
+            ).raise_for_status()
             assert [cluster._loaded(m) for m in running.members] == before
 
 
@@ -181,8 +191,9 @@ def _check_workers(server: Server, tmp_path: Path) -> None:
             assert hits["results"][0]["content"] == text
     os.kill(next(iter(workers)), signal.SIGKILL)  # a worker that dies is started again
     deadline = time.monotonic() + 60
-    while (len(worker_pids(server.process.pid)) < 2 or worker_pids(server.process.pid) == workers) \
-            and time.monotonic() < deadline:
+    while (
+        len(worker_pids(server.process.pid)) < 2 or worker_pids(server.process.pid) == workers
+    ) and time.monotonic() < deadline:
         time.sleep(0.2)
     final = worker_pids(server.process.pid)
     assert len(final) == 2 and final != workers, server.log_path.read_text()[-3000:]
@@ -191,7 +202,6 @@ def _check_workers(server: Server, tmp_path: Path) -> None:
     assert not any(Path(f"/proc/{pid}").exists() for pid in final)  # every worker stopped with it
     checked = json.loads(run_cli("verify", "--json", home=tmp_path / "home").stdout)
     assert checked["problems"] == []
-
 
 
 @pytest.mark.slow
@@ -206,8 +216,10 @@ def test_a_draining_server_closes_without_cutting_a_request_it_let_in(tmp_path: 
         assert api.post("/v1/agents", json={"name": "ana"}).status_code == 201
     outcomes: list[tuple[str, str]] = []
     stop = threading.Event()
-    threads = [threading.Thread(target=_insert_on_new_connections, args=(server.url, n, stop, outcomes), daemon=True)
-               for n in range(16)]
+    threads = [
+        threading.Thread(target=_insert_on_new_connections, args=(server.url, n, stop, outcomes), daemon=True)
+        for n in range(16)
+    ]
     for thread in threads:
         thread.start()
     time.sleep(0.5)

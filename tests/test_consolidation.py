@@ -25,6 +25,7 @@ Answer = Callable[[dict[str, Any]], dict[str, Any]]
 def answer_with(llm: ScriptedLLM, answer: Answer | str) -> None:
     """The scripted model answers the consolidation prompt: `answer` reads what it was shown (the JSON
     of core blocks, archival facts and messages) and returns the proposal, or is the raw text."""
+
     def reply(messages: list[dict[str, Any]]) -> str:
         return answer if isinstance(answer, str) else json.dumps(answer(json.loads(messages[-1]["content"])))
 
@@ -35,11 +36,22 @@ def moved_to_berlin(shown: dict[str, Any]) -> dict[str, Any]:
     messages = {m["text"]: m["id"] for m in shown["messages"]}
     lisbon = next(f["id"] for f in shown["archival_facts"] if "Lisbon" in f["text"])
     moved = messages["I moved to Berlin last month, new flat in Kreuzberg."]
-    return {"facts": [{"text": "Ana lives in Berlin (Kreuzberg).", "sources": [moved], "supersedes": lisbon,
-                       "reason": "she says she moved"},
-                      {"text": "Ana's sister is called Maya.", "sources": [messages["My sister Maya visited."]],
-                       "reason": "new family fact"}],
-            "blocks": [{"label": "human", "value": "Name: Ana\nLives in Berlin", "reason": "moved"}]}
+    return {
+        "facts": [
+            {
+                "text": "Ana lives in Berlin (Kreuzberg).",
+                "sources": [moved],
+                "supersedes": lisbon,
+                "reason": "she says she moved",
+            },
+            {
+                "text": "Ana's sister is called Maya.",
+                "sources": [messages["My sister Maya visited."]],
+                "reason": "new family fact",
+            },
+        ],
+        "blocks": [{"label": "human", "value": "Name: Ana\nLives in Berlin", "reason": "moved"}],
+    }
 
 
 def ana(mem: Memory) -> int:
@@ -48,8 +60,9 @@ def ana(mem: Memory) -> int:
     mem.core("ana").rewrite("human", "Name: Ana\nLives in Lisbon")
     lisbon = mem.archival("ana").insert("Ana lives in Lisbon.", tags=["home"]).record.id
     recall = mem.recall("ana")
-    for turn, text in enumerate(["I moved to Berlin last month, new flat in Kreuzberg.", "My sister Maya visited.",
-                                 "What a week!"]):
+    for turn, text in enumerate(
+        ["I moved to Berlin last month, new flat in Kreuzberg.", "My sister Maya visited.", "What a week!"]
+    ):
         recall.append("user", text, session_id="s1", turn_id=turn)
     return lisbon
 
@@ -59,12 +72,15 @@ def snapshot(mem: Memory) -> dict[str, Any]:
     archival = mem.archival("ana")
     current = archival.list(limit=100)
     versions = [v.model_dump() for r in current for v in archival.history(r.id)]
-    return {"versions": versions, "blocks": [b.model_dump() for b in mem.core("ana").blocks()],
-            "count": archival.count(), "messages": [m.model_dump() for m in mem.recall("ana").list(limit=100)]}
+    return {
+        "versions": versions,
+        "blocks": [b.model_dump() for b in mem.core("ana").blocks()],
+        "count": archival.count(),
+        "messages": [m.model_dump() for m in mem.recall("ana").list(limit=100)],
+    }
 
 
-def test_a_run_adds_cited_facts_supersedes_and_edits_then_undoes_exactly(real_memory: Memory,
-                                                                        llm: ScriptedLLM) -> None:
+def test_a_run_adds_cited_facts_supersedes_and_edits_then_undoes_exactly(real_memory: Memory, llm: ScriptedLLM) -> None:
     lisbon = ana(real_memory)
     before = snapshot(real_memory)
     answer_with(llm, moved_to_berlin)
@@ -92,14 +108,17 @@ def test_a_run_adds_cited_facts_supersedes_and_edits_then_undoes_exactly(real_me
         real_memory.undo_consolidation("ana", run.id)
 
 
-@pytest.mark.parametrize("garbage", [
-    "Sure! Here are the facts: Ana moved.",  # not JSON
-    '{"facts": [{"text": "Ana moved.", "sources": []}]}',  # no source
-    '{"facts": [{"text": "Ana moved.", "sources": [999]}]}',  # a message it was not shown
-    '{"facts": [{"text": "Ana moved.", "sources": [1], "supersedes": 999}]}',  # a fact it was not shown
-    '{"facts": [], "blocks": [], "mood": "happy"}',  # a field nobody asked for
-    '[1, 2, 3]',
-])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "Sure! Here are the facts: Ana moved.",  # not JSON
+        '{"facts": [{"text": "Ana moved.", "sources": []}]}',  # no source
+        '{"facts": [{"text": "Ana moved.", "sources": [999]}]}',  # a message it was not shown
+        '{"facts": [{"text": "Ana moved.", "sources": [1], "supersedes": 999}]}',  # a fact it was not shown
+        '{"facts": [], "blocks": [], "mood": "happy"}',  # a field nobody asked for
+        "[1, 2, 3]",
+    ],
+)
 def test_an_answer_that_is_not_a_proposal_writes_nothing(tmp_path: Path, llm: ScriptedLLM, garbage: str) -> None:
     with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
         ana(mem)
@@ -127,8 +146,7 @@ def test_a_model_that_fails_or_overflows_a_block_writes_nothing(tmp_path: Path, 
         assert snapshot(mem) == before and mem.consolidation_runs("ana") == []
 
 
-def test_runs_read_only_new_messages_and_an_undo_refuses_once_things_moved_on(tmp_path: Path,
-                                                                              llm: ScriptedLLM) -> None:
+def test_runs_read_only_new_messages_and_an_undo_refuses_once_things_moved_on(tmp_path: Path, llm: ScriptedLLM) -> None:
     with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
         ana(mem)
         answer_with(llm, moved_to_berlin)
@@ -190,7 +208,8 @@ def test_a_forgotten_fact_leaves_no_trace_in_the_runs_or_the_files(tmp_path: Pat
 
 
 def test_the_serve_schedule_consolidates_agents_with_a_model_and_survives_failures(
-        tmp_path: Path, llm: ScriptedLLM, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, llm: ScriptedLLM, caplog: pytest.LogCaptureFixture
+) -> None:
     from memvec.agent.sleep import SleepSchedule
 
     caplog.set_level(logging.WARNING, logger="memvec")  # whatever an earlier test in this process set
@@ -257,8 +276,10 @@ def test_two_servers_consolidating_one_agent_at_once_write_one_run(tmp_path: Pat
     import threading
     import time
 
-    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as one, \
-            Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as two:
+    with (
+        Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as one,
+        Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as two,
+    ):
         ana(one)
 
         def slowly(shown: dict[str, Any]) -> dict[str, Any]:
@@ -283,20 +304,38 @@ def test_an_export_carries_the_runs_with_their_ids_remapped_and_the_copy_can_und
         lisbon = ana(mem)
         messages = {m.text: m.id for m in mem.recall("ana").list(limit=10)}
         moved = messages["I moved to Berlin last month, new flat in Kreuzberg."]
-        proposal = ConsolidationProposal.model_validate({"facts": [
-            {"text": "Ana lives in Berlin.", "sources": [moved], "supersedes": lisbon, "reason": "she moved"}],
-            "blocks": [{"label": "human", "value": "Name: Ana\nLives in Berlin", "reason": "moved"}]})
+        proposal = ConsolidationProposal.model_validate(
+            {
+                "facts": [
+                    {"text": "Ana lives in Berlin.", "sources": [moved], "supersedes": lisbon, "reason": "she moved"}
+                ],
+                "blocks": [{"label": "human", "value": "Name: Ana\nLives in Berlin", "reason": "moved"}],
+            }
+        )
         mem.apply_consolidation("ana", proposal, model="scripted/sleepy", through_message=max(messages.values()))
         mem.recall("ana").append("user", "a message after the run", session_id="s2", turn_id=0)
         mem.import_agent(mem.export_agent("ana"), name="copy")
 
         def described(agent: str) -> list[object]:
-            texts = {r.id: r.text for r in mem._engine.store.get(agent, [int(i) for tier in Tier
-                                                                         for i in mem._engine.store.ids(agent, tier)])}
-            return [(run.model, run.started_at, texts.get(run.through_message or 0),
-                     [(texts[f.id], [texts[s] for s in f.sources], texts.get(f.supersedes or 0), f.reason)
-                      for f in run.facts], [(b.label, b.old, b.new) for b in run.blocks])
-                    for run in mem.consolidation_runs(agent)]
+            texts = {
+                r.id: r.text
+                for r in mem._engine.store.get(
+                    agent, [int(i) for tier in Tier for i in mem._engine.store.ids(agent, tier)]
+                )
+            }
+            return [
+                (
+                    run.model,
+                    run.started_at,
+                    texts.get(run.through_message or 0),
+                    [
+                        (texts[f.id], [texts[s] for s in f.sources], texts.get(f.supersedes or 0), f.reason)
+                        for f in run.facts
+                    ],
+                    [(b.label, b.old, b.new) for b in run.blocks],
+                )
+                for run in mem.consolidation_runs(agent)
+            ]
 
         assert described("copy") == described("ana") and len(described("copy")) == 1
         copied_fact = mem.archival("copy").list()[0]

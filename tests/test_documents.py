@@ -71,19 +71,25 @@ def test_markdown_chunks_carry_their_heading_path_and_slice_the_file(memory: Mem
     assert text == MANUAL
     for record in memory.documents("ana").chunks(report.document.id):
         cited = record.citation.document
-        assert cited is not None and text[cited.start:cited.end] == record.text
+        assert cited is not None and text[cited.start : cited.end] == record.text
         assert cited.file_name == "manual.md" and cited.content_hash == report.document.content_hash
     headings = [c[2] for c in chunks_of(memory, "ana", report.document.id)]
-    assert headings == [["Pump manual"], ["Pump manual", "Installation"], ["Pump manual", "Maintenance"],
-                        ["Pump manual", "Maintenance", "Filters"]]
+    assert headings == [
+        ["Pump manual"],
+        ["Pump manual", "Installation"],
+        ["Pump manual", "Maintenance"],
+        ["Pump manual", "Maintenance", "Filters"],
+    ]
     fenced = chunks_of(memory, "ana", report.document.id)[1][1]
     assert "# not a heading" in fenced and "still the fence" in fenced
 
 
 def test_html_keeps_headings_and_drops_what_is_not_text(memory: Memory) -> None:
-    page = ("<html><head><title>Pump</title><style>p{color:red}</style></head><body>"
-            "<h1>Pump manual</h1><p>The P-200 moves <b>water</b>.</p><script>var hidden = 1;</script>"
-            "<h2>Filters</h2><ul><li>Replace the mesh filter.</li><li>Rinse it.</li></ul></body></html>")
+    page = (
+        "<html><head><title>Pump</title><style>p{color:red}</style></head><body>"
+        "<h1>Pump manual</h1><p>The P-200 moves <b>water</b>.</p><script>var hidden = 1;</script>"
+        "<h2>Filters</h2><ul><li>Replace the mesh filter.</li><li>Rinse it.</li></ul></body></html>"
+    )
     report = memory.add_document("ana", "manual.html", page)
     document = memory.documents("ana")
     text = document.text(report.document.id)
@@ -95,31 +101,38 @@ def test_html_keeps_headings_and_drops_what_is_not_text(memory: Memory) -> None:
 
 
 def test_a_pdf_is_read_page_by_page_and_each_chunk_names_its_page(memory: Memory) -> None:
-    pages = ["Cover page of the field guide.", "Chapter one covers ferns.", "Chapter two covers mosses.",
-             "Chapter three covers lichens."]
+    pages = [
+        "Cover page of the field guide.",
+        "Chapter one covers ferns.",
+        "Chapter two covers mosses.",
+        "Chapter three covers lichens.",
+    ]
     report = memory.add_document("ana", "guide.pdf", make_pdf(pages))
     assert report.document.pages == 4 and report.document.media_type == "application/pdf"
     rows = chunks_of(memory, "ana", report.document.id)
     assert [(r[1], r[3]) for r in rows] == list(zip(pages, [1, 2, 3, 4], strict=True))
 
 
-@pytest.mark.parametrize(("name", "data", "message"), [
-    ("empty.txt", b"", "empty"),
-    ("broken.pdf", b"%PDF-1.7\n1 0 obj <</Type /Catalog>> garbage", "cannot be read|no text"),
-    ("fake.pdf", b"just text named like a PDF", "not a PDF"),
-    ("photo.bin", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary data"),
-    ("latin.txt", "caf\xe9".encode("latin-1"), "not UTF-8"),
-    ("blank.md", b"\n\n   \n", "no text"),
-])
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("empty.txt", b"", "empty"),
+        ("broken.pdf", b"%PDF-1.7\n1 0 obj <</Type /Catalog>> garbage", "cannot be read|no text"),
+        ("fake.pdf", b"just text named like a PDF", "not a PDF"),
+        ("photo.bin", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary data"),
+        ("latin.txt", "caf\xe9".encode("latin-1"), "not UTF-8"),
+        ("blank.md", b"\n\n   \n", "no text"),
+    ],
+)
 def test_a_file_that_cannot_be_read_is_refused_clearly_and_writes_nothing(
-        memory: Memory, name: str, data: bytes, message: str) -> None:
+    memory: Memory, name: str, data: bytes, message: str
+) -> None:
     with pytest.raises(UnreadableDocumentError, match=message):
         memory.add_document("ana", name, data)
     assert memory.documents("ana").list(include_replaced=True) == [] and memory.archival("ana").count() == 0
 
 
-def test_the_size_limit_is_checked_before_the_file_is_parsed(memory: Memory,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_size_limit_is_checked_before_the_file_is_parsed(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     def never(*_: object) -> None:
         raise AssertionError("parsed a file over the limit")
 
@@ -162,7 +175,8 @@ def test_deleting_a_file_leaves_no_chunk_in_search_store_or_index_files(tmp_path
         assert mem.documents("ana").delete(second.document.id) == first.document.chunks + second.document.chunks
         assert mem.documents("ana").list(include_replaced=True) == []
         assert [h.text for h in mem.archival("ana").search("canary-77d1 sings", k=5)] == [
-            "a passage of the agent's own"]
+            "a passage of the agent's own"
+        ]
         assert mem.archival("ana").count() == 1
         with pytest.raises(NotFoundError):
             mem.documents("ana").text(first.document.id)
@@ -195,11 +209,18 @@ def test_an_agent_deleted_takes_its_documents_along(memory: Memory) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma-delta", "x" * 70, "é"]), min_size=1,
-                         max_size=90), min_size=1, max_size=8),
-       st.integers(min_value=8, max_value=60), st.integers(min_value=0, max_value=4))
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["alpha", "beta", "gamma-delta", "x" * 70, "é"]), min_size=1, max_size=90),
+        min_size=1,
+        max_size=8,
+    ),
+    st.integers(min_value=8, max_value=60),
+    st.integers(min_value=0, max_value=4),
+)
 def test_chunks_fit_the_window_keep_text_order_and_cover_every_token(
-        paragraphs: list[list[str]], max_tokens: int, overlap: int) -> None:
+    paragraphs: list[list[str]], max_tokens: int, overlap: int
+) -> None:
     text = "\n\n".join(" ".join(words) for words in paragraphs)
     doc = parse("p.txt", text.encode())
     cut = ChunkSettings(max_tokens=max_tokens, overlap=min(overlap, max_tokens // 4))
@@ -226,8 +247,9 @@ class Cli:
         return code, out, err
 
 
-def test_add_file_takes_files_folders_and_globs_and_reports_each(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_add_file_takes_files_folders_and_globs_and_reports_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     memvec = Cli(tmp_path / "home", capsys)
     docs = tmp_path / "docs"
     (docs / "sub").mkdir(parents=True)
@@ -249,7 +271,8 @@ def test_add_file_takes_files_folders_and_globs_and_reports_each(tmp_path: Path,
 
 
 def test_add_file_refuses_an_empty_file_and_a_corrupt_pdf_with_exit_2_and_writes_nothing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     memvec = Cli(tmp_path / "home", capsys)
     (tmp_path / "empty.txt").write_bytes(b"")
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\n%%EOF garbage")
@@ -262,7 +285,8 @@ def test_add_file_refuses_an_empty_file_and_a_corrupt_pdf_with_exit_2_and_writes
 
 
 def test_a_question_answered_on_page_3_finds_the_chunk_that_cites_page_3(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], minilm_int8: object) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], minilm_int8: object
+) -> None:
     """The real model and tokenizer, through the command line: a multi-page PDF in, a question out."""
     pages = [
         "Annual report of the Riverside Allotment Society. This report covers membership and finances.",
@@ -277,13 +301,14 @@ def test_a_question_answered_on_page_3_finds_the_chunk_that_cites_page_3(
     code, out, err = memvec("add-file", str(pdf), "--agent", "ana", "--json")
     assert code == 0, err
     document_id = json.loads(out)["document"]["id"]
-    code, out, _ = memvec("search", "how big are the new water tanks?", "--agent", "ana", "--tier", "archival",
-                          "--json", "-k", "3")
+    code, out, _ = memvec(
+        "search", "how big are the new water tanks?", "--agent", "ana", "--tier", "archival", "--json", "-k", "3"
+    )
     top = json.loads(out)[0]
     cited = top["citation"]["document"]
     assert cited["page"] == 3 and cited["file_name"] == "report.pdf" and "1,200 litres" in top["text"]
     code, text, _ = memvec("documents", "text", str(document_id), "--agent", "ana")
-    assert text[cited["start"]:cited["end"]] == top["text"]
+    assert text[cited["start"] : cited["end"]] == top["text"]
 
 
 def test_an_export_carries_the_files_and_an_import_cites_them_by_their_new_ids(tmp_path: Path) -> None:
@@ -308,7 +333,7 @@ def test_an_export_carries_the_files_and_an_import_cites_them_by_their_new_ids(t
             hit = next(h for h in hits if "mesh filter" in h.text)
             cited = hit.citation.document
             assert cited is not None and word in hit.text
-            assert docs.text(cited.document_id)[cited.start:cited.end] == hit.text
+            assert docs.text(cited.document_id)[cited.start : cited.end] == hit.text
         plots = next(d for d in docs.list() if d.name == "plots.txt")
         assert docs.delete(plots.id) == 1 and target.documents("bob").list()[0].name == "other.txt"
 
@@ -323,11 +348,22 @@ def test_an_import_whose_chunk_cites_a_file_it_lacks_is_refused_whole(memory: Me
 
 def test_many_files_go_in_together_and_a_bad_one_gets_its_error_in_its_place(memory: Memory, tmp_path: Path) -> None:
     (tmp_path / "manual.md").write_text(MANUAL)
-    reports = memory.documents("ana").add_many([
-        tmp_path / "manual.md", ("empty.txt", b""), ("copy.md", MANUAL), ("notes.txt", "Water the ferns."),
-        tmp_path / "missing.md"])
-    assert [type(r).__name__ for r in reports] == ["DocumentReport", "UnreadableDocumentError", "DocumentReport",
-                                                   "DocumentReport", "NotFoundError"]
+    reports = memory.documents("ana").add_many(
+        [
+            tmp_path / "manual.md",
+            ("empty.txt", b""),
+            ("copy.md", MANUAL),
+            ("notes.txt", "Water the ferns."),
+            tmp_path / "missing.md",
+        ]
+    )
+    assert [type(r).__name__ for r in reports] == [
+        "DocumentReport",
+        "UnreadableDocumentError",
+        "DocumentReport",
+        "DocumentReport",
+        "NotFoundError",
+    ]
     first, _, copy, notes, _ = reports
     assert isinstance(first, DocumentReport) and isinstance(copy, DocumentReport)
     assert first.created and not copy.created and copy.document.id == first.document.id  # the same content
@@ -347,8 +383,11 @@ def test_per_document_search_gives_each_file_once_by_its_best_chunk(memory: Memo
     files = [h.citation.document.document_id for h in grouped if h.citation.document]
     assert len(files) == len(set(files)) == 4 and len(grouped) == 5
     assert len({h.citation.document.document_id for h in chunks if h.citation.document}) < len(chunks)
-    first = {h.citation.document.document_id: h.id for h in reversed(archival.search("heron count marsh", k=100))
-             if h.citation.document}
+    first = {
+        h.citation.document.document_id: h.id
+        for h in reversed(archival.search("heron count marsh", k=100))
+        if h.citation.document
+    }
     assert {h.id for h in grouped if h.citation.document} == set(first.values())  # the best chunk of each
     assert [h.id for h in archival.search("heron count marsh", k=2, per_document=True)] == [h.id for h in grouped[:2]]
 

@@ -54,8 +54,13 @@ def test_every_read_path_hides_an_expired_record_on_its_own(memory: Memory, read
 def test_retention_purges_old_recall_messages_only(home: Path) -> None:
     with Memory.open(home, embedder=HashingEmbedder(32), retention_days={"recall": 7}) as mem:
         for age_days, text in ((30, "an old message about tea"), (1, "a new message about tea")):
-            mem.insert([NewRecord(agent="ana", tier=Tier.RECALL, text=text, role="user",
-                                  created_at=NOW - timedelta(days=age_days))])
+            mem.insert(
+                [
+                    NewRecord(
+                        agent="ana", tier=Tier.RECALL, text=text, role="user", created_at=NOW - timedelta(days=age_days)
+                    )
+                ]
+            )
         mem.archival("ana").insert("an old passage about tea", created_at=NOW - timedelta(days=30))
         assert [r.text for r in mem.recall("ana").list()] == ["a new message about tea"]
         assert [h.text for h in mem.archival("ana").search("tea")] == ["an old passage about tea"]
@@ -76,14 +81,21 @@ def test_a_sweep_purges_what_nobody_read_from_every_file(tmp_path: Path) -> None
 def test_expiry_over_http_and_on_the_command_line(tmp_path: Path, memory: Memory) -> None:
     with TestClient(create_app(memory), base_url="http://localhost") as api:
         api.post("/v1/agents", json={"name": "ana"})
-        posted = api.post("/v1/agents/ana/archival-memory", json={"passages": [
-            {"text": "expired already", "expires_at": (NOW - timedelta(hours=1)).isoformat()},
-            {"text": "valid for a day", "expires_at": (NOW + timedelta(days=1)).isoformat()}]})
+        posted = api.post(
+            "/v1/agents/ana/archival-memory",
+            json={
+                "passages": [
+                    {"text": "expired already", "expires_at": (NOW - timedelta(hours=1)).isoformat()},
+                    {"text": "valid for a day", "expires_at": (NOW + timedelta(days=1)).isoformat()},
+                ]
+            },
+        )
         assert posted.status_code == 201 and posted.json()[1]["expires_at"] is not None
         listed = api.get("/v1/agents/ana/archival-memory").json()
         assert [p["text"] for p in listed] == ["valid for a day"]
     home = tmp_path / "cli-home"
     past = (NOW - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")
-    run_cli("--model", "hash:16", "add", "old news", "--agent", "a", "--tier", "archival", "--expires-at", past,
-            home=home)
+    run_cli(
+        "--model", "hash:16", "add", "old news", "--agent", "a", "--tier", "archival", "--expires-at", past, home=home
+    )
     assert json.loads(run_cli("--model", "hash:16", "sweep", "--json", home=home).stdout) == {"purged": 1}

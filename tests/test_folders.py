@@ -29,8 +29,11 @@ REPORT_PAGES = [
 
 
 def folder_chunks(memory: Memory, agent: str) -> list[tuple[str, str | None]]:
-    return sorted((r.citation.document.file_name, r.citation.document.folder)
-                  for r in memory.archival(agent).list(limit=1000) if r.citation.document)
+    return sorted(
+        (r.citation.document.file_name, r.citation.document.folder)
+        for r in memory.archival(agent).list(limit=1000)
+        if r.citation.document
+    )
 
 
 def test_a_folder_attached_to_agents_gives_each_its_files_chunks(memory: Memory) -> None:
@@ -89,8 +92,11 @@ def test_deleting_a_folder_deletes_its_chunks_from_every_agent(memory: Memory) -
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = Server(tmp_path_factory.mktemp("folders") / "home", keys=f"{ADMIN},{SCOPED}=scoped-agent",
-                 model="onnx-int8:all-MiniLM-L6-v2").start()
+    srv = Server(
+        tmp_path_factory.mktemp("folders") / "home",
+        keys=f"{ADMIN},{SCOPED}=scoped-agent",
+        model="onnx-int8:all-MiniLM-L6-v2",
+    ).start()
     yield srv
     srv.stop()
 
@@ -98,12 +104,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_letta_clients_folders_api_from_upload_to_a_cited_page(server: Server, tmp_path: Path) -> None:
     with Letta(base_url=server.url, api_key=ADMIN, _strict_response_validation=True) as client:
         agent = client.agents.create(name="reader", memory_blocks=[{"label": "human", "value": "Ana"}])
-        folder = client.folders.create(name="society", description="the society's papers",
-                                       embedding="openai/text-embedding-3-small")
+        folder = client.folders.create(
+            name="society", description="the society's papers", embedding="openai/text-embedding-3-small"
+        )
         assert folder.id.startswith("source-") and folder.embedding_config.embedding_dim == 384
         client.agents.folders.attach(folder.id, agent_id=agent.id)
-        uploads = {"report.pdf": make_pdf(REPORT_PAGES), "manual.md": MANUAL.encode(),
-                   "page.html": b"<h1>Plots</h1><p>Plot row C is by the gate.</p>"}
+        uploads = {
+            "report.pdf": make_pdf(REPORT_PAGES),
+            "manual.md": MANUAL.encode(),
+            "page.html": b"<h1>Plots</h1><p>Plot row C is by the gate.</p>",
+        }
         files = {}
         for name, data in uploads.items():
             (tmp_path / name).write_bytes(data)
@@ -124,9 +134,11 @@ def test_letta_clients_folders_api_from_upload_to_a_cited_page(server: Server, t
         top = _search(server, agent.id, "how big are the new water tanks?")[0]
         cited = top["citation"]["document"]
         assert cited["page"] == 3 and cited["folder"] == "society" and cited["file_name"] == "report.pdf"
-        assert report_text[cited["start"]:cited["end"]] == top["content"]
-        files_found = [h["citation"]["document"]["document_id"] for h in
-                       _search(server, agent.id, "the tanks and the pump", per_document=True)]
+        assert report_text[cited["start"] : cited["end"]] == top["content"]
+        files_found = [
+            h["citation"]["document"]["document_id"]
+            for h in _search(server, agent.id, "the tanks and the pump", per_document=True)
+        ]
         assert len(files_found) == len(set(files_found)) == 3
 
         client.folders.files.delete(files["report.pdf"].id, folder_id=folder.id)
@@ -153,8 +165,11 @@ def test_bad_uploads_get_a_clear_4xx_and_write_nothing(server: Server) -> None:
 
 
 def _search(server: Server, agent: str, query: str, *, per_document: bool = False) -> list[dict[str, Any]]:
-    answer = httpx.get(f"{server.url}/v1/agents/{agent}/archival-memory/search", headers=_auth(ADMIN),
-                       params={"query": query, "top_k": 10, "per_document": per_document})
+    answer = httpx.get(
+        f"{server.url}/v1/agents/{agent}/archival-memory/search",
+        headers=_auth(ADMIN),
+        params={"query": query, "top_k": 10, "per_document": per_document},
+    )
     results: list[dict[str, Any]] = answer.raise_for_status().json()["results"]
     return results
 

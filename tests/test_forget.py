@@ -20,11 +20,17 @@ from tests.conftest import run_cli
 
 def fill(mem: Memory) -> dict[str, int]:
     ids = {}
-    for n, (tag, session, day) in enumerate([("work", "s1", 1), ("work", "s2", 2), ("home", "s2", 3),
-                                              ("home", "s3", 4)]):
-        record = NewRecord(agent="ana", tier=Tier.ARCHIVAL, text=f"passage {n} about {tag} canary-41c7 day {day}",
-                           tags=[tag], citation={"session_id": session},
-                           created_at=datetime(2024, 1, day, tzinfo=UTC))
+    for n, (tag, session, day) in enumerate(
+        [("work", "s1", 1), ("work", "s2", 2), ("home", "s2", 3), ("home", "s3", 4)]
+    ):
+        record = NewRecord(
+            agent="ana",
+            tier=Tier.ARCHIVAL,
+            text=f"passage {n} about {tag} canary-41c7 day {day}",
+            tags=[tag],
+            citation={"session_id": session},
+            created_at=datetime(2024, 1, day, tzinfo=UTC),
+        )
         ids[f"p{n}"] = mem.insert([record])[0].record.id
     ids["m0"] = mem.recall("ana").append("user", "a message about work", session_id="s1").record.id
     mem.archival("bob").insert("bob's work passage", tags=["work"])
@@ -89,8 +95,10 @@ def test_an_insert_whose_record_is_forgotten_before_it_is_read_back_answers_409(
     """Two servers: one commits an insert, the other forgets it before the first reads it back. The
     first answers from what is committed now (409, the passage is gone), never a 500."""
     home = tmp_path / "home"
-    with Memory.open(home, embedder=HashingEmbedder(32)) as mem, \
-            Memory.open(home, embedder=HashingEmbedder(32)) as other:
+    with (
+        Memory.open(home, embedder=HashingEmbedder(32)) as mem,
+        Memory.open(home, embedder=HashingEmbedder(32)) as other,
+    ):
         mem.create_agent(AgentSettings(name="ana"))
         engine = mem._engine
         catch_up = engine.tier_index

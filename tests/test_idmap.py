@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 from memvec.index.idmap import IdMap
 
 keys = st.integers(-5, 3000)
-operations = st.lists(st.one_of(st.tuples(st.just("set"), keys, st.integers(0, 10**6)),
-                                st.tuples(st.just("pop"), keys, st.just(0))), max_size=400)
+operations = st.lists(
+    st.one_of(st.tuples(st.just("set"), keys, st.integers(0, 10**6)), st.tuples(st.just("pop"), keys, st.just(0))),
+    max_size=400,
+)
 
 
 @settings(max_examples=100, deadline=None)
@@ -34,5 +36,6 @@ def test_behaves_like_a_dict(ops: list[tuple[str, int, int]], probe: list[int]) 
 
 def test_from_arrays_refuses_duplicate_ids() -> None:
     import pytest
+
     with pytest.raises(ValueError, match="duplicate"):
         IdMap.from_arrays(np.array([3, 1, 3]), np.array([0, 1, 2]))

@@ -58,8 +58,10 @@ def test_a_small_budget_answers_exactly_like_no_budget(tmp_path: Path) -> None:
 
 def test_an_evicted_index_is_saved_and_catches_up_on_reload(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with Memory.open(home, embedder=HashingEmbedder(32), max_loaded_indexes=1) as mem, \
-            Memory.open(home, embedder=HashingEmbedder(32)) as other:
+    with (
+        Memory.open(home, embedder=HashingEmbedder(32), max_loaded_indexes=1) as mem,
+        Memory.open(home, embedder=HashingEmbedder(32)) as other,
+    ):
         mem.archival("a").insert("opens agent a's index (built from the store and saved)")
         first = mem.archival("a").insert("the first agent's note").record.id  # an unsaved change
         assert mem._engine.tier_index("a", Tier.ARCHIVAL).unsaved == 1
@@ -81,8 +83,9 @@ def test_serve_keeps_to_its_budget(tmp_path: Path) -> None:
                 api.post("/v1/agents", json={"name": agent}).raise_for_status()
                 api.post(f"/v1/agents/{agent}/archival-memory", json={"text": f"{agent} likes tea"}).raise_for_status()
             for agent in AGENTS:
-                results = api.get(f"/v1/agents/{agent}/archival-memory/search",
-                                  params={"query": f"{agent} tea", "mode": "bm25"}).json()["results"]
+                results = api.get(
+                    f"/v1/agents/{agent}/archival-memory/search", params={"query": f"{agent} tea", "mode": "bm25"}
+                ).json()["results"]
                 assert [r["content"] for r in results][:1] == [f"{agent} likes tea"]
             health = api.get("/v1/health").json()
             assert health["indexes_budget"] == 3 and health["indexes_loaded"] == 3
@@ -90,23 +93,25 @@ def test_serve_keeps_to_its_budget(tmp_path: Path) -> None:
         srv.stop()
 
 
-steps = st.lists(st.tuples(st.sampled_from(["insert", "insert", "delete", "search"]), st.integers(0, 3)),
-                 min_size=30, max_size=90)
+steps = st.lists(
+    st.tuples(st.sampled_from(["insert", "insert", "delete", "search"]), st.integers(0, 3)), min_size=30, max_size=90
+)
 
 
 @settings(max_examples=25, deadline=None)
 @given(plan=steps, budget=st.integers(1, 3), save_every=st.sampled_from([1, 4, 2000]))
 @pytest.mark.slow
-def test_property_eviction_under_concurrent_searches_and_writes(tmp_path_factory: pytest.TempPathFactory,
-                                                                 plan: list[tuple[str, int]], budget: int,
-                                                                 save_every: int) -> None:
+def test_property_eviction_under_concurrent_searches_and_writes(
+    tmp_path_factory: pytest.TempPathFactory, plan: list[tuple[str, int]], budget: int, save_every: int
+) -> None:
     """Three threads insert, delete and search four agents through a budget of 1-3 indexes: every
     search finds what was acknowledged before it began and nothing deleted before it began, and at
     the end every answer equals that of a fresh open of the same store (indexes built from scratch)."""
     home = tmp_path_factory.mktemp("home")
     agents = [f"agent{i}" for i in range(4)]
-    with Memory.open(home, embedder=HashingEmbedder(32), max_loaded_indexes=budget,
-                     index={"save_every": save_every}) as mem:
+    with Memory.open(
+        home, embedder=HashingEmbedder(32), max_loaded_indexes=budget, index={"save_every": save_every}
+    ) as mem:
         ledger = Ledger(agents)
         threads = [threading.Thread(target=ledger.run, args=(mem, plan[start::3], start)) for start in range(3)]
         with logged_warnings("memvec.index") as warnings:
@@ -138,8 +143,11 @@ def logged_warnings(name: str) -> Iterator[list[str]]:
 
 
 def final_answers(mem: Memory, agents: list[str]) -> list[list[tuple[int, float]]]:
-    return [[(h.id, round(h.score, 5)) for h in mem.archival(agent).search(query, k=8)]
-            for agent in agents for query in ("note topic2", "tok1 tok5", "about topic0 and more")]
+    return [
+        [(h.id, round(h.score, 5)) for h in mem.archival(agent).search(query, k=8)]
+        for agent in agents
+        for query in ("note topic2", "tok1 tok5", "about topic0 and more")
+    ]
 
 
 class Ledger:

@@ -14,8 +14,10 @@ BIG = 300
 
 
 def records(start: int, n: int) -> list[NewRecord]:
-    return [NewRecord(agent="ana", tier="archival", text=f"note {i} about topic {i % 13} and colour {i % 7}")
-            for i in range(start, start + n)]
+    return [
+        NewRecord(agent="ana", tier="archival", text=f"note {i} about topic {i % 13} and colour {i % 7}")
+        for i in range(start, start + n)
+    ]
 
 
 def kind(mem: Memory) -> str:
@@ -38,14 +40,14 @@ def test_auto_switches_at_the_threshold_and_back_below_half(tmp_path: Path) -> N
         assert kind(mem) == "hnsw-sq8"
         agree = sum(len(set(top(mem, q)) & set(hits)) for q, hits in exact.items()) / 30
         assert agree >= 0.8  # one more record and quantized vectors: nearly the same top 10
-        for record_id in ids[:BIG // 2 - 10]:
+        for record_id in ids[: BIG // 2 - 10]:
             mem.delete_record("ana", record_id)
         top(mem, "note")  # catches up
         assert kind(mem) == "hnsw-sq8"  # above half the threshold: stays
     with Memory.open(tmp_path, embedder=embedder, index={"auto_hnsw_from": BIG}) as mem:
         assert kind(mem) == "hnsw-sq8"
         assert not mem._engine.load_reports[("ana", Tier.ARCHIVAL)].rebuilt  # the saved kind is accepted
-        for record_id in ids[BIG // 2 - 10:BIG // 2 + 1]:
+        for record_id in ids[BIG // 2 - 10 : BIG // 2 + 1]:
             mem.delete_record("ana", record_id)
         top(mem, "note")
         assert kind(mem) == "flat"
@@ -69,9 +71,13 @@ def test_vector_search_on_a_compact_index_ranks_by_the_exact_vectors(tmp_path: P
     for kind_name in ("flat", "hnsw-sq8"):
         with Memory.open(tmp_path / kind_name, embedder=HashingEmbedder(64), index={"kind": kind_name}) as mem:
             mem.insert(texts)
-            answers[kind_name] = [[(h.id, round(h.score, 5)) for h in mem.search(SearchRequest(
-                agent="ana", tier="archival", query=q, k=10, mode="vector"))] for q in
-                ("topic 3 colour 2", "note 17 about", "colour 5 topic 11", "note 1999")]
+            answers[kind_name] = [
+                [
+                    (h.id, round(h.score, 5))
+                    for h in mem.search(SearchRequest(agent="ana", tier="archival", query=q, k=10, mode="vector"))
+                ]
+                for q in ("topic 3 colour 2", "note 17 about", "colour 5 topic 11", "note 1999")
+            ]
     for compact, exact in zip(answers["hnsw-sq8"], answers["flat"], strict=True):
         assert [score for _, score in compact] == [score for _, score in exact]  # exact scores, best first
         above_ties = exact[-1][1]  # ids tied at the 10th score may differ

@@ -65,8 +65,11 @@ def two_servers(home: Path, **settings: Any) -> tuple[TestClient, TestClient, li
 
 
 def send(client: TestClient, text: str) -> int:
-    return client.post("/v1/agents/bot/messages", headers={"Authorization": f"Bearer {KEY}"},
-                       json={"messages": [{"role": "user", "content": text}]}).status_code
+    return client.post(
+        "/v1/agents/bot/messages",
+        headers={"Authorization": f"Bearer {KEY}"},
+        json={"messages": [{"role": "user", "content": text}]},
+    ).status_code
 
 
 @pytest.mark.slow
@@ -76,9 +79,12 @@ def test_one_agents_messages_sent_to_two_servers_at_once_never_interleave(home: 
         memories[0].create_agent(AgentSettings(name="bot", model="scripted/agent"))
         llm.script = [echo_slowly] * 12
         statuses: list[int] = []
-        senders = [threading.Thread(target=lambda c=client, n=n: statuses.extend(
-                       send(c, f"message {n}.{i}") for i in range(3)))
-                   for n, client in enumerate([first, second, first, second])]
+        senders = [
+            threading.Thread(
+                target=lambda c=client, n=n: statuses.extend(send(c, f"message {n}.{i}") for i in range(3))
+            )
+            for n, client in enumerate([first, second, first, second])
+        ]
         for sender in senders:
             sender.start()
         for sender in senders:
@@ -101,8 +107,11 @@ def test_a_reply_that_cannot_get_the_lease_is_refused_with_a_retry(home: Path, l
     try:
         memories[0].create_agent(AgentSettings(name="bot", model="scripted/agent"))
         with memories[1].agent_lease("bot"):  # the other server is replying
-            response = first.post("/v1/agents/bot/messages", headers={"Authorization": f"Bearer {KEY}"},
-                                  json={"messages": [{"role": "user", "content": "hello?"}]})
+            response = first.post(
+                "/v1/agents/bot/messages",
+                headers={"Authorization": f"Bearer {KEY}"},
+                json={"messages": [{"role": "user", "content": "hello?"}]},
+            )
         assert response.status_code == 409 and response.json()["error"] == "agent_busy"
         assert response.headers["retry-after"] == "1" and response.headers["x-should-retry"] == "true"
         assert memories[0].recall("bot").count() == 0  # nothing of the refused reply was written
@@ -124,16 +133,21 @@ def test_messages_recorded_by_two_servers_at_once_are_all_kept_with_distinct_tur
         guard = threading.Lock()
 
         def post(client: TestClient, text: str) -> None:
-            response = client.post("/v1/agents/log/messages", headers={"Authorization": f"Bearer {KEY}"},
-                                   json={"messages": [{"role": "user", "content": text}]})
+            response = client.post(
+                "/v1/agents/log/messages",
+                headers={"Authorization": f"Bearer {KEY}"},
+                json={"messages": [{"role": "user", "content": text}]},
+            )
             assert response.status_code == 200, response.text
             for passage in response.json()["recorded"]:
                 with guard:
                     acknowledged.append((int(passage["id"]), passage["created"], passage["citation"]["turn_id"]))
 
         texts = ["same words"] * 12 + [f"words {n}" for n in range(12)]
-        senders = [threading.Thread(target=post, args=(client, text))
-                   for text, client in zip(texts, [first, second] * len(texts), strict=False)]
+        senders = [
+            threading.Thread(target=post, args=(client, text))
+            for text, client in zip(texts, [first, second] * len(texts), strict=False)
+        ]
         for sender in senders:
             sender.start()
         for sender in senders:
@@ -154,15 +168,20 @@ def test_a_repeated_message_in_the_same_turn_says_it_was_not_created(home: Path)
     first, _, memories = two_servers(home)
     try:
         memories[0].create_agent(AgentSettings(name="log"))
-        response = first.post("/v1/agents/log/messages", headers={"Authorization": f"Bearer {KEY}"},
-                              json={"messages": [{"role": "user", "content": "hello"}]})
+        response = first.post(
+            "/v1/agents/log/messages",
+            headers={"Authorization": f"Bearer {KEY}"},
+            json={"messages": [{"role": "user", "content": "hello"}]},
+        )
         assert [p["created"] for p in response.json()["recorded"]] == [True]
         _, state = memories[0].get_agent("log")
         memories[0].update_agent(memories[0].get_agent("log")[0], state.model_copy(update={"turn": 0}))
-        again = first.post("/v1/agents/log/messages", headers={"Authorization": f"Bearer {KEY}"},
-                           json={"messages": [{"role": "user", "content": "hello"}]}).json()["recorded"]
-        assert [(p["created"], p["duplicate_of"]) for p in again] == [
-            (False, response.json()["recorded"][0]["id"])]
+        again = first.post(
+            "/v1/agents/log/messages",
+            headers={"Authorization": f"Bearer {KEY}"},
+            json={"messages": [{"role": "user", "content": "hello"}]},
+        ).json()["recorded"]
+        assert [(p["created"], p["duplicate_of"]) for p in again] == [(False, response.json()["recorded"][0]["id"])]
     finally:
         for mem in memories:
             mem.close()
@@ -170,7 +189,8 @@ def test_a_repeated_message_in_the_same_turn_says_it_was_not_created(home: Path)
 
 @pytest.mark.slow
 def test_a_message_to_a_busy_agent_in_the_same_server_waits_at_most_the_lease_wait(
-        home: Path, llm: ScriptedLLM) -> None:
+    home: Path, llm: ScriptedLLM
+) -> None:
     """The in-process wait (one event loop, as in a server) ends where the cross-server one does
     (409 agent_busy, Retry-After) without waiting for the store lease, and another agent of the same
     server answers meanwhile."""
@@ -195,11 +215,16 @@ def test_a_message_to_a_busy_agent_in_the_same_server_waits_at_most_the_lease_wa
         app = create_app(memory, KeyRing.parse([("t", KEY)]))
 
         async def scenario() -> tuple[httpx.Response, bool, httpx.Response, httpx.Response]:
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost",
-                                         headers={"Authorization": f"Bearer {KEY}"}) as client:
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app),
+                base_url="http://localhost",
+                headers={"Authorization": f"Bearer {KEY}"},
+            ) as client:
+
                 def message(agent: str, text: str) -> Any:
-                    return client.post(f"/v1/agents/{agent}/messages",
-                                       json={"messages": [{"role": "user", "content": text}]})
+                    return client.post(
+                        f"/v1/agents/{agent}/messages", json={"messages": [{"role": "user", "content": text}]}
+                    )
 
                 busy = asyncio.ensure_future(message("bot", "take your time"))
                 assert await asyncio.to_thread(replying.wait, 60)
@@ -213,8 +238,7 @@ def test_a_message_to_a_busy_agent_in_the_same_server_waits_at_most_the_lease_wa
         assert refused.status_code == 409 and "busy with another message" in refused.json()["detail"]
         assert refused.headers["retry-after"] == "1" and still_replying
         assert other.status_code == 200 and first.status_code == 200
-        assert [m.text for m in memory.recall("bot").list(limit=10, newest_first=False)] == [
-            "take your time", "done"]
+        assert [m.text for m in memory.recall("bot").list(limit=10, newest_first=False)] == ["take your time", "done"]
     finally:
         for mem in memories:
             mem.close()

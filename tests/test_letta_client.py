@@ -18,8 +18,10 @@ from tests.service_helpers import Server, served_in_process
 
 ADMIN = "letta-admin-0001"
 SCOPED = "letta-scope-0001"
-QUICKSTART_BLOCKS = [{"label": "human", "value": "The human's name is Chad. They like vibe coding."},
-                     {"label": "persona", "value": "My name is Sam, the all-knowing sentient AI."}]
+QUICKSTART_BLOCKS = [
+    {"label": "human", "value": "The human's name is Chad. They like vibe coding."},
+    {"label": "persona", "value": "My name is Sam, the all-knowing sentient AI."},
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +38,14 @@ def client(server: Server) -> Iterator[Letta]:
 
 
 def test_create_in_the_quickstart_form_and_retrieve(client: Letta) -> None:
-    agent = client.agents.create(model="openai/gpt-4o-mini", embedding="openai/text-embedding-3-small",
-                                 memory_blocks=QUICKSTART_BLOCKS, tags=["demo"], description="quickstart",
-                                 include_base_tools=True)
+    agent = client.agents.create(
+        model="openai/gpt-4o-mini",
+        embedding="openai/text-embedding-3-small",
+        memory_blocks=QUICKSTART_BLOCKS,
+        tags=["demo"],
+        description="quickstart",
+        include_base_tools=True,
+    )
     assert agent.id.startswith("agent-") and agent.name == agent.id
     assert [b.label for b in agent.blocks] == ["human", "persona"] and agent.blocks[0].value.startswith("The human")
     assert [b.label for b in agent.memory.blocks] == ["human", "persona"]
@@ -64,8 +71,15 @@ def test_list_pages_with_the_clients_cursor(client: Letta) -> None:
 
 def test_modify_and_delete(client: Letta) -> None:
     agent = client.agents.create(name="mod-me", model="openai/gpt-4o-mini")
-    changed = client.agents.update(agent.id, tags=["a", "b"], description="changed", metadata={"team": "x"},
-                                   system="Be brief.", model="anthropic/claude-haiku-4-5", context_window_limit=16000)
+    changed = client.agents.update(
+        agent.id,
+        tags=["a", "b"],
+        description="changed",
+        metadata={"team": "x"},
+        system="Be brief.",
+        model="anthropic/claude-haiku-4-5",
+        context_window_limit=16000,
+    )
     assert changed.tags == ["a", "b"] and changed.description == "changed" and changed.metadata == {"team": "x"}
     assert changed.system == "Be brief." and changed.llm_config.api_model_endpoint_type == "anthropic"
     assert changed.llm_config.context_window == 16000
@@ -83,8 +97,9 @@ def test_blocks_list_retrieve_update_by_label(client: Letta) -> None:
     assert [(b.label, b.id) for b in blocks] == [("human", "blocky:human"), ("persona", "blocky:persona")]
     human = client.agents.blocks.retrieve("human", agent_id=agent.id)
     assert human.value.startswith("The human's name is Chad") and human.limit == 2000
-    updated = client.agents.blocks.update("human", agent_id=agent.id, value="Name: Chad", metadata={"v": 2},
-                                          description="who they are")
+    updated = client.agents.blocks.update(
+        "human", agent_id=agent.id, value="Name: Chad", metadata={"v": 2}, description="who they are"
+    )
     assert (updated.value, updated.metadata, updated.description) == ("Name: Chad", {"v": 2}, "who they are")
     assert client.agents.retrieve(agent.id).blocks[0].value == "Name: Chad"
     with pytest.raises(letta_client.UnprocessableEntityError, match="the block limit is 2000"):
@@ -101,8 +116,9 @@ def test_refusals_are_not_retried(server: Server, client: Letta) -> None:
         client.agents.create(name="dup")
     response = httpx.post(f"{server.url}/v1/agents", json={"name": "dup"}, headers={"Authorization": f"Bearer {ADMIN}"})
     assert response.status_code == 409 and response.headers["x-should-retry"] == "false"
-    invalid = httpx.post(f"{server.url}/v1/agents", json={"name": "no spaces"},
-                         headers={"Authorization": f"Bearer {ADMIN}"})
+    invalid = httpx.post(
+        f"{server.url}/v1/agents", json={"name": "no spaces"}, headers={"Authorization": f"Bearer {ADMIN}"}
+    )
     assert invalid.status_code == 422 and invalid.headers["x-should-retry"] == "false"
 
 
@@ -114,8 +130,10 @@ def test_a_scoped_key_sees_only_its_agents(server: Server, client: Letta) -> Non
             scoped.agents.retrieve("dup")
         with pytest.raises(letta_client.PermissionDeniedError):
             scoped.agents.create(model="openai/gpt-4o-mini")
-    with Letta(base_url=server.url, api_key="wrong-key-0000", max_retries=0) as stranger, \
-            pytest.raises(letta_client.AuthenticationError):
+    with (
+        Letta(base_url=server.url, api_key="wrong-key-0000", max_retries=0) as stranger,
+        pytest.raises(letta_client.AuthenticationError),
+    ):
         stranger.agents.list()
 
 
@@ -138,9 +156,15 @@ def test_agents_written_through_the_python_api_are_agents_of_the_service(tmp_pat
 
 def test_passages_create_list_search_delete(client: Letta) -> None:
     agent = client.agents.create(name="archivist")
-    made = [client.agents.passages.create(agent.id, text=text, tags=tags)[0] for text, tags in (
-        ("The launch window opens on 4 March.", ["space"]), ("Ana's dog is a beagle called Toby.", ["pets"]),
-        ("The quarterly report is due on Friday.", ["work"]), ("Toby the beagle loves the beach.", ["pets"]))]
+    made = [
+        client.agents.passages.create(agent.id, text=text, tags=tags)[0]
+        for text, tags in (
+            ("The launch window opens on 4 March.", ["space"]),
+            ("Ana's dog is a beagle called Toby.", ["pets"]),
+            ("The quarterly report is due on Friday.", ["work"]),
+            ("Toby the beagle loves the beach.", ["pets"]),
+        )
+    ]
     assert all(isinstance(p.id, str) and p.text and p.created_at for p in made) and made[1].tags == ["pets"]
     ids = [p.id for p in made]
     assert [p.id for p in client.agents.passages.list(agent.id)] == ids
@@ -164,9 +188,11 @@ def test_a_patched_passage_reads_back_as_its_current_version(client: Letta, serv
     client's own list and search then see only the new version."""
     agent = client.agents.create(name="mover")
     old = client.agents.passages.create(agent.id, text="Ana lives in Lisbon.", tags=["home"])[0]
-    patched = httpx.patch(f"{server.url}/v1/agents/{agent.id}/archival-memory/{old.id}",
-                          json={"id": old.id, "text": "Ana lives in Berlin."},
-                          headers={"Authorization": f"Bearer {ADMIN}"})
+    patched = httpx.patch(
+        f"{server.url}/v1/agents/{agent.id}/archival-memory/{old.id}",
+        json={"id": old.id, "text": "Ana lives in Berlin."},
+        headers={"Authorization": f"Bearer {ADMIN}"},
+    )
     assert patched.status_code == 200
     new = patched.json()[0]
     listed = client.agents.passages.list(agent.id)
@@ -174,8 +200,10 @@ def test_a_patched_passage_reads_back_as_its_current_version(client: Letta, serv
     found = client.agents.passages.search(agent.id, query="where does Ana live?")
     assert [r.content for r in found.results] == ["Ana lives in Berlin."]
     client.agents.passages.delete(new["id"], agent_id=agent.id)  # the passage goes with its history
-    history = httpx.get(f"{server.url}/v1/agents/{agent.id}/archival-memory/{old.id}/history",
-                        headers={"Authorization": f"Bearer {ADMIN}"})
+    history = httpx.get(
+        f"{server.url}/v1/agents/{agent.id}/archival-memory/{old.id}/history",
+        headers={"Authorization": f"Bearer {ADMIN}"},
+    )
     assert history.status_code == 404
 
 
@@ -189,33 +217,50 @@ def test_messages_create_returns_a_letta_response(agent_server: str) -> None:
     from tests.scripted_llm import SCRIPTED, ToolCall, Turn, say
 
     SCRIPTED.reset()
-    SCRIPTED.script = [Turn(content="The user shared a preference; I should save it.",
-                            calls=[ToolCall("archival_memory_insert", {"content": "User likes green tea"})]),
-                       say("Noted: you like green tea.")]
+    SCRIPTED.script = [
+        Turn(
+            content="The user shared a preference; I should save it.",
+            calls=[ToolCall("archival_memory_insert", {"content": "User likes green tea"})],
+        ),
+        say("Noted: you like green tea."),
+    ]
     try:
         with Letta(base_url=agent_server, _strict_response_validation=True) as letta:
             agent = letta.agents.create(name="talker", model="scripted/agent", memory_blocks=QUICKSTART_BLOCKS)
-            response = letta.agents.messages.create(agent.id, messages=[
-                {"role": "user", "content": [{"type": "text", "text": "I like green tea"}]}])
+            response = letta.agents.messages.create(
+                agent.id, messages=[{"role": "user", "content": [{"type": "text", "text": "I like green tea"}]}]
+            )
             kinds = [m.message_type for m in response.messages]
-            assert kinds == ["reasoning_message", "tool_call_message", "tool_return_message", "tool_call_message",
-                             "tool_return_message", "assistant_message"]
+            assert kinds == [
+                "reasoning_message",
+                "tool_call_message",
+                "tool_return_message",
+                "tool_call_message",
+                "tool_return_message",
+                "assistant_message",
+            ]
             reasoning, call, result = response.messages[:3]
             assert reasoning.reasoning.startswith("The user shared a preference")  # type: ignore[union-attr]
             assert call.tool_call.name == "archival_memory_insert"  # type: ignore[union-attr]
             assert result.status == "success" and result.tool_call_id == call.tool_call.tool_call_id  # type: ignore
             assert response.messages[-1].content == "Noted: you like green tea."  # type: ignore[union-attr]
             assert response.stop_reason.stop_reason == "end_turn" and response.usage.step_count == 2
-            assert letta.agents.passages.search(agent.id, query="green tea").results[0].content == \
-                "User likes green tea"
+            assert (
+                letta.agents.passages.search(agent.id, query="green tea").results[0].content == "User likes green tea"
+            )
             SCRIPTED.script = [say("Hello again.")]
             again = letta.agents.messages.create(agent.id, input="hi")
             assert [m.message_type for m in again.messages][-1] == "assistant_message"
             listed = list(letta.agents.messages.list(agent.id, order="asc", limit=2))
-            said = [(m.message_type, getattr(m, "content", None)) for m in listed
-                    if m.message_type != "tool_return_message"]
-            assert said == [("user_message", "I like green tea"), ("assistant_message", "Noted: you like green tea."),
-                            ("user_message", "hi"), ("assistant_message", "Hello again.")]
+            said = [
+                (m.message_type, getattr(m, "content", None)) for m in listed if m.message_type != "tool_return_message"
+            ]
+            assert said == [
+                ("user_message", "I like green tea"),
+                ("assistant_message", "Noted: you like green tea."),
+                ("user_message", "hi"),
+                ("assistant_message", "Hello again."),
+            ]
             newest = letta.agents.messages.list(agent.id, limit=1).items
             assert newest[0].content == "Hello again."  # type: ignore[union-attr]
     finally:

@@ -28,16 +28,23 @@ def installed_sdk() -> Path:
         unavailable("Node.js and npm are needed for the TypeScript SDK test")
     marker = HERE / "node_modules" / "@letta-ai" / "letta-client" / "package.json"
     if not marker.exists() or json.loads(marker.read_text())["version"] != PINNED:
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True, text=True, timeout=300
+        )
         if done.returncode != 0:
             unavailable(f"npm ci failed: {done.stderr[-2000:]}")
     return HERE
 
 
 def run_flow(url: str) -> dict[str, Any]:
-    done = subprocess.run(["node", "flow.mjs"], cwd=installed_sdk(), capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "MEMVEC_URL": url, "MEMVEC_KEY": KEY})
+    done = subprocess.run(
+        ["node", "flow.mjs"],
+        cwd=installed_sdk(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "MEMVEC_URL": url, "MEMVEC_KEY": KEY},
+    )
     assert done.returncode == 0, done.stderr
     seen: dict[str, Any] = json.loads(done.stdout)
     return seen

@@ -34,8 +34,9 @@ def test_a_request_line_carries_its_id_route_status_and_key_id_but_never_the_key
     try:
         with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as api:
             api.post("/v1/agents", json={"name": "ana"}).raise_for_status()
-            given = api.post("/v1/agents/ana/archival-memory", json={"text": SECRET},
-                             headers={"X-Request-ID": "client-chosen.1"})
+            given = api.post(
+                "/v1/agents/ana/archival-memory", json={"text": SECRET}, headers={"X-Request-ID": "client-chosen.1"}
+            )
             made = api.get("/v1/agents/ana/archival-memory/search", params={"query": SECRET})
             hostile = api.get("/v1/health", headers={"X-Request-ID": "bad id\twith spaces"})
             refused = httpx.get(f"{server.url}/v1/agents", headers={"Authorization": "Bearer wrong-key-000"})
@@ -46,10 +47,18 @@ def test_a_request_line_carries_its_id_route_status_and_key_id_but_never_the_key
     lines = json_lines(server.log_path)
     access = {line["request_id"]: line for line in lines if line["logger"] == "memvec.access"}
     assert access["client-chosen.1"] | {"duration_ms": 0, "time": ""} == {
-        "time": "", "level": "INFO", "logger": "memvec.access", "request_id": "client-chosen.1",
-        "message": "POST /v1/agents/{agent_id}/archival-memory 201", "method": "POST",
-        "route": "/v1/agents/{agent_id}/archival-memory", "status": 201, "duration_ms": 0,
-        "key_id": hashlib.sha256(KEY.encode()).hexdigest()[:8], "client": "127.0.0.1"}
+        "time": "",
+        "level": "INFO",
+        "logger": "memvec.access",
+        "request_id": "client-chosen.1",
+        "message": "POST /v1/agents/{agent_id}/archival-memory 201",
+        "method": "POST",
+        "route": "/v1/agents/{agent_id}/archival-memory",
+        "status": 201,
+        "duration_ms": 0,
+        "key_id": hashlib.sha256(KEY.encode()).hexdigest()[:8],
+        "client": "127.0.0.1",
+    }
     assert access[made.headers["x-request-id"]]["route"] == "/v1/agents/{agent_id}/archival-memory/search"
     assert access[refused.headers["x-request-id"]]["status"] == 401
     assert access[refused.headers["x-request-id"]]["key_id"] == "-"
@@ -94,10 +103,17 @@ def test_lines_logged_in_a_worker_thread_carry_the_request_id() -> None:
 
 
 def test_text_and_json_lines_hold_the_same_fields() -> None:
-    record = logging.LogRecord("memvec.access", logging.INFO, __file__, 1, "%s %s %s", ("GET", "/v1/health", 200),
-                               None)
-    record.__dict__.update({"method": "GET", "route": "/v1/health", "status": 200, "duration_ms": 1.5,
-                            "key_id": "-", "client": "127.0.0.1"})
+    record = logging.LogRecord("memvec.access", logging.INFO, __file__, 1, "%s %s %s", ("GET", "/v1/health", 200), None)
+    record.__dict__.update(
+        {
+            "method": "GET",
+            "route": "/v1/health",
+            "status": 200,
+            "duration_ms": 1.5,
+            "key_id": "-",
+            "client": "127.0.0.1",
+        }
+    )
     token = REQUEST_ID.set("abc")
     try:
         RequestIdFilter().filter(record)

@@ -29,10 +29,23 @@ from memvec.types import AgentSettings, Tier
 from tests.letta_tool_schemas import LETTA_TOOLS
 from tests.service_helpers import Server, free_port
 
-TOOLS = {"core_memory_read", "core_memory_append", "core_memory_replace", "archival_memory_insert",
-         "archival_memory_update", "archival_memory_search", "conversation_search", "conversation_record",
-         "memory_insert", "memory_replace", "memory_rethink", "memory_finish_edits", "archival_memory_list",
-         "archival_memory_delete", "memory_forget"}
+TOOLS = {
+    "core_memory_read",
+    "core_memory_append",
+    "core_memory_replace",
+    "archival_memory_insert",
+    "archival_memory_update",
+    "archival_memory_search",
+    "conversation_search",
+    "conversation_record",
+    "memory_insert",
+    "memory_replace",
+    "memory_rethink",
+    "memory_finish_edits",
+    "archival_memory_list",
+    "archival_memory_delete",
+    "memory_forget",
+}
 REAL_MODEL = "onnx-int8:all-MiniLM-L6-v2"
 
 
@@ -75,16 +88,36 @@ def test_tools_are_listed_with_typed_schemas(mcp_memory: Memory) -> None:
 
 def test_each_tool_writes_and_finds_with_citations(mcp_memory: Memory) -> None:
     async def session(client: Client) -> dict[str, Any]:
-        out = {"append": await call(client, "core_memory_append", label="human", content="Name: Ada"),
-               "replace": await call(client, "core_memory_replace", label="human", old_content="Ada",
-                                     new_content="Ada Lovelace"),
-               "read": await call(client, "core_memory_read"),
-               "insert": await call(client, "archival_memory_insert", content="The vault code is QX-7741.",
-                                    tags=["secrets"], source_url="https://wiki.example/vault"),
-               "record": await call(client, "conversation_record", role="user", content="I adopted a cat named Miso",
-                                    session_id="s1", turn_id=3),
-               "noise": await call(client, "conversation_record", role="assistant",
-                                   content="Miso is a lovely name for a cat", session_id="s1", turn_id=4)}
+        out = {
+            "append": await call(client, "core_memory_append", label="human", content="Name: Ada"),
+            "replace": await call(
+                client, "core_memory_replace", label="human", old_content="Ada", new_content="Ada Lovelace"
+            ),
+            "read": await call(client, "core_memory_read"),
+            "insert": await call(
+                client,
+                "archival_memory_insert",
+                content="The vault code is QX-7741.",
+                tags=["secrets"],
+                source_url="https://wiki.example/vault",
+            ),
+            "record": await call(
+                client,
+                "conversation_record",
+                role="user",
+                content="I adopted a cat named Miso",
+                session_id="s1",
+                turn_id=3,
+            ),
+            "noise": await call(
+                client,
+                "conversation_record",
+                role="assistant",
+                content="Miso is a lovely name for a cat",
+                session_id="s1",
+                turn_id=4,
+            ),
+        }
         out["search"] = await call(client, "archival_memory_search", query="vault code QX-7741", tags=["secrets"])
         out["other_tag"] = await call(client, "archival_memory_search", query="vault code QX-7741", tags=["nope"])
         out["recall"] = await call(client, "conversation_search", query="cat named Miso", roles=["user"])
@@ -97,7 +130,9 @@ def test_each_tool_writes_and_finds_with_citations(mcp_memory: Memory) -> None:
     assert json.loads(out["read"][1])["blocks"][1]["value"] == "Name: Ada Lovelace"
     assert json.loads(out["resource"])["blocks"][1]["value"] == "Name: Ada Lovelace"
     top = json.loads(out["search"][1])["results"][0]
-    assert top["text"] == "The vault code is QX-7741." and top["citation"] == {"source_url": "https://wiki.example/vault"}
+    assert top["text"] == "The vault code is QX-7741." and top["citation"] == {
+        "source_url": "https://wiki.example/vault"
+    }
     assert json.loads(out["other_tag"][1])["results"] == []
     recall = json.loads(out["recall"][1])["results"]
     assert [r["role"] for r in recall] == ["user"]
@@ -117,14 +152,16 @@ def test_directive_text_comes_back_flagged_and_fenced(mcp_memory: Memory) -> Non
 
 def test_bad_arguments_are_tool_errors_and_write_nothing(mcp_memory: Memory) -> None:
     async def session(client: Client) -> list[tuple[bool, str]]:
-        return [await call(client, "archival_memory_search", query=""),
-                await call(client, "archival_memory_search", query="x", top_k=0),
-                await call(client, "archival_memory_insert", content="x" * 40_000),
-                await call(client, "archival_memory_insert", content="fine", tags=["bad tag with spaces!" * 20]),
-                await call(client, "core_memory_replace", label="human", old_content="absent", new_content="y"),
-                await call(client, "core_memory_append", label="nope", content="z"),
-                await call(client, "core_memory_append", label="human", content="w" * 2_001),
-                await call(client, "conversation_search", query="q", start_date="yesterday")]
+        return [
+            await call(client, "archival_memory_search", query=""),
+            await call(client, "archival_memory_search", query="x", top_k=0),
+            await call(client, "archival_memory_insert", content="x" * 40_000),
+            await call(client, "archival_memory_insert", content="fine", tags=["bad tag with spaces!" * 20]),
+            await call(client, "core_memory_replace", label="human", old_content="absent", new_content="y"),
+            await call(client, "core_memory_append", label="nope", content="z"),
+            await call(client, "core_memory_append", label="human", content="w" * 2_001),
+            await call(client, "conversation_search", query="q", start_date="yesterday"),
+        ]
 
     results = run_client(build_server(mcp_memory, "alice"), session)
     assert all(is_error for is_error, _ in results), results
@@ -150,6 +187,7 @@ def admitted(schema: dict[str, Any]) -> set[str] | list[str]:
 def test_the_tools_take_lettas_arguments_by_name_and_type(mcp_memory: Memory) -> None:
     """Compared with Letta's own tool signatures, pinned in tests/letta_tool_schemas.py: every argument
     Letta's tool takes is taken, with the same JSON type, and nothing Letta leaves optional is required."""
+
     async def session(client: Client) -> Any:
         return (await client.list_tools()).tools
 
@@ -165,9 +203,11 @@ def test_the_tools_take_lettas_arguments_by_name_and_type(mcp_memory: Memory) ->
 
 def test_an_unknown_argument_is_a_tool_error_that_names_the_right_one(mcp_memory: Memory) -> None:
     async def session(client: Client) -> list[tuple[bool, str]]:
-        return [await call(client, "archival_memory_insert", content="Miso is a cat", tag=["pets"]),
-                await call(client, "archival_memory_search", query="cat", start_date="2024-01-01"),
-                await call(client, "memory_finish_edits", verbose=True)]
+        return [
+            await call(client, "archival_memory_insert", content="Miso is a cat", tag=["pets"]),
+            await call(client, "archival_memory_search", query="cat", start_date="2024-01-01"),
+            await call(client, "memory_finish_edits", verbose=True),
+        ]
 
     (typo, old_name, extra) = run_client(build_server(mcp_memory, "alice"), session)
     assert typo[0] and "'tag' (did you mean 'tags'?)" in typo[1]
@@ -187,15 +227,18 @@ def test_time_range_search_tag_modes_list_delete_and_forget(mcp_memory: Memory) 
     archival.insert("Lisbon in May", tags=["travel"], session_id="trip")
 
     async def session(client: Client) -> dict[str, tuple[bool, str]]:
-        return {"range": await call(client, "conversation_search", start_date="2024-01-05", end_date="2024-01-31"),
-                "any": await call(client, "archival_memory_search", query="pet", tags=["pets", "cats"]),
-                "all": await call(client, "archival_memory_search", query="pet", tags=["pets", "cats"],
-                                  tag_match_mode="all"),
-                "list": await call(client, "archival_memory_list", limit=2),
-                "delete": await call(client, "archival_memory_delete", id=both),
-                "delete again": await call(client, "archival_memory_delete", id=both),
-                "forget nothing": await call(client, "memory_forget"),
-                "forget": await call(client, "memory_forget", tier="archival", session_id="trip")}
+        return {
+            "range": await call(client, "conversation_search", start_date="2024-01-05", end_date="2024-01-31"),
+            "any": await call(client, "archival_memory_search", query="pet", tags=["pets", "cats"]),
+            "all": await call(
+                client, "archival_memory_search", query="pet", tags=["pets", "cats"], tag_match_mode="all"
+            ),
+            "list": await call(client, "archival_memory_list", limit=2),
+            "delete": await call(client, "archival_memory_delete", id=both),
+            "delete again": await call(client, "archival_memory_delete", id=both),
+            "forget nothing": await call(client, "memory_forget"),
+            "forget": await call(client, "memory_forget", tier="archival", session_id="trip"),
+        }
 
     out = run_client(build_server(mcp_memory, "alice"), session)
     texts = {key: json.loads(text) for key, (error, text) in out.items() if not error}
@@ -233,14 +276,24 @@ def test_stdio_process_with_the_real_model_shares_its_home_with_serve(tmp_path: 
         mem.archival("alice").insert("Our office moved to Lisbon in March.", source_url="https://hr.example/move")
     srv.start()
     try:
+
         async def session(client: Client) -> dict[str, Any]:
             names = {t.name for t in (await client.list_tools()).tools}
             found = await call(client, "archival_memory_search", query="Where is the office now?")
-            saved = await call(client, "archival_memory_insert", content="The quarterly review is on 14 July.",
-                               source_url="https://cal.example/review")
-            httpx.post(f"{srv.url}/v1/agents/alice/archival-memory", timeout=30,
-                       json={"text": "Parking passes are renewed every January.",
-                             "citation": {"source_url": "https://fac.example/parking"}}).raise_for_status()
+            saved = await call(
+                client,
+                "archival_memory_insert",
+                content="The quarterly review is on 14 July.",
+                source_url="https://cal.example/review",
+            )
+            httpx.post(
+                f"{srv.url}/v1/agents/alice/archival-memory",
+                timeout=30,
+                json={
+                    "text": "Parking passes are renewed every January.",
+                    "citation": {"source_url": "https://fac.example/parking"},
+                },
+            ).raise_for_status()
             from_serve = await call(client, "archival_memory_search", query="When do parking permits renew?", top_k=1)
             return {"names": names, "found": found, "saved": saved, "from_serve": from_serve}
 
@@ -249,8 +302,11 @@ def test_stdio_process_with_the_real_model_shares_its_home_with_serve(tmp_path: 
         top = json.loads(out["found"][1])["results"][0]
         assert "Lisbon" in top["text"] and top["citation"]["source_url"] == "https://hr.example/move"
         assert json.loads(out["from_serve"][1])["results"][0]["citation"]["source_url"] == "https://fac.example/parking"
-        hits = httpx.get(f"{srv.url}/v1/agents/alice/archival-memory/search", timeout=30,
-                         params={"query": "When is the quarterly review?", "top_k": 1}).json()["results"]
+        hits = httpx.get(
+            f"{srv.url}/v1/agents/alice/archival-memory/search",
+            timeout=30,
+            params={"query": "When is the quarterly review?", "top_k": 1},
+        ).json()["results"]
         assert hits[0]["id"] == str(json.loads(out["saved"][1])["id"])
     finally:
         srv.stop()
@@ -273,8 +329,26 @@ class McpHttp:
         home.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "memvec", "--home", str(home), "--model", "hash:64", "mcp", "--agent", "alice",
-                 "--transport", "http", "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL, stderr=log)
+                [
+                    sys.executable,
+                    "-m",
+                    "memvec",
+                    "--home",
+                    str(home),
+                    "--model",
+                    "hash:64",
+                    "mcp",
+                    "--agent",
+                    "alice",
+                    "--transport",
+                    "http",
+                    "--port",
+                    str(self.port),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         self._wait()
 
     def _wait(self, timeout: float = 60) -> None:
@@ -290,9 +364,12 @@ class McpHttp:
 
     def run(self, key: str, session: Callable[[Client], Awaitable[Any]]) -> Any:
         """One client session with this key (the HTTP client is ours to close, not the SDK's)."""
+
         async def main() -> Any:
-            async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}) as http,
-                        Client(streamable_http_client(self.url, http_client=http)) as client):
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}) as http,
+                Client(streamable_http_client(self.url, http_client=http)) as client,
+            ):
                 return await session(client)
 
         return anyio.run(main)
@@ -306,12 +383,19 @@ class McpHttp:
 def test_http_transport_applies_the_service_keys(tmp_path: Path) -> None:
     server = McpHttp(tmp_path / "home", keys="admin-key-1,alice-key-1=alice,bob-key-12=bob|carol")
     try:
+
         async def session(client: Client) -> dict[str, Any]:
-            return {"names": {t.name for t in (await client.list_tools()).tools},
-                    "saved": await call(client, "archival_memory_insert", content="deploy window is Friday 6pm",
-                                        source_url="https://ops.example/deploy"),
-                    "found": await call(client, "archival_memory_search", query="deploy window Friday"),
-                    "bad": await call(client, "archival_memory_search", query="deploy", top_k=500)}
+            return {
+                "names": {t.name for t in (await client.list_tools()).tools},
+                "saved": await call(
+                    client,
+                    "archival_memory_insert",
+                    content="deploy window is Friday 6pm",
+                    source_url="https://ops.example/deploy",
+                ),
+                "found": await call(client, "archival_memory_search", query="deploy window Friday"),
+                "bad": await call(client, "archival_memory_search", query="deploy", top_k=500),
+            }
 
         for key in ("alice-key-1", "admin-key-1"):
             out = server.run(key, session)
@@ -319,8 +403,11 @@ def test_http_transport_applies_the_service_keys(tmp_path: Path) -> None:
             assert json.loads(out["found"][1])["results"][0]["citation"]["source_url"] == "https://ops.example/deploy"
             assert out["bad"][0] and "less than or equal to 50" in out["bad"][1]
         initialize = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-        for headers, status in (({"Authorization": "Bearer bob-key-12"}, 403),
-                                ({"Authorization": "Bearer wrong-key-1"}, 401), ({}, 401)):
+        for headers, status in (
+            ({"Authorization": "Bearer bob-key-12"}, 403),
+            ({"Authorization": "Bearer wrong-key-1"}, 401),
+            ({}, 401),
+        ):
             response = httpx.post(server.url, json=initialize, headers=headers)
             assert response.status_code == status and response.json()["error"] in {"forbidden", "unauthorized"}
         with pytest.raises(ExceptionGroup) as refused:

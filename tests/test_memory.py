@@ -24,13 +24,22 @@ from memvec.types import AgentSettings
 
 def test_insert_search_round_trips_citations(memory: Memory) -> None:
     archival = memory.archival("app")
-    result = archival.insert("The Eiffel tower is 330 metres tall", tags=["paris", "facts"],
-                             source_url="https://example.org/eiffel", session_id="s1", turn_id=4)
+    result = archival.insert(
+        "The Eiffel tower is 330 metres tall",
+        tags=["paris", "facts"],
+        source_url="https://example.org/eiffel",
+        session_id="s1",
+        turn_id=4,
+    )
     assert result.created
     hit = archival.search("how tall is the eiffel tower", k=1)[0]
     assert hit.id == result.record.id
-    assert hit.citation.model_dump() == {"session_id": "s1", "turn_id": "4",
-                                         "source_url": "https://example.org/eiffel", "document": None}
+    assert hit.citation.model_dump() == {
+        "session_id": "s1",
+        "turn_id": "4",
+        "source_url": "https://example.org/eiffel",
+        "document": None,
+    }
     assert hit.tags == ["paris", "facts"]
     assert hit.scores.vector is not None and hit.scores.bm25 is not None
     assert archival.get(result.record.id).text == result.record.text
@@ -41,10 +50,12 @@ def test_exact_duplicates_are_not_stored_twice(memory: Memory) -> None:
     first = archival.insert("Paris is in France")
     again = archival.insert("  paris IS in   france ")
     assert not again.created and again.record.id == first.record.id
-    batch = archival.insert_many([
-        NewRecord(agent="app", tier=Tier.ARCHIVAL, text="new fact"),
-        NewRecord(agent="app", tier=Tier.ARCHIVAL, text="New fact"),
-    ])
+    batch = archival.insert_many(
+        [
+            NewRecord(agent="app", tier=Tier.ARCHIVAL, text="new fact"),
+            NewRecord(agent="app", tier=Tier.ARCHIVAL, text="New fact"),
+        ]
+    )
     assert [r.created for r in batch] == [True, False]
     assert batch[0].record.id == batch[1].record.id
     assert archival.count() == 2
@@ -234,18 +245,22 @@ def test_a_tier_view_sees_only_its_own_tier(memory: Memory) -> None:
     assert memory.delete_record("ana", message.id) == message and memory.recall("ana").count() == 0
 
 
-def test_settings_resolve_in_one_place_explicit_over_environment(monkeypatch: pytest.MonkeyPatch,
-                                                                 home: Path) -> None:
+def test_settings_resolve_in_one_place_explicit_over_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     from memvec.config import ENVIRONMENT, IndexSettings, MemoryConfig
 
-    for variable, value in (("MEMVEC_SAVE_EVERY", "7"), ("MEMVEC_MAX_LOADED_INDEXES", "2"),
-                            ("MEMVEC_STORE", "postgresql://u@h/db"), ("MEMVEC_HOME", str(home))):
+    for variable, value in (
+        ("MEMVEC_SAVE_EVERY", "7"),
+        ("MEMVEC_MAX_LOADED_INDEXES", "2"),
+        ("MEMVEC_STORE", "postgresql://u@h/db"),
+        ("MEMVEC_HOME", str(home)),
+    ):
         monkeypatch.setenv(variable, value)
     from_environment = MemoryConfig.resolve()
     assert (from_environment.index.save_every, from_environment.max_loaded_indexes) == (7, 2)
     assert (from_environment.store, from_environment.home) == ("postgresql://u@h/db", home)
-    explicit = MemoryConfig.resolve(home="elsewhere", index=IndexSettings(save_every=3), max_loaded_indexes=5,
-                                    store="postgresql://v@h/db")
+    explicit = MemoryConfig.resolve(
+        home="elsewhere", index=IndexSettings(save_every=3), max_loaded_indexes=5, store="postgresql://v@h/db"
+    )
     assert (explicit.index.save_every, explicit.max_loaded_indexes, explicit.home) == (3, 5, Path("elsewhere"))
     assert explicit.store == "postgresql://v@h/db"
     assert set(ENVIRONMENT.values()) >= {"MEMVEC_HOME", "MEMVEC_MODEL", "MEMVEC_EMBED_BACKEND", "MEMVEC_STORE"}

@@ -23,8 +23,11 @@ SEARCH_ROUTE = "/v1/agents/{agent_id}/archival-memory/search"
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def value(found: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
@@ -50,12 +53,15 @@ def test_metrics_count_requests_searches_and_records(client: TestClient) -> None
     assert response.headers["content-type"].startswith("text/plain; version=")
     after = samples(response.text)
     searched = {"method": "GET", "route": SEARCH_ROUTE, "status": "200"}
-    assert value(after, "memvec_http_requests_total", **searched) - \
-        value(before, "memvec_http_requests_total", **searched) == 3
+    assert (
+        value(after, "memvec_http_requests_total", **searched) - value(before, "memvec_http_requests_total", **searched)
+        == 3
+    )
     stage = {"tier": "archival", "mode": "hybrid"}
     for name in ("embed", "rank", "total"):
-        moved = value(after, "memvec_search_stage_duration_seconds_count", **stage, stage=name) - \
-            value(before, "memvec_search_stage_duration_seconds_count", **stage, stage=name)
+        moved = value(after, "memvec_search_stage_duration_seconds_count", **stage, stage=name) - value(
+            before, "memvec_search_stage_duration_seconds_count", **stage, stage=name
+        )
         assert moved == 3, name
     assert value(after, "memvec_records") == 2 and value(after, "memvec_agents") == 1
     assert value(after, "memvec_indexes_loaded") >= 1
@@ -76,11 +82,17 @@ def test_workers_are_counted_together(tmp_path: Path) -> None:
         httpx.post(f"{server.url}/v1/agents", json={"name": "ana"}, headers=auth).raise_for_status()
         for _ in range(20):  # a new connection each: the kernel spreads them over both workers
             with httpx.Client(headers=auth, timeout=30) as one:
-                one.get(f"{server.url}/v1/agents/ana/archival-memory/search", params={"query": "x"}
-                        ).raise_for_status()
-        counted = [value(samples(httpx.get(f"{server.url}/metrics", headers=auth).text),
-                         "memvec_http_requests_total", method="GET", route=SEARCH_ROUTE, status="200")
-                   for _ in range(6)]
+                one.get(f"{server.url}/v1/agents/ana/archival-memory/search", params={"query": "x"}).raise_for_status()
+        counted = [
+            value(
+                samples(httpx.get(f"{server.url}/metrics", headers=auth).text),
+                "memvec_http_requests_total",
+                method="GET",
+                route=SEARCH_ROUTE,
+                status="200",
+            )
+            for _ in range(6)
+        ]
     finally:
         server.stop()
     assert counted == [20.0] * 6, counted
@@ -88,8 +100,10 @@ def test_workers_are_counted_together(tmp_path: Path) -> None:
 
 def test_changes_written_elsewhere_are_counted_when_caught_up(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with Memory.open(home, embedder=HashingEmbedder(64)) as mem, \
-            TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as client:
+    with (
+        Memory.open(home, embedder=HashingEmbedder(64)) as mem,
+        TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as client,
+    ):
         client.post("/v1/agents", json={"name": "ana"}).raise_for_status()
         client.get("/v1/agents/ana/archival-memory/search", params={"query": "x"}).raise_for_status()
         before = value(samples(client.get("/metrics").text), "memvec_index_changes_applied_total")

@@ -56,12 +56,17 @@ def test_new_words_tolerates_that_many_but_never_a_number() -> None:
 def test_a_repeat_merges_into_the_passage_and_a_change_does_not(real_memory: Memory) -> None:
     archival = real_memory.archival("ana")
     first = archival.insert("Ana's sister Maya lives in Porto.", tags=["family"]).record
-    repeat = archival.insert("ana's sister maya also lives in porto", tags=["porto"],
-                             source_url="https://chat.example/12", session_id="s9")
+    repeat = archival.insert(
+        "ana's sister maya also lives in porto", tags=["porto"], source_url="https://chat.example/12", session_id="s9"
+    )
     assert (repeat.created, repeat.duplicate_of, repeat.record.id) == (False, first.id, first.id)
     assert repeat.record.tags == ["family", "porto"]
-    assert repeat.record.citation.model_dump() == {"session_id": "s9", "turn_id": None,
-                                                   "source_url": "https://chat.example/12", "document": None}
+    assert repeat.record.citation.model_dump() == {
+        "session_id": "s9",
+        "turn_id": None,
+        "source_url": "https://chat.example/12",
+        "document": None,
+    }
     again = archival.insert("Ana's sister Maya lives in Porto!", source_url="https://other.example")
     assert again.duplicate_of == first.id and again.record.citation.source_url == "https://chat.example/12"
     changed = archival.insert("Ana's sister Maya lives in Braga.")
@@ -71,13 +76,22 @@ def test_a_repeat_merges_into_the_passage_and_a_change_does_not(real_memory: Mem
 
 
 def test_repeats_within_one_batch_and_exact_ones(real_memory: Memory) -> None:
-    texts = ["Bo's birthday is in May.", "bo's birthday is in may", "Bo's birhtday is in May.",
-             "Bo's birthday is in June."]
-    results = real_memory.insert([NewRecord(agent="bo", tier=Tier.ARCHIVAL, text=t, tags=[f"t{n}"])
-                                  for n, t in enumerate(texts)])
+    texts = [
+        "Bo's birthday is in May.",
+        "bo's birthday is in may",
+        "Bo's birhtday is in May.",
+        "Bo's birthday is in June.",
+    ]
+    results = real_memory.insert(
+        [NewRecord(agent="bo", tier=Tier.ARCHIVAL, text=t, tags=[f"t{n}"]) for n, t in enumerate(texts)]
+    )
     first = results[0].record.id
-    assert [(r.created, r.duplicate_of) for r in results] == [(True, None), (False, first), (False, first),
-                                                              (True, None)]
+    assert [(r.created, r.duplicate_of) for r in results] == [
+        (True, None),
+        (False, first),
+        (False, first),
+        (True, None),
+    ]
     assert results[1].record.tags == ["t0", "t1", "t2"]
     exact = real_memory.archival("bo").insert("Bo's birthday is in May.", tags=["t9"])
     assert exact.duplicate_of == first and exact.record.tags == ["t0", "t1", "t2", "t9"]
@@ -91,8 +105,10 @@ def test_only_current_versions_and_only_archival_passages_absorb_repeats(real_me
     back = archival.insert("cy works at acme")  # repeats a closed version: a fact stated again
     assert back.created and back.duplicate_of is None
     recall = real_memory.recall("cy")
-    said = [recall.append("user", text, session_id="s1", turn_id=n).created
-            for n, text in enumerate(["I work at Acme.", "i work at acme"])]
+    said = [
+        recall.append("user", text, session_id="s1", turn_id=n).created
+        for n, text in enumerate(["I work at Acme.", "i work at acme"])
+    ]
     assert said == [True, True]  # messages are a log: each one is kept
 
 
@@ -122,8 +138,10 @@ def test_a_repeat_over_http_the_tool_and_the_cli(memory: Memory, tmp_path: Path)
     assert saved["duplicate"] is True and saved["duplicate_of"] == int(made.json()[0]["id"])
 
     home = tmp_path / "cli-home"
-    run_cli("--model", "hash:64", "add", "Ana's locker is number 41.", "--agent", "ana", "--tier", "archival",
-            home=home)
-    out = run_cli("--model", "hash:64", "add", "ana's locker is number 41", "--agent", "ana", "--tier", "archival",
-                  home=home).stdout
+    run_cli(
+        "--model", "hash:64", "add", "Ana's locker is number 41.", "--agent", "ana", "--tier", "archival", home=home
+    )
+    out = run_cli(
+        "--model", "hash:64", "add", "ana's locker is number 41", "--agent", "ana", "--tier", "archival", home=home
+    ).stdout
     assert out.strip() == "duplicate of record 1"

@@ -37,8 +37,9 @@ REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-        ) -> Iterator[tuple[TestClient, Memory]]:
+def api(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[TestClient, Memory]]:
     """One home per store for the whole module: every test checks that it changed nothing."""
     schema = f"memvec_test_{uuid.uuid4().hex[:12]}"
     store = None
@@ -59,15 +60,21 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
 
 def snapshot(mem: Memory) -> Any:
-    return ([(a, mem.get_agent(a)[0].model_dump()) for a in mem.agents()],
-            [b.model_dump() for b in mem.core("ana").blocks()],
-            [r.model_dump() for tier in ("archival", "recall")
-             for r in (mem.archival("ana") if tier == "archival" else mem.recall("ana")).list(limit=100)])
+    return (
+        [(a, mem.get_agent(a)[0].model_dump()) for a in mem.agents()],
+        [b.model_dump() for b in mem.core("ana").blocks()],
+        [
+            r.model_dump()
+            for tier in ("archival", "recall")
+            for r in (mem.archival("ana") if tier == "archival" else mem.recall("ana")).list(limit=100)
+        ],
+    )
 
 
 @pytest.mark.parametrize(("method", "path", "body"), REQUESTS, ids=[f"{m} {p} {sorted(b)}" for m, p, b in REQUESTS])
-def test_nul_in_a_stored_string_is_refused_and_writes_nothing(api: tuple[TestClient, Memory], method: str, path: str,
-                                                              body: dict[str, Any]) -> None:
+def test_nul_in_a_stored_string_is_refused_and_writes_nothing(
+    api: tuple[TestClient, Memory], method: str, path: str, body: dict[str, Any]
+) -> None:
     client, mem = api
     before = snapshot(mem)
     answer = getattr(client, method)(path, json=body)

@@ -25,8 +25,13 @@ pytestmark = pytest.mark.slow
 
 def locomo_turns(limit: int = 400) -> list[str]:
     data = json.loads(LOCOMO.read_text())
-    turns = [f"{t['speaker']}: {t['text']}" for conv in data for key, session in conv["conversation"].items()
-             if key.startswith("session_") and isinstance(session, list) for t in session]
+    turns = [
+        f"{t['speaker']}: {t['text']}"
+        for conv in data
+        for key, session in conv["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for t in session
+    ]
     return turns[:limit]
 
 
@@ -82,13 +87,22 @@ def test_pooling_modes_against_a_reference() -> None:
     for row, length in enumerate((3, 2)):
         tokens = hidden[row, :length]
         weights = np.arange(1, length + 1)[:, None]
-        expected = np.concatenate([tokens[0], tokens.max(0), tokens.mean(0), tokens.sum(0) / np.sqrt(length),
-                                   (tokens * weights).sum(0) / weights.sum(), tokens[-1]])
+        expected = np.concatenate(
+            [
+                tokens[0],
+                tokens.max(0),
+                tokens.mean(0),
+                tokens.sum(0) / np.sqrt(length),
+                (tokens * weights).sum(0) / weights.sum(),
+                tokens[-1],
+            ]
+        )
         assert np.allclose(got[row], expected, atol=1e-6)
 
 
-def test_a_directory_that_is_not_a_model_is_refused_and_nothing_is_written(tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_directory_that_is_not_a_model_is_refused_and_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = tmp_path / "cache"
     monkeypatch.setenv("MEMVEC_CACHE", str(cache))
     not_a_model = tmp_path / "notes"
@@ -104,8 +118,15 @@ def test_an_export_that_fails_midway_leaves_no_model_behind(tmp_path: Path, monk
     monkeypatch.setenv("MEMVEC_CACHE", str(cache))
     broken = tmp_path / "broken"
     broken.mkdir()
-    for name in ("config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json", "tokenizer_config.json",
-                 "vocab.txt", "special_tokens_map.json"):
+    for name in (
+        "config.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+        "special_tokens_map.json",
+    ):
         (broken / name).write_bytes((packaged_minilm_path() / name).read_bytes())
     (broken / "1_Pooling").mkdir()
     (broken / "1_Pooling" / "config.json").write_bytes((packaged_minilm_path() / "1_Pooling/config.json").read_bytes())
@@ -116,7 +137,8 @@ def test_an_export_that_fails_midway_leaves_no_model_behind(tmp_path: Path, monk
 
 
 def test_an_int8_graph_that_disagrees_with_fp32_is_refused_once_and_the_home_embeds_in_fp32(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     cache = tmp_path / "cache"
     monkeypatch.setenv("MEMVEC_CACHE", str(cache))
     monkeypatch.setattr(onnx_export, "_INT8_CHECK", 1.01)  # no int8 graph agrees that well: MiniLM stands in
@@ -142,10 +164,15 @@ def test_unsupported_modules_are_refused(tmp_path: Path) -> None:
     model = tmp_path / "dense"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    (model / "modules.json").write_text(json.dumps([
-        {"path": "", "type": "sentence_transformers.models.Transformer"},
-        {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
+    (model / "modules.json").write_text(
+        json.dumps(
+            [
+                {"path": "", "type": "sentence_transformers.models.Transformer"},
+                {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            ]
+        )
+    )
     with pytest.raises(ModelExportError, match="Dense"):
         read_layout(model)
 
@@ -158,14 +185,21 @@ def test_model_ids_name_their_backend() -> None:
     assert qualified_model_id("onnx:/models/x", None, fallback="torch") == "onnx:/models/x"
     assert qualified_model_id("hash:64", "onnx") == "hash:64"
     assert [backend_of(m) for m in ("all-MiniLM-L6-v2", "onnx:x", "onnx-int8:x", "hash:8")] == [
-        "torch", "onnx", "onnx-int8", None]
+        "torch",
+        "onnx",
+        "onnx-int8",
+        None,
+    ]
     with pytest.raises(InvalidInputError, match="backend"):
         qualified_model_id("onnx:x", "torch")
 
 
 QUESTION = "When did Caroline go to the support group?"
-FACTS = ["Caroline went to the LGBTQ support group on 7 May 2023.", "Melanie painted a sunrise over the lake.",
-         "The car insurance must be renewed before the end of the month."]
+FACTS = [
+    "Caroline went to the LGBTQ support group on 7 May 2023.",
+    "Melanie painted a sunrise over the lake.",
+    "The car insurance must be renewed before the end of the month.",
+]
 
 
 def test_a_torch_home_keeps_working_with_default_settings(home: Path) -> None:
@@ -200,8 +234,9 @@ def test_switching_backend_goes_through_rebuild(home: Path) -> None:
 
 def test_cli_backend_option_and_rebuild(home: Path) -> None:
     run_cli("--embed-backend", "torch", "add", FACTS[0], "--agent", "a", "--tier", "archival", home=home)
-    refused = run_cli("--embed-backend", "onnx", "search", QUESTION, "--agent", "a", "--tier", "archival",
-                      home=home, check=False)
+    refused = run_cli(
+        "--embed-backend", "onnx", "search", QUESTION, "--agent", "a", "--tier", "archival", home=home, check=False
+    )
     assert refused.returncode == 2 and "memvec rebuild" in refused.stderr
     rebuilt = json.loads(run_cli("--embed-backend", "onnx", "rebuild", "--json", home=home).stdout)
     assert rebuilt["model"] == "onnx:all-MiniLM-L6-v2" and rebuilt["rebuilt"][0]["reembedded"] == 1
@@ -211,10 +246,12 @@ def test_cli_backend_option_and_rebuild(home: Path) -> None:
 
 def test_search_with_the_onnx_backend_does_not_import_torch(home: Path) -> None:
     run_cli("add", FACTS[0], "--agent", "a", "--tier", "archival", home=home)  # exports once if needed
-    probe = ("import sys, runpy\n"
-             f"sys.argv = ['memvec', '--home', {str(home)!r}, 'search', {QUESTION!r}, '--agent', 'a', "
-             "'--tier', 'archival', '--json']\n"
-             "try:\n    runpy.run_module('memvec', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH')\n")
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = ['memvec', '--home', {str(home)!r}, 'search', {QUESTION!r}, '--agent', 'a', "
+        "'--tier', 'archival', '--json']\n"
+        "try:\n    runpy.run_module('memvec', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH')\n"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("NO-TORCH") and FACTS[0] in out

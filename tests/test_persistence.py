@@ -38,14 +38,27 @@ def test_index_is_saved_with_a_manifest(home: Path) -> None:
         assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
 
 
-@pytest.mark.parametrize("damage", ["delete-vector", "delete-lexical", "corrupt-vector", "corrupt-lexical",
-                                    "delete-sessions", "corrupt-sessions", "delete-manifest", "garbage-manifest"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "delete-vector",
+        "delete-lexical",
+        "corrupt-vector",
+        "corrupt-lexical",
+        "delete-sessions",
+        "corrupt-sessions",
+        "delete-manifest",
+        "garbage-manifest",
+    ],
+)
 def test_missing_or_corrupt_files_are_rebuilt_never_trusted(home: Path, damage: str) -> None:
     fill(home)
     _, expected = reopen_and_search(home)
     action, which = damage.split("-")
-    path = index_dir(home) / {"vector": VECTOR_FILE, "lexical": LEXICAL_FILE, "sessions": SESSIONS_FILE,
-                              "manifest": MANIFEST_FILE}[which]
+    path = (
+        index_dir(home)
+        / {"vector": VECTOR_FILE, "lexical": LEXICAL_FILE, "sessions": SESSIONS_FILE, "manifest": MANIFEST_FILE}[which]
+    )
     if action == "delete":
         path.unlink()
     elif action == "corrupt":
@@ -115,8 +128,14 @@ def test_index_built_with_another_model_is_rebuilt_on_load(home: Path) -> None:
     with Memory.open(home) as mem:
         from memvec.engine.partition_index import PartitionIndex
 
-        PartitionIndex("app", Tier.ARCHIVAL, store=mem._store, embedder=HashingEmbedder(16),
-                  directory=index_dir(home), settings=mem.index_settings).rebuild()
+        PartitionIndex(
+            "app",
+            Tier.ARCHIVAL,
+            store=mem._store,
+            embedder=HashingEmbedder(16),
+            directory=index_dir(home),
+            settings=mem.index_settings,
+        ).rebuild()
     mem, found = reopen_and_search(home)
     report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert report.rebuilt and "model_id" in report.reason and report.reembedded == 40

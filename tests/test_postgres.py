@@ -53,8 +53,14 @@ def open_pg(home: Path, url: str) -> Memory:
 def test_engine_on_postgres(tmp_path: Path, pg_url: str) -> None:
     with open_pg(tmp_path / "a", pg_url) as mem:
         archival = mem.archival("app")
-        first = archival.insert("The Eiffel tower is 330 metres tall", tags=["paris"], source_url="https://e/1",
-                                session_id="s1", turn_id=4, created_at=datetime(2024, 1, 5, tzinfo=UTC))
+        first = archival.insert(
+            "The Eiffel tower is 330 metres tall",
+            tags=["paris"],
+            source_url="https://e/1",
+            session_id="s1",
+            turn_id=4,
+            created_at=datetime(2024, 1, 5, tzinfo=UTC),
+        )
         assert not archival.insert("the eiffel  tower is 330 metres tall").created
         archival.insert("Bananas are a yellow fruit", tags=["food"], created_at=datetime(2024, 2, 1, tzinfo=UTC))
         hit = archival.search("eiffel tower height", k=1)[0]
@@ -63,7 +69,8 @@ def test_engine_on_postgres(tmp_path: Path, pg_url: str) -> None:
             fruit = archival.search("fruit", mode=mode, tags=["food"])
             assert [h.text for h in fruit] == ["Bananas are a yellow fruit"]
             assert [h.tags for h in archival.search("tower", mode=mode, end=datetime(2024, 1, 31, tzinfo=UTC))] == [
-                ["paris"]]
+                ["paris"]
+            ]
         archival.delete(first.record.id)
         with pytest.raises(NotFoundError):
             archival.get(first.record.id)
@@ -182,8 +189,12 @@ def test_forget_leaves_no_row_of_postgresql_with_the_text(tmp_path: Path, pg_url
         assert mem.forget("ana", tags=["secret"]) == 1
         assert [h.text for h in mem.archival("ana").search("safe code canary-7d1e", k=5)] == ["an ordinary note"]
     with psycopg.connect(pg_url) as db:
-        tables = [r[0] for r in db.execute("SELECT table_name FROM information_schema.tables "
-                                           "WHERE table_schema = current_schema()").fetchall()]
+        tables = [
+            r[0]
+            for r in db.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            ).fetchall()
+        ]
         for table in tables:
             rows = db.execute(f"SELECT * FROM {table}").fetchall()
             assert not any("canary-7d1e" in str(row) for row in rows), table
@@ -239,7 +250,8 @@ def _history_shape(mem: Memory, agent: str) -> list[tuple[object, ...]]:
 
 
 def test_export_import_keeps_every_version_and_the_block_history_from_sqlite_to_postgresql_and_back(
-        tmp_path: Path, pg_url: str) -> None:
+    tmp_path: Path, pg_url: str
+) -> None:
     from tests.test_versions import every_version, moves
 
     with Memory.open(tmp_path / "sqlite", embedder=HashingEmbedder(64)) as source:
@@ -269,11 +281,16 @@ def test_metrics_count_postgresql_connections(tmp_path: Path, pg_url: str) -> No
 
     from memvec.service.app import create_app
 
-    with open_pg(tmp_path / "home", pg_url) as mem, \
-            TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as client:
+    with (
+        open_pg(tmp_path / "home", pg_url) as mem,
+        TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as client,
+    ):
         client.post("/v1/agents/ana/archival-memory", json={"text": "kept"})
-        found = {s.name: s.value for family in text_string_to_metric_families(client.get("/metrics").text)
-                 for s in family.samples}
+        found = {
+            s.name: s.value
+            for family in text_string_to_metric_families(client.get("/metrics").text)
+            for s in family.samples
+        }
     assert found["memvec_store_connections_opened_total"] >= 1
     assert found["memvec_store_connections_failed_total"] == 0 and found["memvec_store_connections_lost_total"] == 0
 

@@ -109,7 +109,8 @@ def test_a_restart_under_write_load_through_two_servers(tmp_path: Path, pg_url: 
 
 
 def test_a_server_started_while_postgres_is_down_comes_up_when_it_returns(
-        tmp_path: Path, pg_url: str, database: PrivatePostgres) -> None:
+    tmp_path: Path, pg_url: str, database: PrivatePostgres
+) -> None:
     database.stop()
     srv = Server(tmp_path / "late", store=pg_url)
     starting = threading.Thread(target=srv.start, kwargs={"timeout": 120})
@@ -149,12 +150,22 @@ def test_a_lost_connection_heals_and_a_repeated_insert_is_not_a_copy(pg_url: str
     store = PostgresStore(pg_url, timeout=3)
     try:
         records = [NewRecord(agent="a", tier=Tier.ARCHIVAL, text=f"note {i}") for i in range(3)]
-        rows = [PreparedRecord(record=r, dedup_key=r.dedup_key(), created_at=datetime.now(UTC),
-                               embedding=np.ones(8, dtype=np.float32), model_id="hash:8") for r in records]
+        rows = [
+            PreparedRecord(
+                record=r,
+                dedup_key=r.dedup_key(),
+                created_at=datetime.now(UTC),
+                embedding=np.ones(8, dtype=np.float32),
+                model_id="hash:8",
+            )
+            for r in records
+        ]
         first = store.insert(rows)
         with psycopg.connect(database.url, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                          "WHERE pid <> pg_backend_pid() AND datname = current_database()")
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+            )
         assert store.count("a", Tier.ARCHIVAL) == 3  # read on a fresh connection
         again = store.insert(rows)
         assert [i for i, _ in again] == [i for i, _ in first] and not any(created for _, created in again)

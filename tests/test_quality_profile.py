@@ -34,14 +34,19 @@ def split_zip(tmp_path: Path, members: dict[str, bytes], pieces: int = 3) -> lis
     paths = []
     for n in range(pieces):
         path = tmp_path / f"model.zip.{n + 1:03d}"
-        path.write_bytes(joined[n * size:(n + 1) * size])
+        path.write_bytes(joined[n * size : (n + 1) * size])
         paths.append(path)
     return paths
 
 
 def test_the_pieces_are_joined_and_unpacked_once(tmp_path: Path) -> None:
-    members = {"m/modules.json": b"[]", "m/1_Pooling/config.json": b"{}", "m/desktop.ini": b"x",
-               "m/model.safetensors": os.urandom(50_000), "other/readme": b"not this folder"}
+    members = {
+        "m/modules.json": b"[]",
+        "m/1_Pooling/config.json": b"{}",
+        "m/desktop.ini": b"x",
+        "m/model.safetensors": os.urandom(50_000),
+        "other/readme": b"not this folder",
+    }
     pieces = split_zip(tmp_path, members)
     target = unpacked(pieces, "m", tmp_path / "cache" / "m-1")
     files = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
@@ -94,10 +99,20 @@ def test_the_quality_profile_ranks_with_its_own_ranker(tmp_path: Path) -> None:
 def test_the_cli_builds_a_home_on_the_quality_model(tmp_path: Path) -> None:
     require_parts()
     home = tmp_path / "home"
-    run_cli("--model", "all-mpnet-base-v2", "add", "Caroline moved to Lisbon for her studies.", "--agent", "a",
-            "--tier", "archival", home=home)
-    out = run_cli("search", "Which city did Caroline move to?", "--agent", "a", "--tier", "archival", "--json",
-                  home=home).stdout
+    run_cli(
+        "--model",
+        "all-mpnet-base-v2",
+        "add",
+        "Caroline moved to Lisbon for her studies.",
+        "--agent",
+        "a",
+        "--tier",
+        "archival",
+        home=home,
+    )
+    out = run_cli(
+        "search", "Which city did Caroline move to?", "--agent", "a", "--tier", "archival", "--json", home=home
+    ).stdout
     hits = json.loads(out)
     assert hits[0]["text"].startswith("Caroline moved to Lisbon")
     stats = run_cli("stats", "--json", home=home).stdout

@@ -133,8 +133,9 @@ def test_the_cache_returns_a_read_only_vector_once_computed() -> None:
     assert cache.misses == 4
 
 
-QUESTIONS = [f"What did Caroline do in week {i} of the {season}?" for i in range(12)
-             for season in ("spring", "summer", "autumn")]
+QUESTIONS = [
+    f"What did Caroline do in week {i} of the {season}?" for i in range(12) for season in ("spring", "summer", "autumn")
+]
 
 
 def test_real_int8_vectors_depend_on_their_batch(minilm_int8: Embedder) -> None:

@@ -33,9 +33,12 @@ TURNS = [  # (speaker, session, text)
     ("Melanie", "3", "Running helps me clear my head after long days at work."),
 ]
 CONTEXT_OF_TURNS = {"length_log": 2.5, "in_session": 1.0}
-QUERIES = ["What did Caroline research?", "When did Melanie paint a sunrise?", "Where does Melanie camp?",
-           "What support group did Caroline attend?"]
-
+QUERIES = [
+    "What did Caroline research?",
+    "When did Melanie paint a sunrise?",
+    "Where does Melanie camp?",
+    "What support group did Caroline attend?",
+]
 
 
 def fill(mem: Memory, agent: str = "conv") -> None:
@@ -63,8 +66,12 @@ def test_the_shipped_ranker_is_used_by_default(conversation: Memory) -> None:
         assert all(h.scores.ranker is None for h in conversation.search(rrf))
 
 
-ANSWERS = {"What did Caroline research?": 7, "When did Melanie paint a sunrise?": 4, "Where does Melanie camp?": 6,
-           "What support group did Caroline attend?": 1}
+ANSWERS = {
+    "What did Caroline research?": 7,
+    "When did Melanie paint a sunrise?": 4,
+    "Where does Melanie camp?": 6,
+    "What support group did Caroline attend?": 1,
+}
 
 
 def test_the_ranker_fuses_its_candidates_with_the_session_weight_it_was_fitted_with(conversation: Memory) -> None:
@@ -74,10 +81,13 @@ def test_the_ranker_fuses_its_candidates_with_the_session_weight_it_was_fitted_w
     assert ranker is not None and ranker.session_weight == 2.0
 
     def fused(**fields: Any) -> dict[int, float]:
-        request = SearchRequest.model_validate({"agent": "conv", "tier": "recall", "query": "Caroline support group",
-                                                "k": 8, **fields})
-        return {h.id: round(h.scores.fused if h.scores.fused is not None else h.score, 5)
-                for h in conversation.search(request)}
+        request = SearchRequest.model_validate(
+            {"agent": "conv", "tier": "recall", "query": "Caroline support group", "k": 8, **fields}
+        )
+        return {
+            h.id: round(h.scores.fused if h.scores.fused is not None else h.score, 5)
+            for h in conversation.search(request)
+        }
 
     reranked = fused()
     assert reranked == {i: s for i, s in fused(rerank=False, session_weight=2.0).items() if i in reranked}
@@ -105,8 +115,7 @@ def test_the_ranker_puts_the_answer_first_on_a_small_tier(conversation: Memory) 
 
 
 def test_without_the_ranker_search_ranks_by_fusion(conversation: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    expected = {q: [(h.id, h.score) for h in conversation.recall("conv").search(q, k=5, rerank=False)]
-                for q in QUERIES}
+    expected = {q: [(h.id, h.score) for h in conversation.recall("conv").search(q, k=5, rerank=False)] for q in QUERIES}
     conversation._engine.ranker = None  # a package without the file, or a config that turns it off
     for query in QUERIES:
         assert [(h.id, h.score) for h in conversation.recall("conv").search(query, k=5)] == expected[query]
@@ -179,8 +188,9 @@ def test_features_and_scores_agree_across_python_cli_and_service(tmp_path: Path,
     server = Server(home, model=REAL_MODEL).start()
     try:
         for query in QUERIES:
-            found = httpx.get(f"{server.url}/v1/agents/conv/recall-memory/search", timeout=60,
-                              params={"query": query, "top_k": 5}).json()["results"]
+            found = httpx.get(
+                f"{server.url}/v1/agents/conv/recall-memory/search", timeout=60, params={"query": query, "top_k": 5}
+            ).json()["results"]
             assert [(int(h["id"]), round(h["scores"]["ranker"], 5)) for h in found] == expected[query], query
     finally:
         server.stop()
@@ -193,8 +203,9 @@ def synthetic_questions(seed: int) -> list[Question]:
         features = rng.normal(size=(20, len(FEATURES)))
         keys = [f"k{i}" for i in range(20)]
         relevant = int(np.argmax(features[:, 0] + 0.5 * rng.normal(size=20)))
-        questions.append(Question(f"c{n % 3}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]},
-                                  CONTEXT_OF_TURNS))
+        questions.append(
+            Question(f"c{n % 3}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]}, CONTEXT_OF_TURNS)
+        )
     return questions
 
 
@@ -223,8 +234,9 @@ def test_a_closer_record_never_scores_lower() -> None:
         features = rng.normal(size=(30, len(FEATURES)))
         keys = [f"k{i}" for i in range(30)]
         relevant = int(np.argmin(np.abs(features[:, FEATURES.index("vector")] - 0.5)))
-        questions.append(Question(f"c{n % 4}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]},
-                                  CONTEXT_OF_TURNS))
+        questions.append(
+            Question(f"c{n % 4}", "recall" if n % 2 else "archival", features, keys, {keys[relevant]}, CONTEXT_OF_TURNS)
+        )
     ranker = fit(questions, ("m",))
     rows = np.repeat(rng.normal(size=(20, len(FEATURES))), 41, axis=0)
     rows[:, FEATURES.index("vector")] = np.tile(np.linspace(-3, 3, 41), 20)
@@ -251,8 +263,9 @@ def test_the_trees_score_as_lightgbm_does() -> None:
     on_threshold = np.tile(x[:1], (len(ensemble.feature), 1))
     splits = np.flatnonzero(ensemble.feature >= 0)
     on_threshold[splits, ensemble.feature[splits]] = ensemble.threshold[splits]
-    np.testing.assert_allclose(ensemble.raw_scores(on_threshold), booster.predict(on_threshold, raw_score=True),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        ensemble.raw_scores(on_threshold), booster.predict(on_threshold, raw_score=True), rtol=0, atol=1e-9
+    )
 
 
 def test_a_ranker_file_that_does_not_fit_is_refused(shipped_file: dict[str, Any]) -> None:
@@ -310,8 +323,12 @@ def test_a_ranker_without_support_ranks_everything_and_support_round_trips(shipp
 
 
 def test_documents_without_sessions_rank_by_fusion_alone(real_memory: Memory) -> None:
-    for text in ("Boosted trees rank candidates by features.", "FAISS searches vectors by inner product.",
-                 "BM25 scores words by their rarity and frequency.", "Caroline researched adoption agencies."):
+    for text in (
+        "Boosted trees rank candidates by features.",
+        "FAISS searches vectors by inner product.",
+        "BM25 scores words by their rarity and frequency.",
+        "Caroline researched adoption agencies.",
+    ):
         real_memory.archival("docs").insert(text)
     fill(real_memory, "docs")
     documents = real_memory.archival("docs").search("what ranks candidates", k=4)

@@ -17,8 +17,14 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def test_three_line_example_runs(tmp_path: Path) -> None:
     example = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)[0]
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVEC_")}
-    result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True,
-                            env={**env, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", example],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**env, "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert "Hold the red button" in result.stdout and "file_name='manual.md'" in result.stdout
     assert "headings=['Pump P-200', 'Reset']" in result.stdout

@@ -75,16 +75,57 @@ def test_hybrid_returns_a_keyword_only_match_that_vector_ranks_low(home: Path, m
 
 def test_cli_end_to_end_with_the_default_model(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    run_cli("add", "Caroline went to the LGBTQ support group on 7 May 2023", "--agent", "locomo",
-            "--tier", "recall", "--role", "Caroline", "--session", "1", "--turn", "D1:3",
-            "--source", "https://example.org/conv-26", home=home)
-    run_cli("add", "Melanie painted a sunrise over the lake", "--agent", "locomo", "--tier", "recall",
-            "--role", "Melanie", "--session", "1", "--turn", "D1:9", home=home)
-    out = run_cli("search", "When did Caroline go to the support group?", "--agent", "locomo", "--tier", "recall",
-                  "--json", "-k", "1", home=home).stdout
+    run_cli(
+        "add",
+        "Caroline went to the LGBTQ support group on 7 May 2023",
+        "--agent",
+        "locomo",
+        "--tier",
+        "recall",
+        "--role",
+        "Caroline",
+        "--session",
+        "1",
+        "--turn",
+        "D1:3",
+        "--source",
+        "https://example.org/conv-26",
+        home=home,
+    )
+    run_cli(
+        "add",
+        "Melanie painted a sunrise over the lake",
+        "--agent",
+        "locomo",
+        "--tier",
+        "recall",
+        "--role",
+        "Melanie",
+        "--session",
+        "1",
+        "--turn",
+        "D1:9",
+        home=home,
+    )
+    out = run_cli(
+        "search",
+        "When did Caroline go to the support group?",
+        "--agent",
+        "locomo",
+        "--tier",
+        "recall",
+        "--json",
+        "-k",
+        "1",
+        home=home,
+    ).stdout
     [hit] = json.loads(out)
-    assert hit["citation"] == {"session_id": "1", "turn_id": "D1:3", "source_url": "https://example.org/conv-26",
-                               "document": None}
+    assert hit["citation"] == {
+        "session_id": "1",
+        "turn_id": "D1:3",
+        "source_url": "https://example.org/conv-26",
+        "document": None,
+    }
     stats = json.loads(run_cli("stats", "--json", home=home).stdout)
     assert (stats["model_id"], stats["partitions"][0]["dim"]) == ("onnx-int8:all-MiniLM-L6-v2", 384)
 
@@ -102,14 +143,23 @@ def _committed(home: Path) -> int:
 
 def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    lines = [{"text": f"Diary entry {i}: today I worked on project {i % 97} and met friend number {i}.",
-              "session_id": str(i // 100), "turn_id": str(i)} for i in range(2000)]
+    lines = [
+        {
+            "text": f"Diary entry {i}: today I worked on project {i % 97} and met friend number {i}.",
+            "session_id": str(i // 100),
+            "turn_id": str(i),
+        }
+        for i in range(2000)
+    ]
     data = tmp_path / "diary.jsonl"
     data.write_text("\n".join(json.dumps(line) for line in lines))
     # no periodic save during the ingest: the index on disk is the one written when it was created
     env = {**os.environ, "MEMVEC_HOME": str(home), "HF_HUB_OFFLINE": "1", "MEMVEC_SAVE_EVERY": "100000"}
-    proc = subprocess.Popen([sys.executable, "-m", "memvec", "ingest", str(data), "--agent", "diary",
-                             "--tier", "recall", "--role", "me"], env=env, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memvec", "ingest", str(data), "--agent", "diary", "--tier", "recall", "--role", "me"],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 240
     while _committed(home) < 512 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -127,15 +177,17 @@ def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None
     _verify_catches_a_stored_vector_that_differs(home)
     # reopen: the index catches up from the store's change log; every committed record is searchable
     last = lines[committed - 1]["text"]
-    out = run_cli("search", last, "--agent", "diary", "--tier", "recall", "--mode", "bm25", "-k", "1", "--json",
-                  home=home).stdout
+    out = run_cli(
+        "search", last, "--agent", "diary", "--tier", "recall", "--mode", "bm25", "-k", "1", "--json", home=home
+    ).stdout
     assert json.loads(out)[0]["text"] == last
     assert run_cli("verify", home=home).returncode == 0
     with Memory.open(home) as mem:
         assert len(mem._engine.tier_index("diary", mem.recall("diary").tier)) == committed
     # running the same ingest again completes it, skipping what was committed
-    summary = json.loads(run_cli("ingest", str(data), "--agent", "diary", "--tier", "recall", "--role", "me", "--json",
-                                 home=home).stdout)
+    summary = json.loads(
+        run_cli("ingest", str(data), "--agent", "diary", "--tier", "recall", "--role", "me", "--json", home=home).stdout
+    )
     assert (summary["added"], summary["duplicates"]) == (2000 - committed, committed)
     assert run_cli("verify", home=home).returncode == 0
 

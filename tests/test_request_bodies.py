@@ -71,7 +71,8 @@ def _batch(size_bytes: int, *, last: dict[str, Any] | None = None) -> dict[str, 
 
 @pytest.mark.slow
 def test_a_large_body_is_parsed_and_validated_in_a_worker_thread_and_parsed_once(
-        service: InProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    service: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
     parsed = _spy(monkeypatch, front, "load_json")
     validated = _spy(monkeypatch, body, "_validated")
     payload = _batch(4 * THREAD_PARSE_BYTES, last={"text": ""})  # one invalid passage: nothing is stored
@@ -86,8 +87,9 @@ def test_a_large_body_is_parsed_and_validated_in_a_worker_thread_and_parsed_once
     assert _archival(service) == 0
 
 
-def test_a_small_body_is_parsed_once_on_the_loop_and_stored(service: InProcess,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_small_body_is_parsed_once_on_the_loop_and_stored(
+    service: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
     payload = {"text": "Ana keeps bees in Porto, " + "and more " * 40}
     reparsed = _spy(monkeypatch, json, "loads", length=len(json.dumps(payload)))
     response, loop_thread = _post(service, "/v1/agents/ana/archival-memory", payload)
@@ -102,8 +104,9 @@ def test_a_large_valid_body_is_stored_whole(service: InProcess) -> None:
     assert len(response.json()) == 100 and _archival(service) == 100
 
 
-def test_a_body_of_too_many_values_is_refused_before_validation(service: InProcess,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_body_of_too_many_values_is_refused_before_validation(
+    service: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
     validated = _spy(monkeypatch, body, "_validated")
     sprawl = {"text": "x", **{f"k{n}": 1 for n in range(memvec.limits.MAX_BODY_VALUES)}}
     response, _ = _post(service, "/v1/agents/ana/archival-memory", sprawl)
@@ -127,8 +130,12 @@ def test_the_api_answers_with_a_trailing_slash_without_a_redirect(service: InPro
     async def calls() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=service.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost", headers=AUTH) as client:
-            return [await client.post("/v1/agents/", json={"name": "ana"}), await client.get("/v1/agents/"),
-                    await client.get("/v1/agents/ana/"), await client.get("/v1/agents/nobody/")]
+            return [
+                await client.post("/v1/agents/", json={"name": "ana"}),
+                await client.get("/v1/agents/"),
+                await client.get("/v1/agents/ana/"),
+                await client.get("/v1/agents/nobody/"),
+            ]
 
     created, listed, retrieved, missing = asyncio.run(calls())
     assert created.status_code == 201 and listed.status_code == 200 and retrieved.status_code == 200

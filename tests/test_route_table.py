@@ -24,8 +24,10 @@ TABLE = [(method, path, status == "served") for method, path, status in ROW.find
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    with Memory.open(tmp_path_factory.mktemp("routes") / "home", embedder=HashingEmbedder(64)) as mem, \
-            TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as test_client:
+    with (
+        Memory.open(tmp_path_factory.mktemp("routes") / "home", embedder=HashingEmbedder(64)) as mem,
+        TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as test_client,
+    ):
         yield test_client
 
 
@@ -35,8 +37,11 @@ def concrete(client: TestClient, path: str) -> str:
     if client.get("/v1/agents/ana").status_code == 404:
         client.post("/v1/agents", json={"name": "ana", "memory_blocks": [{"label": "human", "value": "x"}]})
     passage = client.get("/v1/agents/ana/archival-memory").json()
-    passage_id = passage[0]["id"] if passage else \
-        client.post("/v1/agents/ana/archival-memory", json={"text": "Ana keeps bees"}).json()[0]["id"]
+    passage_id = (
+        passage[0]["id"]
+        if passage
+        else client.post("/v1/agents/ana/archival-memory", json={"text": "Ana keeps bees"}).json()[0]["id"]
+    )
     block_id = "ana:human"
     if "/attach/" in path or "/detach/" in path or path.endswith("/agents"):
         shared = client.get("/v1/blocks").json()
@@ -45,11 +50,21 @@ def concrete(client: TestClient, path: str) -> str:
         folders = client.get("/v1/folders").json()
         folder_id = folders[0]["id"] if folders else client.post("/v1/folders", json={"name": "docs"}).json()["id"]
         files = client.get(f"/v1/folders/{folder_id}/files").json()
-        file_id = files[0]["id"] if files else client.post(
-            f"/v1/folders/{folder_id}/upload", files={"file": ("a.txt", b"Ana keeps bees", "text/plain")}).json()["id"]
+        file_id = (
+            files[0]["id"]
+            if files
+            else client.post(
+                f"/v1/folders/{folder_id}/upload", files={"file": ("a.txt", b"Ana keeps bees", "text/plain")}
+            ).json()["id"]
+        )
         path = path.replace("{folder_id}", folder_id).replace("{file_id}", file_id)
-    return (path.replace("{agent_id}", "ana").replace("{label}", "human").replace("{passage_id}", str(passage_id))
-            .replace("{run_id}", "1").replace("{block_id}", block_id))
+    return (
+        path.replace("{agent_id}", "ana")
+        .replace("{label}", "human")
+        .replace("{passage_id}", str(passage_id))
+        .replace("{run_id}", "1")
+        .replace("{block_id}", block_id)
+    )
 
 
 def routers_own(status: int, body: str) -> bool:
@@ -65,8 +80,13 @@ def test_each_listed_route_is_as_the_table_says(client: TestClient, method: str,
 
 def test_every_route_of_the_app_is_in_the_table(client: TestClient) -> None:
     listed = {(method, path) for method, path, served in TABLE if served}
-    routes = {(method, route.path) for route in api_routes(client.app)
-              if route.path.startswith("/v1") for method in route.methods or () if method != "HEAD"}
+    routes = {
+        (method, route.path)
+        for route in api_routes(client.app)
+        if route.path.startswith("/v1")
+        for method in route.methods or ()
+        if method != "HEAD"
+    }
     assert routes - listed == set(), "document these routes in docs/integrations.md"
     assert listed - routes == set(), "the table lists routes the app does not have"
     assert len(TABLE) > 30

@@ -58,7 +58,8 @@ def home_with_ana(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
         message = mem.recall("ana").append("user", "hello there, I like tea", session_id="s1").record.id
         mem.core("ana").append("human", "likes tea")
         proposal = ConsolidationProposal.model_validate(
-            {"facts": [{"text": "Ana likes tea.", "sources": [message], "reason": "she says so"}]})
+            {"facts": [{"text": "Ana likes tea.", "sources": [message], "reason": "she says so"}]}
+        )
         run = mem.apply_consolidation("ana", proposal, model="scripted/none", through_message=message)
         shared = mem.shared_blocks().create(CoreBlock(label="team", value="Project: apollo"))
         mem.shared_blocks().attach("ana", shared.id)  # held by ana only: bob's key cannot see it
@@ -66,9 +67,19 @@ def home_with_ana(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
         mem.folders().attach(folder.id, "ana")  # attached to ana only: bob's key cannot see it
         file = mem.folders().upload(folder.id, "notes.txt", b"Ana keeps her notes here.").document
         own = mem.add_document("ana", "diary.md", "# Diary\n\nAna went to Porto.").document
-        yield mem, {"agent_id": "ana", "label": "human", "passage_id": str(passage), "run_id": str(run.id),
-                    "block_id": shared.id, "folder_id": folder.id, "file_id": f"file-{file.id}",
-                    "document_id": str(own.id)}
+        yield (
+            mem,
+            {
+                "agent_id": "ana",
+                "label": "human",
+                "passage_id": str(passage),
+                "run_id": str(run.id),
+                "block_id": shared.id,
+                "folder_id": folder.id,
+                "file_id": f"file-{file.id}",
+                "document_id": str(own.id),
+            },
+        )
 
 
 def ask(client: TestClient, method: str, path: str, values: dict[str, str], csrf: str | None) -> int:
@@ -92,8 +103,9 @@ def ui_client(mem: Memory, key: str) -> tuple[TestClient, str]:
 
 @pytest.mark.parametrize(("method", "path"), walked_routes(), ids=lambda v: v)
 @pytest.mark.slow
-def test_a_key_scoped_to_another_agent_sees_nothing_of_it(home_with_ana: tuple[Memory, dict[str, str]],
-                                                          method: str, path: str) -> None:
+def test_a_key_scoped_to_another_agent_sees_nothing_of_it(
+    home_with_ana: tuple[Memory, dict[str, str]], method: str, path: str
+) -> None:
     mem, values = home_with_ana
     if path.startswith("/ui/"):
         (scoped, scoped_csrf), (admin, admin_csrf) = ui_client(mem, SCOPED), ui_client(mem, ADMIN)
@@ -104,8 +116,9 @@ def test_a_key_scoped_to_another_agent_sees_nothing_of_it(home_with_ana: tuple[M
     refused = ask(scoped, method, path, values, scoped_csrf)
     assert refused in (403, 404), f"{method} {path} answered {refused} to a key scoped to another agent"
     served = ask(admin, method, path, values, admin_csrf)
-    assert served not in (403, 404, 422), f"{method} {path}: the request is not well-formed ({served}); " \
-                                          "add what it needs to REQUESTS"
+    assert served not in (403, 404, 422), (
+        f"{method} {path}: the request is not well-formed ({served}); add what it needs to REQUESTS"
+    )
 
 
 def test_every_route_with_an_agent_in_its_path_takes_it_through_the_scope_dependency() -> None:
@@ -122,7 +135,10 @@ def test_every_route_with_an_agent_in_its_path_takes_it_through_the_scope_depend
             continue
         checked += 1
         direct = [param.name for param in route.dependant.path_params]
-        through = [dep.call for dep in route.dependant.dependencies
-                   if any(param.name == "agent_id" for param in dep.path_params)]
+        through = [
+            dep.call
+            for dep in route.dependant.dependencies
+            if any(param.name == "agent_id" for param in dep.path_params)
+        ]
         assert "agent_id" not in direct and through in ([scoped_agent], [page_agent]), route.path
     assert checked > 30

@@ -43,16 +43,25 @@ def ensure_agent(url: str) -> None:
 
 # examples per (mode, key): the scoped key mostly meets agents it may not see, so it needs fewer
 # (derandomized: the same cases every run; ~45 operations, so tens of requests per route and mode)
-EXAMPLES = {(GenerationMode.POSITIVE, KEY): 10, (GenerationMode.NEGATIVE, KEY): 10,
-            (GenerationMode.POSITIVE, SCOPED_KEY): 7, (GenerationMode.NEGATIVE, SCOPED_KEY): 4}
+EXAMPLES = {
+    (GenerationMode.POSITIVE, KEY): 10,
+    (GenerationMode.NEGATIVE, KEY): 10,
+    (GenerationMode.POSITIVE, SCOPED_KEY): 7,
+    (GenerationMode.NEGATIVE, SCOPED_KEY): 4,
+}
 
 
 def fuzz(operation: Any, mode: GenerationMode, url: str, statuses: Counter[int], key: str) -> None:
     agent_may_be_gone = [True]  # checked before an operation's first case and after each DELETE
 
     @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(max_examples=EXAMPLES[mode, key], deadline=None, suppress_health_check=list(HealthCheck), database=None,
-              derandomize=True)
+    @settings(
+        max_examples=EXAMPLES[mode, key],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        derandomize=True,
+    )
     def check(case: Any) -> None:
         if agent_may_be_gone[0]:
             ensure_agent(url)
@@ -60,8 +69,9 @@ def fuzz(operation: Any, mode: GenerationMode, url: str, statuses: Counter[int],
         if "agent_id" in (case.path_parameters or {}) and len(str(case.path_parameters["agent_id"])) % 2:
             case.path_parameters["agent_id"] = "ana"  # about half the cases reach the real agent
         # judged on status and schema, not latency: the first model check imports litellm (seconds on a busy box)
-        response = case.call_and_validate(base_url=url, headers={"Authorization": f"Bearer {key}"}, checks=CHECKS,
-                                          timeout=60)
+        response = case.call_and_validate(
+            base_url=url, headers={"Authorization": f"Bearer {key}"}, checks=CHECKS, timeout=60
+        )
         statuses[response.status_code] += 1
         if case.media_type == "application/json" and case.body is not None:
             for status in resent_as_hostile_bodies(case, url, key):
@@ -73,8 +83,9 @@ def fuzz(operation: Any, mode: GenerationMode, url: str, statuses: Counter[int],
 def resent_as_hostile_bodies(case: Any, url: str, key: str) -> list[int]:
     """The generated body again, sent chunked (no Content-Length), then nested past the depth limit:
     neither may be a 5xx, and the deep one must be refused."""
-    kwargs = case.as_transport_kwargs(base_url=url, headers={"Authorization": f"Bearer {key}",
-                                                             "content-type": "application/json"})
+    kwargs = case.as_transport_kwargs(
+        base_url=url, headers={"Authorization": f"Bearer {key}", "content-type": "application/json"}
+    )
     try:
         body = json.dumps(kwargs.pop("json")).encode()
     except (KeyError, TypeError):  # not a JSON body after all (negative cases may generate bytes)
@@ -83,8 +94,9 @@ def resent_as_hostile_bodies(case: Any, url: str, key: str) -> list[int]:
     statuses = []
     with httpx.Client(timeout=60) as client:
         for content, refused in ((iter([body[:7], body[7:]]), False), (iter([deep]), True)):
-            response = client.request(kwargs["method"], kwargs["url"], params=kwargs.get("params"),
-                                      headers=kwargs["headers"], content=content)
+            response = client.request(
+                kwargs["method"], kwargs["url"], params=kwargs.get("params"), headers=kwargs["headers"], content=content
+            )
             assert response.status_code < 500, (kwargs["method"], kwargs["url"], response.text)
             assert not refused or response.status_code in {401, 404, 413, 422}, response.text
             statuses.append(response.status_code)
@@ -92,14 +104,17 @@ def resent_as_hostile_bodies(case: Any, url: str, key: str) -> list[int]:
 
 
 # what each (mode, key) run must have met, so it cannot pass without reaching the handlers
-EXPECTED = {(GenerationMode.POSITIVE, KEY): ((200, 201, 204), 50),  # valid requests reached the handlers
-            (GenerationMode.NEGATIVE, KEY): ((422,), 50),  # invalid ones were refused with 4xx
-            (GenerationMode.POSITIVE, SCOPED_KEY): ((404,), 10),  # the scoped key met agents it may not see
-            (GenerationMode.NEGATIVE, SCOPED_KEY): ((404, 422), 10)}
+EXPECTED = {
+    (GenerationMode.POSITIVE, KEY): ((200, 201, 204), 50),  # valid requests reached the handlers
+    (GenerationMode.NEGATIVE, KEY): ((422,), 50),  # invalid ones were refused with 4xx
+    (GenerationMode.POSITIVE, SCOPED_KEY): ((404,), 10),  # the scoped key met agents it may not see
+    (GenerationMode.NEGATIVE, SCOPED_KEY): ((404, 422), 10),
+}
 
 
-@pytest.mark.parametrize(("mode", "key"), list(EXPECTED), ids=["valid-admin", "invalid-admin", "valid-scoped",
-                                                               "invalid-scoped"])
+@pytest.mark.parametrize(
+    ("mode", "key"), list(EXPECTED), ids=["valid-admin", "invalid-admin", "valid-scoped", "invalid-scoped"]
+)
 def test_no_server_error_on_any_generated_request(live_server: Server, mode: GenerationMode, key: str) -> None:
     spec = schemathesis.openapi.from_url(f"{live_server.url}/openapi.json")
     operations = [result.ok() for result in spec.get_all_operations()]

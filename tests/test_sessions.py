@@ -17,8 +17,10 @@ from memvec.index.sessions import SessionTable
 
 DIM = 8
 # (op, record id, session): add with a session (None: no session) or remove
-Ops = st.lists(st.tuples(st.sampled_from(["add", "remove"]), st.integers(0, 30),
-                         st.sampled_from(["s1", "s2", "s3", None])), max_size=80)
+Ops = st.lists(
+    st.tuples(st.sampled_from(["add", "remove"]), st.integers(0, 30), st.sampled_from(["s1", "s2", "s3", None])),
+    max_size=80,
+)
 
 
 def vector_of(record_id: int) -> np.ndarray:
@@ -87,8 +89,11 @@ def test_session_table_round_trips_through_its_file(tmp_path_factory: object, op
     ids = np.array([*sorted(members), 999], dtype=np.int64)
     own = np.arange(len(ids), dtype=np.float32)
     loaded_rows, rows = loaded.rows_for(ids), table.rows_for(ids)
-    np.testing.assert_allclose(loaded.spread(loaded_rows, loaded.vector_means(query, loaded_rows), own),
-                               table.spread(rows, table.vector_means(query, rows), own), rtol=1e-6)
+    np.testing.assert_allclose(
+        loaded.spread(loaded_rows, loaded.vector_means(query, loaded_rows), own),
+        table.spread(rows, table.vector_means(query, rows), own),
+        rtol=1e-6,
+    )
     loaded.add(np.array([1000], dtype=np.int64), ["s9"], vector_of(1000)[None])  # still growable
     assert len(loaded) == len(members) + 1
 
@@ -96,15 +101,30 @@ def test_session_table_round_trips_through_its_file(tmp_path_factory: object, op
 def conversation(agent: str) -> list[NewRecord]:
     """Two sessions; the turn that answers says little by itself, the other session's says more."""
     start = datetime(2024, 3, 1, tzinfo=UTC)
-    turns = {"camping": ["We drove to the lake for a camping trip with the tent.",
-                         "The camping trip had a campfire by the lake every night.",
-                         "My daughter chose when we would go."],
-             "interview": ["I had a job interview at the bank today.",
-                           "The interview panel asked about spreadsheets.",
-                           "My manager picked the date for it."]}
-    return [NewRecord(agent=agent, tier="recall", text=text, role="user", created_at=start + timedelta(hours=i),
-                      citation={"session_id": session, "turn_id": str(i)})
-            for session, texts in turns.items() for i, text in enumerate(texts)]
+    turns = {
+        "camping": [
+            "We drove to the lake for a camping trip with the tent.",
+            "The camping trip had a campfire by the lake every night.",
+            "My daughter chose when we would go.",
+        ],
+        "interview": [
+            "I had a job interview at the bank today.",
+            "The interview panel asked about spreadsheets.",
+            "My manager picked the date for it.",
+        ],
+    }
+    return [
+        NewRecord(
+            agent=agent,
+            tier="recall",
+            text=text,
+            role="user",
+            created_at=start + timedelta(hours=i),
+            citation={"session_id": session, "turn_id": str(i)},
+        )
+        for session, texts in turns.items()
+        for i, text in enumerate(texts)
+    ]
 
 
 def rank_of(home: Path, embedder: Embedder, session_weight: float, query: str) -> dict[str, int]:
@@ -139,6 +159,7 @@ def test_deleting_a_record_updates_its_session_and_survives_reopen(home: Path) -
 
 def test_live_session_scores_equal_a_rebuild_after_deletes_compaction_and_adds(home: Path, tmp_path: Path) -> None:
     """The session part of the fused score, kept up incrementally, equals a from-scratch build."""
+
     def check(mem: Memory) -> None:
         request = SearchRequest(agent="ana", tier="archival", query="note about topic 3", k=20)
         live = [(h.id, round(h.score, 5)) for h in mem.search(request)]
@@ -147,8 +168,15 @@ def test_live_session_scores_equal_a_rebuild_after_deletes_compaction_and_adds(h
         with Memory.open(copy, embedder=HashingEmbedder(64)) as fresh:
             assert live == [(h.id, round(h.score, 5)) for h in fresh.search(request)]
 
-    records = [NewRecord(agent="ana", tier="archival", text=f"note {i} about topic {i % 7}",
-                         citation={"session_id": f"doc{i % 9}"} if i % 5 else {}) for i in range(120)]
+    records = [
+        NewRecord(
+            agent="ana",
+            tier="archival",
+            text=f"note {i} about topic {i % 7}",
+            citation={"session_id": f"doc{i % 9}"} if i % 5 else {},
+        )
+        for i in range(120)
+    ]
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
         ids = [r.record.id for r in mem.insert(records)]
         check(mem)
@@ -160,13 +188,20 @@ def test_live_session_scores_equal_a_rebuild_after_deletes_compaction_and_adds(h
         for record_id in ids[20:70]:  # below 75% live slots: the BM25 index compacts at once
             mem.delete_record("ana", record_id)
         check(mem)
-        mem.insert([NewRecord(agent="ana", tier="archival", text="late note about topic 3",
-                              citation={"session_id": "doc3"})])
+        mem.insert(
+            [NewRecord(agent="ana", tier="archival", text="late note about topic 3", citation={"session_id": "doc3"})]
+        )
         check(mem)
+
+
 def test_a_record_without_a_session_is_not_outranked_for_lacking_one(home: Path) -> None:
-    records = [NewRecord(agent="ana", tier="archival", text="alpha beta"),  # no session
-               *(NewRecord(agent="ana", tier="archival", text=text, citation={"session_id": "s"})
-                 for text in ("alpha gamma", "delta epsilon", "zeta eta"))]
+    records = [
+        NewRecord(agent="ana", tier="archival", text="alpha beta"),  # no session
+        *(
+            NewRecord(agent="ana", tier="archival", text=text, citation={"session_id": "s"})
+            for text in ("alpha gamma", "delta epsilon", "zeta eta")
+        ),
+    ]
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
         mem.insert(records)
         hits = mem.search(SearchRequest(agent="ana", tier="archival", query="alpha", vector_weight=0.0))

@@ -33,7 +33,9 @@ def check_sharing(mem: Memory) -> None:
     bob = mem.core("bob", actor="cli")
     assert bob.get("team").value == "Project: apollo\nDeadline: Friday" and "Deadline: Friday" in bob.render()
     assert [(c.op, c.actor) for c in bob.history("team")] == [
-        ("create", "admin"), ("append", "tool:core_memory_append via ana")]
+        ("create", "admin"),
+        ("append", "tool:core_memory_append via ana"),
+    ]
     assert bob.shared_ids() == {"team": team.id} and mem.core("ana").shared_ids() == {"team": team.id}
     undone = bob.undo("team")  # bob undoes ana's edit: the block's latest change, whoever made it
     assert undone is not None and undone.value == "Project: apollo" == mem.core("ana").get("team").value
@@ -73,7 +75,8 @@ def test_export_and_import_keep_a_shared_block_shared(tmp_path: Path) -> None:
         doc = AgentExport.model_validate_json(mem.export_agent("ana").model_dump_json())
         assert [b.label for b in doc.blocks] == ["persona", "human"]  # the shared one is not a copy of its own
         assert [(s.id, s.value, [c.op for c in s.history]) for s in doc.shared_blocks] == [
-            (team.id, "Project: apollo\nDeadline: Friday", ["create", "append"])]
+            (team.id, "Project: apollo\nDeadline: Friday", ["create", "append"])
+        ]
         mem.import_agent(doc, name="ana2")  # same home: attached to the same block
         assert mem.shared_blocks().get(team.id).agents == ["ana", "ana2"]
         mem.core("ana2").rewrite("team", "Project: gemini")
@@ -137,7 +140,8 @@ def test_a_consolidation_rewrites_a_shared_block_for_every_holder_and_its_undo_t
         memory.shared_blocks().attach(name, team.id)
     message = memory.recall("ana").append("user", "we renamed the project to gemini").record.id
     proposal = ConsolidationProposal.model_validate(
-        {"facts": [], "blocks": [{"label": "team", "value": "Project: gemini", "reason": "renamed"}]})
+        {"facts": [], "blocks": [{"label": "team", "value": "Project: gemini", "reason": "renamed"}]}
+    )
     run = memory.apply_consolidation("ana", proposal, model="scripted/none", through_message=message)
     assert memory.core("bob").get("team").value == "Project: gemini"
     assert memory.core("bob").history("team")[-1].actor == f"consolidation:{run.id}"

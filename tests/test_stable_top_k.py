@@ -14,21 +14,54 @@ from hypothesis import strategies as st
 from memvec import Memory, SearchRequest
 from memvec.embed import HashingEmbedder
 
-SUBJECTS = ["the boat", "my sister", "the garden", "our budget", "the new job", "a marathon", "the vet",
-            "grandma's recipe", "the roof", "a trip to Lisbon", "the piano", "tax forms"]
-VERBS = ["talked about", "worried about", "finally fixed", "planned", "laughed at", "paid for", "forgot",
-         "painted", "booked", "cancelled"]
+SUBJECTS = [
+    "the boat",
+    "my sister",
+    "the garden",
+    "our budget",
+    "the new job",
+    "a marathon",
+    "the vet",
+    "grandma's recipe",
+    "the roof",
+    "a trip to Lisbon",
+    "the piano",
+    "tax forms",
+]
+VERBS = [
+    "talked about",
+    "worried about",
+    "finally fixed",
+    "planned",
+    "laughed at",
+    "paid for",
+    "forgot",
+    "painted",
+    "booked",
+    "cancelled",
+]
 WHEN = ["yesterday", "last week", "in May", "on Sunday", "two months ago", "this morning"]
-QUERIES = ["what did we plan for the trip to Lisbon", "who paid for the roof", "when was the vet booked",
-           "marathon training last week", "grandma's recipe", "piano lessons on Sunday"]
+QUERIES = [
+    "what did we plan for the trip to Lisbon",
+    "who paid for the roof",
+    "when was the vet booked",
+    "marathon training last week",
+    "grandma's recipe",
+    "piano lessons on Sunday",
+]
 
 
 def turns(n: int, seed: int) -> list[tuple[str, str, str]]:
     """(role, session, text): enough records that a pool grown with k would hold more than a fixed one."""
     rng = random.Random(seed)
-    return [(rng.choice(["user", "assistant"]), f"s{i // 12}",
-             f"{rng.choice(SUBJECTS).capitalize()}: we {rng.choice(VERBS)} {rng.choice(SUBJECTS)} "
-             f"{rng.choice(WHEN)}.") for i in range(n)]
+    return [
+        (
+            rng.choice(["user", "assistant"]),
+            f"s{i // 12}",
+            f"{rng.choice(SUBJECTS).capitalize()}: we {rng.choice(VERBS)} {rng.choice(SUBJECTS)} {rng.choice(WHEN)}.",
+        )
+        for i in range(n)
+    ]
 
 
 def fill(mem: Memory, n: int, seed: int) -> None:
@@ -65,11 +98,16 @@ def test_the_ranker_orders_its_depth_and_scores_never_rise(real_memory: Memory) 
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(120, 400), k=st.sampled_from([1, 5, 20, 60]),
-       query=st.sampled_from(QUERIES))
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(120, 400),
+    k=st.sampled_from([1, 5, 20, 60]),
+    query=st.sampled_from(QUERIES),
+)
 @pytest.mark.slow
-def test_any_k_up_to_the_pool_gives_a_prefix_of_the_largest(tmp_path_factory: pytest.TempPathFactory, seed: int,
-                                                           n: int, k: int, query: str) -> None:
+def test_any_k_up_to_the_pool_gives_a_prefix_of_the_largest(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, n: int, k: int, query: str
+) -> None:
     with Memory.open(tmp_path_factory.mktemp("home"), embedder=HashingEmbedder(64)) as mem:
         fill(mem, n, seed)
         for options in SEARCHES[1:]:

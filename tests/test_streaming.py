@@ -34,8 +34,10 @@ def agent_server(tmp_path: Path, llm: ScriptedLLM) -> Iterator[str]:
 
 
 def _script(llm: ScriptedLLM) -> None:
-    llm.script = [Turn(content="I should save this.", calls=[ToolCall("archival_memory_insert", {"content": NOTE})]),
-                  say(ANSWER)]
+    llm.script = [
+        Turn(content="I should save this.", calls=[ToolCall("archival_memory_insert", {"content": NOTE})]),
+        say(ANSWER),
+    ]
 
 
 def _agent(letta: Letta) -> str:
@@ -43,14 +45,23 @@ def _agent(letta: Letta) -> str:
 
 
 def test_streaming_true_gives_each_step_in_order_then_the_stop_reason_and_usage(
-        agent_server: str, llm: ScriptedLLM) -> None:
+    agent_server: str, llm: ScriptedLLM
+) -> None:
     _script(llm)
     with Letta(base_url=agent_server, _strict_response_validation=True) as letta:
         agent = _agent(letta)
         chunks = list(letta.agents.messages.create(agent, input="I like green tea", streaming=True))
         kinds = [c.message_type for c in chunks]
-        assert kinds == ["reasoning_message", "tool_call_message", "tool_return_message", "tool_call_message",
-                         "tool_return_message", "assistant_message", "stop_reason", "usage_statistics"]
+        assert kinds == [
+            "reasoning_message",
+            "tool_call_message",
+            "tool_return_message",
+            "tool_call_message",
+            "tool_return_message",
+            "assistant_message",
+            "stop_reason",
+            "usage_statistics",
+        ]
         assert chunks[1].tool_call.name == "archival_memory_insert"  # type: ignore[union-attr]
         assert chunks[5].content == ANSWER  # type: ignore[union-attr]
         assert chunks[6].stop_reason == "end_turn" and chunks[7].step_count == 2  # type: ignore[union-attr]
@@ -61,7 +72,8 @@ def test_streaming_true_gives_each_step_in_order_then_the_stop_reason_and_usage(
 
 @pytest.mark.slow
 def test_stream_tokens_gives_the_assistant_text_in_pieces_through_litellms_streaming(
-        agent_server: str, llm: ScriptedLLM) -> None:
+    agent_server: str, llm: ScriptedLLM
+) -> None:
     _script(llm)
     with Letta(base_url=agent_server, _strict_response_validation=True) as letta:
         agent = _agent(letta)
@@ -82,14 +94,18 @@ def test_stream_tokens_gives_the_assistant_text_in_pieces_through_litellms_strea
         usage = chunks[-1]  # the provider's counts of its two streamed steps (100 + 10 tokens each)
         assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (200, 20, 220)  # type: ignore
         assert kinds.index("tool_return_message") < kinds.index("assistant_message")
-        listed = [(m.message_type, getattr(m, "content", None)) for m in letta.agents.messages.list(agent, order="asc")
-                  if m.message_type in ("user_message", "assistant_message")]
+        listed = [
+            (m.message_type, getattr(m, "content", None))
+            for m in letta.agents.messages.list(agent, order="asc")
+            if m.message_type in ("user_message", "assistant_message")
+        ]
         assert listed == [("user_message", "I like green tea"), ("assistant_message", ANSWER)]
 
 
 @pytest.mark.slow
 def test_a_provider_failure_mid_stream_is_an_error_event_and_stores_nothing(
-        agent_server: str, llm: ScriptedLLM) -> None:
+    agent_server: str, llm: ScriptedLLM
+) -> None:
     llm.script = [say(ANSWER)]
     llm.fail_stream_after = 3
     with Letta(base_url=agent_server, _strict_response_validation=True, max_retries=0) as letta:
@@ -105,13 +121,18 @@ def test_a_provider_failure_mid_stream_is_an_error_event_and_stores_nothing(
 
 @pytest.mark.slow
 def test_a_client_that_leaves_mid_stream_leaves_a_whole_transcript_and_a_free_agent(
-        agent_server: str, llm: ScriptedLLM) -> None:
+    agent_server: str, llm: ScriptedLLM
+) -> None:
     _script(llm)
     llm.stream_pause_s = 0.05
     with Letta(base_url=agent_server, _strict_response_validation=True) as letta:
         agent = _agent(letta)
-        with httpx.stream("POST", f"{agent_server}/v1/agents/{agent}/messages/stream",
-                          json={"input": "I like green tea", "stream_tokens": True}, timeout=30) as response:
+        with httpx.stream(
+            "POST",
+            f"{agent_server}/v1/agents/{agent}/messages/stream",
+            json={"input": "I like green tea", "stream_tokens": True},
+            timeout=30,
+        ) as response:
             assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
             for line in response.iter_lines():
                 if line.startswith("data:") and "reasoning_message" in line:
@@ -123,10 +144,17 @@ def test_a_client_that_leaves_mid_stream_leaves_a_whole_transcript_and_a_free_ag
         llm.script = [say("Second reply.")]
         again = letta.agents.messages.create(agent, input="still there?")  # the agent was let go
         assert again.messages[-1].content == "Second reply."  # type: ignore[union-attr]
-        said = [(m.message_type, getattr(m, "content", None)) for m in letta.agents.messages.list(agent, order="asc")
-                if m.message_type in ("user_message", "assistant_message")]
-        assert said == [("user_message", "I like green tea"), ("assistant_message", ANSWER),
-                        ("user_message", "still there?"), ("assistant_message", "Second reply.")]
+        said = [
+            (m.message_type, getattr(m, "content", None))
+            for m in letta.agents.messages.list(agent, order="asc")
+            if m.message_type in ("user_message", "assistant_message")
+        ]
+        assert said == [
+            ("user_message", "I like green tea"),
+            ("assistant_message", ANSWER),
+            ("user_message", "still there?"),
+            ("assistant_message", "Second reply."),
+        ]
         assert [p.text for p in letta.agents.passages.list(agent)] == [NOTE], "the reply's write, once"
 
 
@@ -135,17 +163,26 @@ def test_sse_lines_are_json_and_end_with_done(agent_server: str, llm: ScriptedLL
     llm.script = [say("hi")]
     with Letta(base_url=agent_server) as letta:
         agent = _agent(letta)
-    with httpx.stream("POST", f"{agent_server}/v1/agents/{agent}/messages", json={"input": "x", "streaming": True},
-                      timeout=30) as response:
+    with httpx.stream(
+        "POST", f"{agent_server}/v1/agents/{agent}/messages", json={"input": "x", "streaming": True}, timeout=30
+    ) as response:
         assert response.headers["x-accel-buffering"] == "no"
-        events = [line[len("data: "):] for line in response.iter_lines() if line.startswith("data: ")]
+        events = [line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]" and all(isinstance(json.loads(e), dict) for e in events[:-1])
 
 
-@pytest.mark.parametrize(("fragment", "expected"), [
-    ('Hello', ("Hello", False)), ('Hello"', ("Hello", True)), ('say \\"hi', ('say "hi', False)),
-    ('caf\\u00', ("caf", False)), ('caf\\u00e9"}', ("caf\u00e9", True)), ('a\\', ("a", False)), ('', ("", False)),
-])
+@pytest.mark.parametrize(
+    ("fragment", "expected"),
+    [
+        ("Hello", ("Hello", False)),
+        ('Hello"', ("Hello", True)),
+        ('say \\"hi', ('say "hi', False)),
+        ("caf\\u00", ("caf", False)),
+        ('caf\\u00e9"}', ("caf\u00e9", True)),
+        ("a\\", ("a", False)),
+        ("", ("", False)),
+    ],
+)
 def test_a_partial_json_string_decodes_as_far_as_it_is_whole(fragment: str, expected: tuple[str, bool]) -> None:
     assert decoded_prefix(fragment) == expected
 
@@ -171,10 +208,13 @@ def test_behind_nginx_the_first_token_comes_while_the_model_is_still_streaming(t
     if shutil.which("nginx") is None:
         unavailable("Debian's nginx is not installed: `apt-get install -y nginx` (the router tests run it)")
     pause = 0.1
-    with streaming.scripted_server(tmp_path / "home", pause) as url, \
-            streaming.nginx_in_front(url, tmp_path / "nginx") as routed:
-        httpx.post(f"{routed}/v1/agents", json={"name": streaming.AGENT, "model": "scripted/echo"},
-                   timeout=30).raise_for_status()
+    with (
+        streaming.scripted_server(tmp_path / "home", pause) as url,
+        streaming.nginx_in_front(url, tmp_path / "nginx") as routed,
+    ):
+        httpx.post(
+            f"{routed}/v1/agents", json={"name": streaming.AGENT, "model": "scripted/echo"}, timeout=30
+        ).raise_for_status()
         for _ in range(2):
             reply = streaming.streamed_reply(routed)
             assert reply["pieces"] >= 3, reply

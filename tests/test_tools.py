@@ -46,12 +46,14 @@ def test_the_loop_and_the_mcp_server_offer_the_same_schemas(memory: Memory) -> N
 
 def test_both_surfaces_accept_and_refuse_the_same_arguments(memory: Memory) -> None:
     long_session = "s" * 300  # once refused by MCP alone (256), accepted by the core types (2,048)
-    cases = [("archival_memory_insert", {"content": "Ana likes tea", "session_id": long_session}, False),
-             ("archival_memory_search", {"query": "tea", "start_datetime": "2020-01-01"}, False),
-             ("archival_memory_search", {"query": "tea", "start_date": "2020-01-01"}, True),  # not Letta's name
-             ("archival_memory_search", {"query": "tea", "top_k": 51}, True),
-             ("archival_memory_insert", {"content": "x", "tags": [""]}, True),
-             ("core_memory_replace", {"label": "human", "old_content": "", "new_content": "x"}, True)]
+    cases = [
+        ("archival_memory_insert", {"content": "Ana likes tea", "session_id": long_session}, False),
+        ("archival_memory_search", {"query": "tea", "start_datetime": "2020-01-01"}, False),
+        ("archival_memory_search", {"query": "tea", "start_date": "2020-01-01"}, True),  # not Letta's name
+        ("archival_memory_search", {"query": "tea", "top_k": 51}, True),
+        ("archival_memory_insert", {"content": "x", "tags": [""]}, True),
+        ("core_memory_replace", {"label": "human", "old_content": "", "new_content": "x"}, True),
+    ]
     box = ToolBox(memory, "ana", session_id="loop", turn=1)
 
     async def session(client: Any) -> list[bool]:

@@ -42,13 +42,18 @@ def by_name(finished: tuple[ReadableSpan, ...], name: str) -> ReadableSpan:
 
 
 def test_a_search_request_is_one_trace_down_to_the_store(spans: InMemorySpanExporter, tmp_path: Path) -> None:
-    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem, \
-            TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as client:
+    with (
+        Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem,
+        TestClient(create_app(mem, allowed_hosts=frozenset({"testserver"}))) as client,
+    ):
         client.post("/v1/agents", json={"name": "ana"}).raise_for_status()
         client.post("/v1/agents/ana/archival-memory", json={"text": "Ana keeps bees"}).raise_for_status()
         spans.clear()
-        client.get("/v1/agents/ana/archival-memory/search", params={"query": "bees"},
-                   headers={"X-Request-ID": "trace-me", "traceparent": CALLER}).raise_for_status()
+        client.get(
+            "/v1/agents/ana/archival-memory/search",
+            params={"query": "bees"},
+            headers={"X-Request-ID": "trace-me", "traceparent": CALLER},
+        ).raise_for_status()
     finished = spans.get_finished_spans()
     request = by_name(finished, "GET /v1/agents/{agent_id}/archival-memory/search")
     assert request.attributes is not None and request.attributes["http.response.status_code"] == 200
@@ -56,7 +61,10 @@ def test_a_search_request_is_one_trace_down_to_the_store(spans: InMemorySpanExpo
     assert f"{request.context.trace_id:032x}" == CALLER.split("-")[1], "the caller's trace goes on"
     search = by_name(finished, "memvec.search")
     assert search.attributes is not None and dict(search.attributes) == {
-        "memvec.tier": "archival", "memvec.mode": "hybrid", "memvec.k": 10}
+        "memvec.tier": "archival",
+        "memvec.mode": "hybrid",
+        "memvec.k": 10,
+    }
     assert search.parent is not None and search.parent.span_id == request.context.span_id
     for stage in ("memvec.search.embed", "memvec.search.rank"):
         found = by_name(finished, stage)
@@ -71,8 +79,11 @@ def test_an_llm_call_has_its_span(spans: InMemorySpanExporter, llm: ScriptedLLM)
     from memvec.agent.llm import complete
 
     llm.script = [say("hello")]
-    complete("scripted/agent", [{"role": "user", "content": "hi"}],
-             tools=[{"type": "function", "function": {"name": "send_message", "parameters": {"type": "object"}}}])
+    complete(
+        "scripted/agent",
+        [{"role": "user", "content": "hi"}],
+        tools=[{"type": "function", "function": {"name": "send_message", "parameters": {"type": "object"}}}],
+    )
     called = by_name(spans.get_finished_spans(), "memvec.llm.completion")
     assert called.attributes is not None and called.attributes["gen_ai.request.model"] == "scripted/agent"
 

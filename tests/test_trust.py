@@ -26,8 +26,11 @@ def bearer(key: str) -> dict[str, str]:
 
 @pytest.fixture
 def keyed(tmp_path: Path) -> Server:
-    server = Server(tmp_path / "home", keys=f"{ADMIN},{SCOPED}=flood,{OTHER}=quiet",
-                    serve_args=["--header-timeout", "1", "--body-timeout", "1"]).start()
+    server = Server(
+        tmp_path / "home",
+        keys=f"{ADMIN},{SCOPED}=flood,{OTHER}=quiet",
+        serve_args=["--header-timeout", "1", "--body-timeout", "1"],
+    ).start()
     yield server
     server.stop()
 
@@ -75,8 +78,11 @@ def test_a_client_that_sends_its_headers_or_body_too_slowly_gets_408(keyed: Serv
         answer = _read_all(slow)
         assert answer.startswith(b"HTTP/1.1 408") and time.monotonic() - started < 5
     with socket.create_connection(("127.0.0.1", keyed.port), timeout=10) as slow:
-        slow.sendall(b"POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + ADMIN.encode()
-                     + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":")
+        slow.sendall(
+            b"POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+            + ADMIN.encode()
+            + b'\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":'
+        )
         answer = _read_all(slow)
         assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert httpx.get(f"{keyed.url}/v1/agents", headers=bearer(ADMIN)).json() == []
@@ -91,8 +97,12 @@ def _read_all(sock: socket.socket) -> bytes:
 
 @pytest.mark.slow
 def test_a_flood_of_messages_to_one_agent_leaves_another_agents_search_answering(tmp_path: Path) -> None:
-    server = Server(tmp_path / "home", keys=f"{ADMIN},{SCOPED}=flood,{OTHER}=quiet", module="tests.scripted_serve",
-                    env={"MEMVEC_TEST_MODEL_DELAY_S": "0.3"}).start()
+    server = Server(
+        tmp_path / "home",
+        keys=f"{ADMIN},{SCOPED}=flood,{OTHER}=quiet",
+        module="tests.scripted_serve",
+        env={"MEMVEC_TEST_MODEL_DELAY_S": "0.3"},
+    ).start()
     try:
         with httpx.Client(base_url=server.url, headers=bearer(ADMIN), timeout=60) as admin:
             assert admin.post("/v1/agents", json={"name": "flood", "model": "scripted/echo"}).status_code == 201
@@ -102,8 +112,11 @@ def test_a_flood_of_messages_to_one_agent_leaves_another_agents_search_answering
 
         def flood() -> None:
             with httpx.Client(base_url=server.url, headers=bearer(SCOPED), timeout=120) as client:
-                statuses.append(client.post("/v1/agents/flood/messages", json={
-                    "messages": [{"role": "user", "content": "hello"}]}).status_code)
+                statuses.append(
+                    client.post(
+                        "/v1/agents/flood/messages", json={"messages": [{"role": "user", "content": "hello"}]}
+                    ).status_code
+                )
 
         senders = [threading.Thread(target=flood) for _ in range(32)]
         for sender in senders:
@@ -154,8 +167,12 @@ def test_a_forgotten_secret_is_in_no_file_of_the_home_while_serving_and_after_si
             assert api.post("/v1/agents/ana/archival-memory", json={"text": f"{secret} passage {n}"}).status_code == 201
         api.post("/v1/agents/ana/messages", json={"messages": [{"role": "user", "content": f"my {secret}"}]})
         api.post("/v1/agents/ana/archival-memory", json={"text": "something to keep"})
-        ids = [int(p["id"]) for tier in ("archival-memory",) for p in api.get(f"/v1/agents/ana/{tier}").json()
-               if secret in p["text"]]
+        ids = [
+            int(p["id"])
+            for tier in ("archival-memory",)
+            for p in api.get(f"/v1/agents/ana/{tier}").json()
+            if secret in p["text"]
+        ]
         messages = api.get("/v1/agents/ana/messages").json()
         message_ids = [int(m["id"]) for m in messages if secret in m.get("content", "")]
         forgotten = api.post("/v1/agents/ana/forget", json={"ids": ids + message_ids})
@@ -178,8 +195,9 @@ def test_the_sign_in_form_cannot_be_posted_from_another_port_of_the_same_host(ke
         form = browser.get("/ui/login")
         token = form.text.split('name="login_token" value="')[1].split('"')[0]
         other_port = "http://127.0.0.1:1"
-        planted = browser.post("/ui/login", data={"api_key": SCOPED, "login_token": token},
-                               headers={"Origin": other_port})
+        planted = browser.post(
+            "/ui/login", data={"api_key": SCOPED, "login_token": token}, headers={"Origin": other_port}
+        )
         assert planted.status_code == 403 and "session" not in planted.headers.get("set-cookie", "")
         own = browser.post("/ui/login", data={"api_key": SCOPED, "login_token": token}, headers={"Origin": keyed.url})
         assert own.status_code == 303 and "memvec_session" in own.headers["set-cookie"]

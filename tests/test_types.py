@@ -10,23 +10,36 @@ def record(**overrides: object) -> NewRecord:
     return NewRecord.model_validate({"agent": "a", "tier": "archival", "text": "hello", **overrides})
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "text is empty"),
-    ("   \n ", "text is empty"),
-    ("x" * (MAX_TEXT_CHARS + 1), f"the limit is {MAX_TEXT_CHARS}"),
-    ("a\x00b", "NUL"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "text is empty"),
+        ("   \n ", "text is empty"),
+        ("x" * (MAX_TEXT_CHARS + 1), f"the limit is {MAX_TEXT_CHARS}"),
+        ("a\x00b", "NUL"),
+    ],
+)
 def test_bad_text_is_rejected_with_a_clear_message(text: str, message: str) -> None:
     with pytest.raises(ValidationError) as info:
         record(text=text)
     assert message in describe_validation_error(info.value)
 
 
-@pytest.mark.parametrize("overrides", [
-    {"agent": "has space"}, {"agent": "../etc"}, {"agent": ""}, {"tier": "core"},
-    {"tags": [""]}, {"tags": ["x" * 65]}, {"tags": [f"t{i}" for i in range(33)]},
-    {"citation": {"session_id": ""}}, {"citation": {"unknown": "x"}}, {"surprise": 1},
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"agent": "has space"},
+        {"agent": "../etc"},
+        {"agent": ""},
+        {"tier": "core"},
+        {"tags": [""]},
+        {"tags": ["x" * 65]},
+        {"tags": [f"t{i}" for i in range(33)]},
+        {"citation": {"session_id": ""}},
+        {"citation": {"unknown": "x"}},
+        {"surprise": 1},
+    ],
+)
 def test_malformed_records_are_rejected(overrides: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         record(**overrides)

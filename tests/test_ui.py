@@ -32,8 +32,13 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
     with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64)) as mem:
         for name in ("alice", "bob"):
             mem.create_agent(AgentSettings(name=name))
-        mem.archival("alice").insert("<script>alert(1)</script> tomatoes <b>bold</b>", tags=["garden"],
-                                     session_id="s1", turn_id="t9", source_url="javascript:alert(3)")
+        mem.archival("alice").insert(
+            "<script>alert(1)</script> tomatoes <b>bold</b>",
+            tags=["garden"],
+            session_id="s1",
+            turn_id="t9",
+            source_url="javascript:alert(3)",
+        )
         mem.archival("bob").insert("Bob keeps bees.")
         yield mem
 
@@ -66,8 +71,10 @@ def test_pages_need_a_session_and_sign_in_sets_a_strict_http_only_cookie(memory:
     assert refused.status_code == 403 and "memvec_session" not in refused.headers.get("set-cookie", "")
     wrong = anonymous.post("/ui/login", data={"api_key": "not-a-key-000", "login_token": csrf_login(refused.text)})
     assert wrong.status_code == 401 and "memvec_session" not in wrong.headers.get("set-cookie", "")
-    signed = anonymous.post("/ui/login", data={"api_key": ADMIN, "login_token": csrf_login(wrong.text),
-                                                "next_page": "https://evil.example/steal"})
+    signed = anonymous.post(
+        "/ui/login",
+        data={"api_key": ADMIN, "login_token": csrf_login(wrong.text), "next_page": "https://evil.example/steal"},
+    )
     assert signed.headers["location"] == "/ui/agents"  # never sent to another site
     cookie = session_cookie(signed)
     assert cookie.startswith("memvec_session=v1.") and "; HttpOnly" in cookie and "; SameSite=strict" in cookie
@@ -104,9 +111,14 @@ def test_forged_expired_or_revoked_sessions_are_refused() -> None:
     good = session.issue(ADMIN)
     assert session.read(KEYS, good) is not None
     version, nonce, expires, owner, signature = good.split(".")
-    forged = [f"{version}.{nonce}.{int(expires) + 999}.{owner}.{signature}",  # a longer life, same signature
-              f"{version}.{nonce}.{expires}.{session.fingerprint(SCOPED)}.{signature}",  # another key's name
-              good[:-2] + ("AA" if not good.endswith("AA") else "BB"), "v1.a.b.c", "", "open"]
+    forged = [
+        f"{version}.{nonce}.{int(expires) + 999}.{owner}.{signature}",  # a longer life, same signature
+        f"{version}.{nonce}.{expires}.{session.fingerprint(SCOPED)}.{signature}",  # another key's name
+        good[:-2] + ("AA" if not good.endswith("AA") else "BB"),
+        "v1.a.b.c",
+        "",
+        "open",
+    ]
     assert [session.read(KEYS, cookie) for cookie in forged] == [None] * len(forged)
     assert session.read(KEYS, session.issue(ADMIN, now=time.time() - session.SESSION_SECONDS - 1)) is None
     assert session.read(KeyRing.parse([("other", "another-key-000001")]), good) is None  # the key was removed
@@ -118,9 +130,16 @@ def test_a_scoped_key_sees_and_touches_only_its_agents(memory: Memory) -> None:
     client = browser(memory, key=SCOPED)
     listing = client.get("/ui/agents").text
     assert 'href="/ui/agents/bob"' in listing and "/ui/agents/alice" not in listing
-    for path in ("/ui/agents/alice", "/ui/agents/alice/recall", "/ui/agents/alice/archival",
-                 "/ui/agents/alice/archival/1", "/ui/agents/alice/search?q=tomatoes", "/ui/agents/alice/export",
-                 "/ui/agents/alice/consolidations", "/ui/agents/alice/blocks/human/history"):
+    for path in (
+        "/ui/agents/alice",
+        "/ui/agents/alice/recall",
+        "/ui/agents/alice/archival",
+        "/ui/agents/alice/archival/1",
+        "/ui/agents/alice/search?q=tomatoes",
+        "/ui/agents/alice/export",
+        "/ui/agents/alice/consolidations",
+        "/ui/agents/alice/blocks/human/history",
+    ):
         response = client.get(path)
         assert response.status_code == 404 and "tomatoes" not in response.text, path
     token = csrf_of(client.get("/ui/agents/bob").text)
@@ -136,8 +155,13 @@ def test_every_form_without_its_token_changes_nothing(memory: Memory) -> None:
     client = browser(memory)
     token = csrf_of(client.get("/ui/agents/alice").text)
     export = json.dumps(memory.export_agent("bob").model_dump(mode="json")).encode()
-    forms = [("/ui/agents/alice/blocks/human", {"value": "pwned"}), ("/ui/agents/alice/archival/1/delete", {}),
-             ("/ui/agents", {"name": "carol"}), ("/ui/health/verify", {}), ("/ui/logout", {})]
+    forms = [
+        ("/ui/agents/alice/blocks/human", {"value": "pwned"}),
+        ("/ui/agents/alice/archival/1/delete", {}),
+        ("/ui/agents", {"name": "carol"}),
+        ("/ui/health/verify", {}),
+        ("/ui/logout", {}),
+    ]
     another_session = csrf_of(browser(memory).get("/ui/health").text)  # same key, another browser's session
     for path, data in forms:
         for wrong in ({}, {"csrf_token": "x" * len(token)}, {"csrf_token": another_session}):
@@ -166,8 +190,9 @@ def test_forms_with_their_token_create_edit_import_and_delete(memory: Memory) ->
     assert memory.core("alice").get("human").value == "Line one\nLine two"
     export = client.get("/ui/agents/bob/export")
     assert export.headers["content-disposition"] == 'attachment; filename="bob.memvec.json"'
-    imported = client.post("/ui/agents/import", data={"name": "bob2", "csrf_token": token},
-                           files={"file": ("bob.json", export.content)})
+    imported = client.post(
+        "/ui/agents/import", data={"name": "bob2", "csrf_token": token}, files={"file": ("bob.json", export.content)}
+    )
     assert imported.status_code == 303 and imported.headers["location"] == "/ui/agents/bob2"
     assert [r.text for r in memory.archival("bob2").list()] == ["Bob keeps bees."]
     garbage = client.post("/ui/agents/import", data={"csrf_token": token}, files={"file": ("x.af", b"{not json")})
@@ -224,27 +249,48 @@ def test_listings_page_and_group_and_health_verifies(memory: Memory) -> None:
     assert "tomatoes" in tagged and "tomatoes" not in client.get("/ui/agents/alice/archival?tag=other").text
     health = client.get("/ui/health")
     assert "reachable" in health.text and "built in" in health.text  # the fake embedder has no backend
-    assert re.search(r"<td>alice</a></td><td>archival</td><td class=\"num\">1</td>", health.text.replace(
-        '<td><a href="/ui/agents/alice">', "<td>"))
+    assert re.search(
+        r"<td>alice</a></td><td>archival</td><td class=\"num\">1</td>",
+        health.text.replace('<td><a href="/ui/agents/alice">', "<td>"),
+    )
     verified = client.post("/ui/health/verify", data={"csrf_token": csrf_of(health.text)})
     assert "every saved index agrees with the store" in verified.text
 
 
 def hit(record_id: int, score: float, session_id: str | None, **scores: float) -> Hit:
-    return Hit(id=record_id, agent="a", tier=Tier.ARCHIVAL, text="t", created_at="2025-01-01T00:00:00Z",
-               citation=Citation(session_id=session_id), score=score, scores=MethodScores(**scores))
+    return Hit(
+        id=record_id,
+        agent="a",
+        tier=Tier.ARCHIVAL,
+        text="t",
+        created_at="2025-01-01T00:00:00Z",
+        citation=Citation(session_id=session_id),
+        score=score,
+        scores=MethodScores(**scores),
+    )
 
 
 def test_score_bars_show_each_part_on_its_scale() -> None:
-    hits = [hit(1, 0.9, "s1", vector=0.8, bm25=4.0, session_vector=0.5, session_bm25=2.0),
-            hit(2, 0.4, None, vector=-0.1, bm25=1.0, session_vector=-0.1, session_bm25=1.0)]
+    hits = [
+        hit(1, 0.9, "s1", vector=0.8, bm25=4.0, session_vector=0.5, session_bm25=2.0),
+        hit(2, 0.4, None, vector=-0.1, bm25=1.0, session_vector=-0.1, session_bm25=1.0),
+    ]
     bars = [{bar.name: (bar.value, round(bar.length, 3)) for bar in row} for row in score_bars(hits)]
-    assert bars[0] == {"vector": (0.8, 0.8), "BM25": (4.0, 1.0), "session (vector)": (0.5, 0.5),
-                       "session (BM25)": (2.0, 1.0), "fused": (0.9, 1.0)}
+    assert bars[0] == {
+        "vector": (0.8, 0.8),
+        "BM25": (4.0, 1.0),
+        "session (vector)": (0.5, 0.5),
+        "session (BM25)": (2.0, 1.0),
+        "fused": (0.9, 1.0),
+    }
     # no session: its own scores would only repeat; a negative cosine is an empty bar; the fused score is the hit's
     assert bars[1] == {"vector": (-0.1, 0.0), "BM25": (1.0, 0.25), "fused": (0.4, 0.444)}
-    reranked = score_bars([hit(1, 2.0, None, vector=0.5, bm25=1.0, fused=0.7, ranker=2.0),
-                           hit(2, -1.0, None, vector=0.4, bm25=1.0, fused=0.9, ranker=-1.0)])
+    reranked = score_bars(
+        [
+            hit(1, 2.0, None, vector=0.5, bm25=1.0, fused=0.7, ranker=2.0),
+            hit(2, -1.0, None, vector=0.4, bm25=1.0, fused=0.9, ranker=-1.0),
+        ]
+    )
     assert [round(bar.length, 3) for bar in reranked[1] if bar.name == "ranker"] == [0.0]
     assert [bar.value for bar in reranked[0] if bar.name == "fused"] == [0.7]
 
@@ -265,8 +311,11 @@ def test_a_letta_agent_file_uploads_through_the_import_form(memory: Memory) -> N
     require_data(path)
     client = browser(memory)
     token = csrf_of(client.get("/ui/agents").text)
-    imported = client.post("/ui/agents/import", data={"name": "from-letta", "csrf_token": token},
-                           files={"file": (path.name, path.read_bytes())})
+    imported = client.post(
+        "/ui/agents/import",
+        data={"name": "from-letta", "csrf_token": token},
+        files={"file": (path.name, path.read_bytes())},
+    )
     assert imported.status_code == 303 and imported.headers["location"] == "/ui/agents/from-letta"
     page = client.get("/ui/agents/from-letta").text
     assert 'id="block-persona"' in page and 'id="block-human"' in page
@@ -284,8 +333,12 @@ def test_signing_out_ends_the_session_on_every_server_of_the_store(memory: Memor
     assert client.post("/ui/logout", data={"csrf_token": csrf.group(1)}).status_code == 303
     with Memory.open(memory.home, embedder=HashingEmbedder(64)) as other:
         for app_memory in (memory, other):
-            copied = TestClient(create_app(app_memory, KEYS), follow_redirects=False, base_url="http://localhost",
-                                cookies={"memvec_session": cookie})
+            copied = TestClient(
+                create_app(app_memory, KEYS),
+                follow_redirects=False,
+                base_url="http://localhost",
+                cookies={"memvec_session": cookie},
+            )
             answer = copied.get("/ui/agents")
             assert answer.status_code in (302, 303, 307) and "/ui/login" in answer.headers["location"]
 

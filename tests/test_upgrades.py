@@ -28,9 +28,11 @@ def home_at_schema(home: Path, version: int) -> Path:
             db.execute(statement)
         db.execute("INSERT INTO schema_migrations VALUES (?, '2026-11-29T00:00:00Z')", (number,))
     # schema 1's columns: every later migration must carry such a row forward
-    db.execute("INSERT INTO records (agent, tier, text, dedup_key, tags, created_at) VALUES "
-               "('ana', 'archival', 'Ana keeps bees in Lisbon', 'ana keeps bees in lisbon', '[\"home\"]', "
-               "'2024-05-07T10:00:00Z')")
+    db.execute(
+        "INSERT INTO records (agent, tier, text, dedup_key, tags, created_at) VALUES "
+        "('ana', 'archival', 'Ana keeps bees in Lisbon', 'ana keeps bees in lisbon', '[\"home\"]', "
+        "'2024-05-07T10:00:00Z')"
+    )
     db.execute("INSERT INTO record_tags VALUES (1, 'home')")
     db.execute("INSERT INTO changes (agent, tier, record_id, op) VALUES ('ana', 'archival', 1, 'add')")
     db.commit()
@@ -40,7 +42,8 @@ def home_at_schema(home: Path, version: int) -> Path:
 
 @pytest.mark.parametrize("version", [1, 4, LATEST_VERSION - 1])
 def test_an_older_home_is_migrated_with_a_word_and_keeps_its_records(
-        tmp_path: Path, version: int, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, version: int, caplog: pytest.LogCaptureFixture
+) -> None:
     home = home_at_schema(tmp_path / "home", version)
     caplog.set_level(logging.WARNING, logger="memvec.store")
     with Memory.open(home, model="hash:64") as mem:
@@ -86,7 +89,8 @@ def age_index_files(directory: Path, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["manifest", "bm25 file"])
 def test_index_files_of_an_older_format_are_reported_then_rebuilt_on_open(
-        tmp_path: Path, how: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, how: str, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     home = tmp_path / "home"
     with Memory.open(home, model="hash:64") as mem:
         mem.archival("ana").insert("Ana keeps bees in Lisbon")
@@ -108,14 +112,17 @@ def schema_versions(home: Path) -> set[int]:
 
 
 def test_upgrade_dry_run_says_what_it_would_apply_and_changes_nothing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = home_at_schema(tmp_path / "home", LATEST_VERSION - 2)
     base = ["--home", str(home), "--model", "hash:64", "upgrade"]
     capsys.readouterr()
     assert run(cli, [*base, "--dry-run"]) == 0
     said = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in said] == [f"would apply schema {LATEST_VERSION - 1}",
-                                                      f"would apply schema {LATEST_VERSION}"]
+    assert [line.split(":")[0] for line in said] == [
+        f"would apply schema {LATEST_VERSION - 1}",
+        f"would apply schema {LATEST_VERSION}",
+    ]
     assert all(len(line.split(": ", 1)[1]) > 10 for line in said), "each step says what it adds"
     assert schema_versions(home) == set(range(1, LATEST_VERSION - 1))
     assert run(cli, base) == 0

@@ -53,8 +53,10 @@ def test_hnsw_recall_against_brute_force_is_at_least_095() -> None:
     assert hnsw_recall(index, data, ids, queries, 10) >= 0.95
 
 
-@pytest.mark.parametrize(("kind", "floor", "bytes_saved"), [
-    ("flat-fp16", 0.99, 2), ("hnsw-fp16", 0.95, 2), ("flat-sq8", 0.95, 3), ("hnsw-sq8", 0.95, 3)])
+@pytest.mark.parametrize(
+    ("kind", "floor", "bytes_saved"),
+    [("flat-fp16", 0.99, 2), ("hnsw-fp16", 0.95, 2), ("flat-sq8", 0.95, 3), ("hnsw-sq8", 0.95, 3)],
+)
 @pytest.mark.slow
 def test_compact_recall_against_exact_float32(kind: str, floor: float, bytes_saved: int) -> None:
     """Half (fp16) or a quarter (sq8) of the memory per vector, and the top 10 still agrees with

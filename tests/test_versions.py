@@ -87,15 +87,26 @@ def test_only_the_current_version_can_be_updated(memory: Memory) -> None:
     assert archival.count() == 4 and archival.get(ramen).superseded_by is None
     back = archival.update(third, "Ana lives in Lisbon.").record  # an old text may come back as a new version
     assert back.id not in (first, second, third) and [v.text for v in archival.history(back.id)][::3] == [
-        "Ana lives in Lisbon.", "Ana lives in Lisbon."]
+        "Ana lives in Lisbon.",
+        "Ana lives in Lisbon.",
+    ]
     assert archival.insert("Ana lives in Lisbon.").created is False  # and is the current copy again
 
 
 def test_supersedes_on_insert_is_an_update(memory: Memory) -> None:
     archival = memory.archival("ana")
     old = archival.insert("The office is on floor 3.", valid_from=day(2020)).record
-    new = memory.insert([NewRecord(agent="ana", tier=Tier.ARCHIVAL, text="The office is on floor 5.",
-                                   supersedes=old.id, valid_from=day(2024))])[0].record
+    new = memory.insert(
+        [
+            NewRecord(
+                agent="ana",
+                tier=Tier.ARCHIVAL,
+                text="The office is on floor 5.",
+                supersedes=old.id,
+                valid_from=day(2024),
+            )
+        ]
+    )[0].record
     assert new.supersedes == old.id and archival.get(old.id).valid_to == day(2024)
     assert [h.text for h in archival.search("office floor")] == ["The office is on floor 5."]
     with pytest.raises(NotFoundError):  # a recall id is not an archival passage
@@ -111,7 +122,8 @@ def test_record_time_and_event_time_filter_apart(memory: Memory) -> None:
     assert [h.text for h in archival.search("where Ana works", as_of=day(2016))] == ["Ana works at Acme."]
     assert archival.search("where Ana works", as_of=day(2016), end=day(2024, 1)) == []
     assert [h.text for h in archival.search("where Ana works", as_of=day(2016), start=day(2024, 1))] == [
-        "Ana works at Acme."]
+        "Ana works at Acme."
+    ]
 
 
 def test_delete_and_forget_take_every_version(tmp_path: Path) -> None:
@@ -139,18 +151,42 @@ def test_update_and_history_on_the_command_line(tmp_path: Path) -> None:
     def run_cli(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
         return run_memvec("--model", "hash:64", *args, **kwargs)  # type: ignore[arg-type]
 
-    added = json.loads(run_cli("add", "Ana lives in Lisbon.", "--agent", "ana", "--tier", "archival",
-                               "--valid-from", "2019-01-01", "--json", home=home).stdout)
-    updated = json.loads(run_cli("update", str(added["id"]), "Ana lives in Berlin.", "--agent", "ana",
-                                 "--valid-from", "2021-01-01", "--json", home=home).stdout)
+    added = json.loads(
+        run_cli(
+            "add",
+            "Ana lives in Lisbon.",
+            "--agent",
+            "ana",
+            "--tier",
+            "archival",
+            "--valid-from",
+            "2019-01-01",
+            "--json",
+            home=home,
+        ).stdout
+    )
+    updated = json.loads(
+        run_cli(
+            "update",
+            str(added["id"]),
+            "Ana lives in Berlin.",
+            "--agent",
+            "ana",
+            "--valid-from",
+            "2021-01-01",
+            "--json",
+            home=home,
+        ).stdout
+    )
     assert updated["supersedes"] == added["id"] and updated["valid_from"].startswith("2021-01-01")
     shown = run_cli("history", str(updated["id"]), "--agent", "ana", home=home).stdout
     assert "Lisbon" in shown.splitlines()[0] and ".. 2021-01-01" in shown.splitlines()[0]
     assert "Berlin" in shown.splitlines()[1] and ".. now" in shown.splitlines()[1]
 
     def search(*extra: str) -> list[str]:
-        out = run_cli("search", "where does Ana live", "--agent", "ana", "--tier", "archival", "--json", *extra,
-                      home=home).stdout
+        out = run_cli(
+            "search", "where does Ana live", "--agent", "ana", "--tier", "archival", "--json", *extra, home=home
+        ).stdout
         return [h["text"] for h in json.loads(out)]
 
     assert search() == ["Ana lives in Berlin."]
@@ -164,17 +200,29 @@ def test_patch_in_lettas_shape_and_history_over_http(memory: Memory) -> None:
     headers = {"Authorization": "Bearer admin-key-0123456789"}
     base = "/v1/agents/ana/archival-memory"
     assert client.post("/v1/agents", json={"name": "ana"}, headers=headers).status_code == 201
-    made = client.post(base, json={"text": "Ana lives in Lisbon.", "tags": ["home"],
-                                   "valid_from": "2019-01-01T00:00:00Z"}, headers=headers).json()[0]
-    patched = client.patch(f"{base}/{made['id']}", json={"text": "Ana lives in Berlin.",
-                                                          "valid_from": "2021-01-01T00:00:00Z",
-                                                          "citation": {"source_url": "https://chat.example/7"}},
-                           headers=headers)
+    made = client.post(
+        base,
+        json={"text": "Ana lives in Lisbon.", "tags": ["home"], "valid_from": "2019-01-01T00:00:00Z"},
+        headers=headers,
+    ).json()[0]
+    patched = client.patch(
+        f"{base}/{made['id']}",
+        json={
+            "text": "Ana lives in Berlin.",
+            "valid_from": "2021-01-01T00:00:00Z",
+            "citation": {"source_url": "https://chat.example/7"},
+        },
+        headers=headers,
+    )
     assert patched.status_code == 200
     new = patched.json()[0]
     assert new["supersedes"] == made["id"] and new["tags"] == ["home"]
-    assert new["citation"] == {"session_id": None, "turn_id": None, "source_url": "https://chat.example/7",
-                               "document": None}
+    assert new["citation"] == {
+        "session_id": None,
+        "turn_id": None,
+        "source_url": "https://chat.example/7",
+        "document": None,
+    }
     again = client.patch(f"{base}/{made['id']}", json={"text": "Ana lives in Rome."}, headers=headers)
     assert again.status_code == 409 and again.json()["error"] == "version_conflict"
     assert client.patch(f"{base}/424242", json={"text": "x"}, headers=headers).status_code == 404
@@ -184,8 +232,9 @@ def test_patch_in_lettas_shape_and_history_over_http(memory: Memory) -> None:
     assert history[0]["superseded_by"] == new["id"] and history[0]["valid_to"].startswith("2021-01-01")
     search = client.get(f"{base}/search", params={"query": "where Ana lives"}, headers=headers).json()
     assert [r["content"] for r in search["results"]] == ["Ana lives in Berlin."]
-    then = client.get(f"{base}/search", params={"query": "where Ana lives", "as_of": "2020-01-01T00:00:00Z"},
-                      headers=headers).json()
+    then = client.get(
+        f"{base}/search", params={"query": "where Ana lives", "as_of": "2020-01-01T00:00:00Z"}, headers=headers
+    ).json()
     assert [r["content"] for r in then["results"]] == ["Ana lives in Lisbon."]
     assert [p["text"] for p in client.get(base, headers=headers).json()] == ["Ana lives in Berlin."]
 
@@ -231,8 +280,23 @@ def every_version(mem: Memory, agent: str) -> list[tuple[Any, ...]]:
     for tier in Tier:
         records = sorted(store.get(agent, [int(i) for i in store.ids(agent, tier)]), key=lambda r: r.id)
         texts = {r.id: r.text for r in records}
-        rows += [(tier, r.text, r.role, r.tags, r.citation, r.created_at, r.expires_at, r.valid_from, r.valid_to,
-                  r.untrusted, texts.get(r.supersedes or 0), texts.get(r.superseded_by or 0)) for r in records]
+        rows += [
+            (
+                tier,
+                r.text,
+                r.role,
+                r.tags,
+                r.citation,
+                r.created_at,
+                r.expires_at,
+                r.valid_from,
+                r.valid_to,
+                r.untrusted,
+                texts.get(r.supersedes or 0),
+                texts.get(r.superseded_by or 0),
+            )
+            for r in records
+        ]
     return rows
 
 
@@ -240,17 +304,23 @@ def test_an_export_carries_every_version_and_an_import_restores_them_linked(memo
     from datetime import timedelta
 
     moves(memory)
-    memory.archival("ana").insert("The offer held until last week.", valid_from=datetime.now(UTC) - timedelta(days=14),
-                                  valid_to=datetime.now(UTC) - timedelta(days=7))
+    memory.archival("ana").insert(
+        "The offer held until last week.",
+        valid_from=datetime.now(UTC) - timedelta(days=14),
+        valid_to=datetime.now(UTC) - timedelta(days=7),
+    )
     memory.recall("ana").append("user", "I moved to Oslo", session_id="s1", turn_id=3)
     doc = memory.export_agent("ana")
     assert doc.version == 2 and len(doc.passages) == 5  # three versions of one passage, an ended one, another
     memory.import_agent(doc, name="ana-copy")
     assert every_version(memory, "ana-copy") == every_version(memory, "ana")
     assert [h.text for h in memory.archival("ana-copy").search("where Ana lives", as_of=day(2022))][:1] == [
-        "Ana lives in Berlin."]
-    assert [r.text for r in memory.archival("ana-copy").list()] == ["Ana's favourite food is ramen.",
-                                                                    "Ana lives in Oslo."]
+        "Ana lives in Berlin."
+    ]
+    assert [r.text for r in memory.archival("ana-copy").list()] == [
+        "Ana's favourite food is ramen.",
+        "Ana lives in Oslo.",
+    ]
 
 
 @pytest.mark.slow
@@ -266,11 +336,11 @@ def test_a_version_leaves_search_when_its_valid_to_passes(memory: Memory) -> Non
     time.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds()) + 0.05)
     assert archival.search("offer tonight", mode="bm25") == []  # nothing was written meanwhile
     assert [h.text for h in archival.search("offer tonight", mode="bm25", as_of=soon - timedelta(seconds=0.5))] == [
-        "The offer holds until tonight."]
+        "The offer holds until tonight."
+    ]
 
 
-def test_a_new_version_keeps_the_deadline_unless_it_sets_one_and_cannot_begin_before_the_old(
-        memory: Memory) -> None:
+def test_a_new_version_keeps_the_deadline_unless_it_sets_one_and_cannot_begin_before_the_old(memory: Memory) -> None:
     from datetime import timedelta
 
     from memvec.errors import InvalidInputError
@@ -297,13 +367,18 @@ def test_patch_takes_a_deadline_and_refuses_an_interval_that_would_invert(memory
     headers = {"Authorization": "Bearer admin-key-0123456789"}
     base = "/v1/agents/ana/archival-memory"
     assert client.post("/v1/agents", json={"name": "ana"}, headers=headers).status_code == 201
-    made = client.post(base, json={"text": "Trial ends soon.", "expires_at": "2999-01-01T00:00:00Z",
-                                   "valid_from": "2021-01-01T00:00:00Z"}, headers=headers).json()[0]
+    made = client.post(
+        base,
+        json={"text": "Trial ends soon.", "expires_at": "2999-01-01T00:00:00Z", "valid_from": "2021-01-01T00:00:00Z"},
+        headers=headers,
+    ).json()[0]
     kept = client.patch(f"{base}/{made['id']}", json={"text": "Trial ends very soon."}, headers=headers).json()[0]
     assert kept["expires_at"].startswith("2999-01-01")
-    moved = client.patch(f"{base}/{kept['id']}", json={"text": "Trial extended.",
-                                                        "expires_at": "3000-01-01T00:00:00Z"}, headers=headers)
+    moved = client.patch(
+        f"{base}/{kept['id']}", json={"text": "Trial extended.", "expires_at": "3000-01-01T00:00:00Z"}, headers=headers
+    )
     assert moved.status_code == 200 and moved.json()[0]["expires_at"].startswith("3000-01-01")
-    early = client.patch(f"{base}/{moved.json()[0]['id']}", json={"text": "x", "valid_from": "2020-01-01T00:00:00Z"},
-                         headers=headers)
+    early = client.patch(
+        f"{base}/{moved.json()[0]['id']}", json={"text": "x", "valid_from": "2020-01-01T00:00:00Z"}, headers=headers
+    )
     assert early.status_code == 400 and "before the current version's" in early.json()["detail"]

@@ -73,8 +73,11 @@ def test_each_expression_names_its_period(question: str, expected: tuple[str, st
 
 def test_a_search_keeps_the_period_its_query_names_when_asked(memory: Memory) -> None:
     recall = memory.recall("ana")
-    for day, text in ((14, "I had green tea with lunch"), (10, "I had black tea at the station"),
-                      (1, "I had mint tea at home")):
+    for day, text in (
+        (14, "I had green tea with lunch"),
+        (10, "I had black tea at the station"),
+        (1, "I had mint tea at home"),
+    ):
         recall.append("user", text, created_at=datetime(2024, 5, day, 12, tzinfo=UTC))
     asked = "what tea did I have yesterday?"
     everything = [h.text for h in recall.search(asked, k=5)]
@@ -83,8 +86,14 @@ def test_a_search_keeps_the_period_its_query_names_when_asked(memory: Memory) ->
     assert [h.text for h in dated] == ["I had green tea with lunch"]
     last_week = recall.search("tea last week", k=5, dates_in_query=True, reference_time=REFERENCE)
     assert [h.text for h in last_week] == ["I had black tea at the station"]
-    outside = recall.search(asked, k=5, dates_in_query=True, reference_time=REFERENCE,
-                            start=datetime(2024, 5, 1, tzinfo=UTC), end=datetime(2024, 5, 2, tzinfo=UTC))
+    outside = recall.search(
+        asked,
+        k=5,
+        dates_in_query=True,
+        reference_time=REFERENCE,
+        start=datetime(2024, 5, 1, tzinfo=UTC),
+        end=datetime(2024, 5, 2, tzinfo=UTC),
+    )
     assert outside == []  # yesterday is outside the range given: nothing can match
     undated = recall.search("which tea did I have?", k=5, dates_in_query=True, reference_time=REFERENCE)
     assert len(undated) == 3  # a query naming no period is not filtered
@@ -94,8 +103,11 @@ def test_over_http_both_searches_take_dates_in_query(memory: Memory) -> None:
     memory.archival("ana").insert("Booked the dentist", created_at=datetime(2024, 5, 14, 9, tzinfo=UTC))
     memory.archival("ana").insert("Booked the plumber", created_at=datetime(2024, 4, 2, 9, tzinfo=UTC))
     with TestClient(create_app(memory), base_url="http://localhost") as api:
-        params = {"query": "what did I book last month", "dates_in_query": "true",
-                  "reference_time": REFERENCE.isoformat()}
+        params = {
+            "query": "what did I book last month",
+            "dates_in_query": "true",
+            "reference_time": REFERENCE.isoformat(),
+        }
         found = api.get("/v1/agents/ana/archival-memory/search", params=params).json()
         assert [r["content"] for r in found["results"]] == ["Booked the plumber"]
         recall = api.get("/v1/agents/ana/recall-memory/search", params=params)
@@ -104,11 +116,25 @@ def test_over_http_both_searches_take_dates_in_query(memory: Memory) -> None:
 
 def test_the_command_line_takes_dates_in_query(tmp_path: Path) -> None:
     home, lines = tmp_path / "home", tmp_path / "turns.jsonl"
-    turns = [("2024-05-14T09:00:00Z", "walked the dog in the park"),
-             ("2024-03-02T09:00:00Z", "walked the dog on the beach")]
+    turns = [
+        ("2024-05-14T09:00:00Z", "walked the dog in the park"),
+        ("2024-03-02T09:00:00Z", "walked the dog on the beach"),
+    ]
     lines.write_text("".join(json.dumps({"text": t, "role": "user", "created_at": w}) + "\n" for w, t in turns))
     run_cli("--model", "hash:64", "ingest", str(lines), "--agent", "ana", "--tier", "recall", home=home)
-    found = run_cli("--model", "hash:64", "search", "where did I walk the dog yesterday", "--agent", "ana",
-                    "--tier", "recall", "--dates-in-query", "--reference-time", "2024-05-15T14:00:00Z", "--json",
-                    home=home)
+    found = run_cli(
+        "--model",
+        "hash:64",
+        "search",
+        "where did I walk the dog yesterday",
+        "--agent",
+        "ana",
+        "--tier",
+        "recall",
+        "--dates-in-query",
+        "--reference-time",
+        "2024-05-15T14:00:00Z",
+        "--json",
+        home=home,
+    )
     assert [hit["text"] for hit in json.loads(found.stdout)] == ["walked the dog in the park"]

@@ -27,17 +27,29 @@ MAX_RELATED = 40
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
-def consolidate(memory: Memory, agent: str, *, model: str | None = None, max_messages: int = MAX_MESSAGES,
-                timeout: float | None = None) -> ConsolidationRun | None:
+def consolidate(
+    memory: Memory,
+    agent: str,
+    *,
+    model: str | None = None,
+    max_messages: int = MAX_MESSAGES,
+    timeout: float | None = None,
+) -> ConsolidationRun | None:
     """One run over the messages since the last run not undone (None: there were none), holding the
     agent's lease: two servers (or a reply) never read the same messages into two runs."""
     with memory.agent_lease(agent):
-        return _consolidate(memory, agent, model=model, max_messages=max_messages,
-                            timeout=memory.config.llm_timeout_s if timeout is None else timeout)
+        return _consolidate(
+            memory,
+            agent,
+            model=model,
+            max_messages=max_messages,
+            timeout=memory.config.llm_timeout_s if timeout is None else timeout,
+        )
 
 
-def _consolidate(memory: Memory, agent: str, *, model: str | None, max_messages: int,
-                 timeout: float) -> ConsolidationRun | None:
+def _consolidate(
+    memory: Memory, agent: str, *, model: str | None, max_messages: int, timeout: float
+) -> ConsolidationRun | None:
     settings, _ = memory.get_agent(agent)
     model = model or settings.model
     if not model:
@@ -46,8 +58,10 @@ def _consolidate(memory: Memory, agent: str, *, model: str | None, max_messages:
     if not messages:
         return None
     related = _related_facts(memory, agent, messages)
-    prompt = [{"role": "system", "content": CONSOLIDATION_INSTRUCTIONS},
-              {"role": "user", "content": _material(memory, agent, messages, related)}]
+    prompt = [
+        {"role": "system", "content": CONSOLIDATION_INSTRUCTIONS},
+        {"role": "user", "content": _material(memory, agent, messages, related)},
+    ]
     answer = llm.complete(model, prompt, timeout=timeout)
     proposal = parse_proposal(str(answer.content or ""), shown={m.id for m in messages}, related=set(related))
     return memory.apply_consolidation(agent, proposal, model=model, through_message=max(m.id for m in messages))
@@ -55,8 +69,11 @@ def _consolidate(memory: Memory, agent: str, *, model: str | None, max_messages:
 
 def last_read(memory: Memory, agent: str) -> int | None:
     """The last message a run read, among runs not undone (an undone run's messages are read again)."""
-    read = [run.through_message for run in memory.consolidation_runs(agent)
-            if run.undone_at is None and run.through_message is not None]
+    read = [
+        run.through_message
+        for run in memory.consolidation_runs(agent)
+        if run.undone_at is None and run.through_message is not None
+    ]
     return max(read, default=None)
 
 
@@ -73,10 +90,20 @@ def _related_facts(memory: Memory, agent: str, messages: list[Record]) -> dict[i
 
 
 def _material(memory: Memory, agent: str, messages: list[Record], related: dict[int, str]) -> str:
-    blocks = [{"label": b.label, "value": b.value, "limit": b.limit, "read_only": b.read_only}
-              for b in memory.core(agent).blocks()]
-    shown = [{"id": m.id, "role": m.role, "text": m.text, "session": m.citation.session_id,
-              "at": m.created_at.isoformat(timespec="seconds")} for m in messages]
+    blocks = [
+        {"label": b.label, "value": b.value, "limit": b.limit, "read_only": b.read_only}
+        for b in memory.core(agent).blocks()
+    ]
+    shown = [
+        {
+            "id": m.id,
+            "role": m.role,
+            "text": m.text,
+            "session": m.citation.session_id,
+            "at": m.created_at.isoformat(timespec="seconds"),
+        }
+        for m in messages
+    ]
     facts = [{"id": record_id, "text": text} for record_id, text in related.items()]
     return json.dumps({"core_blocks": blocks, "archival_facts": facts, "messages": shown}, ensure_ascii=False)
 
@@ -89,8 +116,9 @@ def parse_proposal(content: str, *, shown: set[int], related: set[int]) -> Conso
     except json.JSONDecodeError as exc:
         raise ModelCallError(f"the consolidation model did not answer JSON: {exc}") from exc
     except ValidationError as exc:
-        raise ModelCallError(f"the consolidation model's JSON is not a proposal: "
-                             f"{describe_validation_error(exc)}") from exc
+        raise ModelCallError(
+            f"the consolidation model's JSON is not a proposal: {describe_validation_error(exc)}"
+        ) from exc
     for fact in proposal.facts:
         if not set(fact.sources) <= shown:
             raise ModelCallError(f"the consolidation model cites messages it was not shown: {fact.sources}")

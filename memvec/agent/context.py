@@ -28,8 +28,15 @@ def record_message(record: Record) -> Message:
 
 
 class MainContext:
-    def __init__(self, memory: Memory, settings: AgentSettings, state: AgentState, *,
-                 count: TokenCounter, summarize: Callable[[str, list[Record]], str]) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        settings: AgentSettings,
+        state: AgentState,
+        *,
+        count: TokenCounter,
+        summarize: Callable[[str, list[Record]], str],
+    ) -> None:
         self.memory, self.settings, self.state = memory, settings, state
         self.count, self.summarize = count, summarize
 
@@ -37,10 +44,12 @@ class MainContext:
         name = self.settings.name
         recall_n = self.memory.recall(name).count()
         archival_n = self.memory.archival(name).count()
-        text = (f"{self.settings.system or SYSTEM_INSTRUCTIONS}\n\n### Memory statistics\n"
-                f"{recall_n} messages are stored in recall memory and {archival_n} passages in archival memory "
-                f"(not shown; search them).\n\n### Core memory\n{self.memory.core(name).render() or '(empty)'}\n\n"
-                f"### Summary of earlier conversation\n{self.state.summary or '(nothing evicted yet)'}")
+        text = (
+            f"{self.settings.system or SYSTEM_INSTRUCTIONS}\n\n### Memory statistics\n"
+            f"{recall_n} messages are stored in recall memory and {archival_n} passages in archival memory "
+            f"(not shown; search them).\n\n### Core memory\n{self.memory.core(name).render() or '(empty)'}\n\n"
+            f"### Summary of earlier conversation\n{self.state.summary or '(nothing evicted yet)'}"
+        )
         return {"role": "system", "content": text}
 
     def fifo_records(self) -> list[Record]:
@@ -85,16 +94,22 @@ def extractive_summary(previous: str, evicted: list[Record], limit: int) -> str:
         first = first.split(". ")[0][:200]
         lines.append(f"[turn {record.citation.turn_id}] {record.role}: {first}")
     text = "\n".join(lines)
-    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+    return text if len(text) <= limit else "..." + text[-(limit - 3) :]
 
 
-def model_summary(model: str | None, previous: str, evicted: list[Record], limit: int, *,
-                  timeout: float = llm.DEFAULT_TIMEOUT_S) -> str:
+def model_summary(
+    model: str | None, previous: str, evicted: list[Record], limit: int, *, timeout: float = llm.DEFAULT_TIMEOUT_S
+) -> str:
     """Recursive summary made by the model, or the extractive one when no model can make it."""
     if model:
-        messages = [{"role": "system", "content": SUMMARY_INSTRUCTIONS.format(limit=limit)},
-                    {"role": "user", "content": f"Previous summary:\n{previous or '(none)'}\n\n"
-                                                f"Messages leaving the context:\n{transcript(evicted)}"}]
+        messages = [
+            {"role": "system", "content": SUMMARY_INSTRUCTIONS.format(limit=limit)},
+            {
+                "role": "user",
+                "content": f"Previous summary:\n{previous or '(none)'}\n\n"
+                f"Messages leaving the context:\n{transcript(evicted)}",
+            },
+        ]
         try:
             text = str(llm.complete(model, messages, timeout=timeout).content or "").strip()
             if text:

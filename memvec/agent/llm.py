@@ -32,9 +32,15 @@ DEFAULT_TIMEOUT_S = 120.0
 Delta = Any  # litellm's streamed delta: `content` and `tool_calls` (each with `index` and partial `function`)
 
 
-def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
-             timeout: float = DEFAULT_TIMEOUT_S, on_delta: Callable[[Delta], None] | None = None,
-             on_usage: Callable[[int, int], None] | None = None) -> Any:
+def complete(
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    on_delta: Callable[[Delta], None] | None = None,
+    on_usage: Callable[[int, int], None] | None = None,
+) -> Any:
     """One chat completion; returns litellm's message object (content and tool_calls). `timeout`:
     seconds the provider may take (litellm's own default is 10 minutes: a stuck provider would hold
     the agent's lease that long). With `on_delta` the provider streams: each delta is handed on as it
@@ -61,8 +67,10 @@ def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, A
     except Exception as exc:  # litellm raises per-provider types; callers need one
         LLM_CALLS.labels("error").inc()
         kind = type(exc).__name__
-        raise ModelCallError(f"model {model!r} failed: {kind}: {exc}",
-                             public=f"model {model!r} failed: {kind} (details in the server's log)") from exc
+        raise ModelCallError(
+            f"model {model!r} failed: {kind}: {exc}",
+            public=f"model {model!r} failed: {kind} (details in the server's log)",
+        ) from exc
 
 
 def _streamed(kwargs: dict[str, Any], messages: list[dict[str, Any]], on_delta: Callable[[Delta], None]) -> Any:

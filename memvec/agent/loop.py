@@ -65,13 +65,22 @@ class Reply(BaseModel):
     session_id: str
     turn: int
     trace: Trace
-    recorded: list[int] = Field(default_factory=list, exclude=True,
-                                description="ids of the recall records this reply created, in order")
+    recorded: list[int] = Field(
+        default_factory=list, exclude=True, description="ids of the recall records this reply created, in order"
+    )
 
 
 class Agent:
-    def __init__(self, memory: Memory, name: str, *, model: str | None = None, session_id: str | None = None,
-                 on_event: Callable[[Event], None] | None = None, stream_tokens: bool = False) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        name: str,
+        *,
+        model: str | None = None,
+        session_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        stream_tokens: bool = False,
+    ) -> None:
         """`on_event`: told each event of a reply as it happens (a stream); with `stream_tokens` also the
         partial chunks of the model's text as the provider streams them (memvec.agent.stream)."""
         self.on_event, self.stream_tokens = on_event, stream_tokens
@@ -107,13 +116,22 @@ class Agent:
         self.memory.update_agent(self.settings, self.state)
         self._recorded = []
         trace = Trace()
-        context = MainContext(self.memory, self.settings, self.state,
-                              count=lambda messages: llm.count_tokens(self.model, messages),
-                              summarize=lambda prev, evicted: self._summarize(prev, evicted, trace))
+        context = MainContext(
+            self.memory,
+            self.settings,
+            self.state,
+            count=lambda messages: llm.count_tokens(self.model, messages),
+            summarize=lambda prev, evicted: self._summarize(prev, evicted, trace),
+        )
         self._remember(role, text, in_context=True)
-        tools = ToolBox(self.memory, self.settings.name, session_id=self.session_id, turn=self.state.turn,
-                        in_context=self.state.in_context,
-                        result_chars=self.settings.context_window)  # ~1/4 of the window, at ~4 chars a token
+        tools = ToolBox(
+            self.memory,
+            self.settings.name,
+            session_id=self.session_id,
+            turn=self.state.turn,
+            in_context=self.state.in_context,
+            result_chars=self.settings.context_window,
+        )  # ~1/4 of the window, at ~4 chars a token
         sent: list[str] = []
         try:
             trace.stopped_by = self._run(context, tools, trace, sent)
@@ -123,8 +141,14 @@ class Agent:
             raise
         finally:
             self.memory.update_agent(self.settings, self.state)
-        return Reply(message=sent[-1] if sent else None, messages=sent, session_id=self.session_id,
-                     turn=self.state.turn, trace=trace, recorded=self._recorded)
+        return Reply(
+            message=sent[-1] if sent else None,
+            messages=sent,
+            session_id=self.session_id,
+            turn=self.state.turn,
+            trace=trace,
+            recorded=self._recorded,
+        )
 
     def _run(self, context: MainContext, tools: ToolBox, trace: Trace, sent: list[str]) -> StopReason:
         scratch: list[Message] = []
@@ -134,9 +158,14 @@ class Agent:
             trace.model_calls += 1
             trace.add(Step(kind="model_call", tokens_in_context=tokens, name=self.model))
             relay = TokenRelay(self.on_event) if self.stream_tokens and self.on_event else None
-            message = llm.complete(self.model, context.messages(scratch), tools=tool_schemas(),
-                                   timeout=self.memory.config.llm_timeout_s, on_delta=relay.feed if relay else None,
-                                   on_usage=trace.count_tokens)
+            message = llm.complete(
+                self.model,
+                context.messages(scratch),
+                tools=tool_schemas(),
+                timeout=self.memory.config.llm_timeout_s,
+                on_delta=relay.feed if relay else None,
+                on_usage=trace.count_tokens,
+            )
             calls = list(message.tool_calls or [])
             if not calls:
                 if message.content:
@@ -146,37 +175,66 @@ class Agent:
                 self._emit(trace, Event(kind="reasoning", text=str(message.content)), announce=relay is None)
             scratch.append(_assistant_message(message.content, calls))
             relayed = relay is not None and relay.relayed_message
-            heartbeat, budget_left = self._run_calls(calls, tools, trace, scratch, sent, budget_left, tokens,
-                                                     relayed=relayed)
+            heartbeat, budget_left = self._run_calls(
+                calls, tools, trace, scratch, sent, budget_left, tokens, relayed=relayed
+            )
             if sent and any(c.function.name == "send_message" for c in calls):
                 return "send_message"
             if not heartbeat:
                 return "no_heartbeat"
         return "max_steps"
 
-    def _run_calls(self, calls: list[Any], tools: ToolBox, trace: Trace, scratch: list[Message],
-                   sent: list[str], budget_left: int, tokens: int, *, relayed: bool = False) -> tuple[bool, int]:
+    def _run_calls(
+        self,
+        calls: list[Any],
+        tools: ToolBox,
+        trace: Trace,
+        scratch: list[Message],
+        sent: list[str],
+        budget_left: int,
+        tokens: int,
+        *,
+        relayed: bool = False,
+    ) -> tuple[bool, int]:
         """`relayed`: the sent message's text already went out in chunks (not announced again whole)."""
         heartbeat = False
         for call in calls:
             name, raw = call.function.name, call.function.arguments
             self._emit(trace, Event(kind="tool_call", name=name, arguments=raw or "{}", tool_call_id=call.id))
             if name in SEARCH_TOOLS and budget_left <= 0:
-                outcome = ToolOutcome(json.dumps({"error": BUDGET_SPENT.format(budget=self.settings.page_in_budget)}),
-                                      ok=False)
+                outcome = ToolOutcome(
+                    json.dumps({"error": BUDGET_SPENT.format(budget=self.settings.page_in_budget)}), ok=False
+                )
                 trace.add(Step(kind="budget_spent", tokens_in_context=tokens, name=name))
             else:
                 outcome = tools.run(name, raw)
                 budget_left -= int(outcome.page_in)
             trace.tool_calls += 1
             trace.page_ins += int(outcome.page_in)
-            trace.add(Step(kind="tool", tokens_in_context=tokens, name=name, arguments=_arguments(raw),
-                           ok=outcome.ok, detail=None if outcome.ok else outcome.content))
+            trace.add(
+                Step(
+                    kind="tool",
+                    tokens_in_context=tokens,
+                    name=name,
+                    arguments=_arguments(raw),
+                    ok=outcome.ok,
+                    detail=None if outcome.ok else outcome.content,
+                )
+            )
             stored = None
             if outcome.sent_message is None:  # a sent message is stored as the assistant's instead
                 stored = self._remember("tool", f"{name}({raw or ''}) -> {outcome.content}"[:8000], in_context=False)
-            self._emit(trace, Event(kind="tool_return", name=name, text=outcome.content, tool_call_id=call.id,
-                                    ok=outcome.ok, record_id=stored.id if stored else None))
+            self._emit(
+                trace,
+                Event(
+                    kind="tool_return",
+                    name=name,
+                    text=outcome.content,
+                    tool_call_id=call.id,
+                    ok=outcome.ok,
+                    record_id=stored.id if stored else None,
+                ),
+            )
             if outcome.sent_message is not None:
                 sent.append(self._say(outcome.sent_message, trace, announce=not relayed))
             scratch.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.content})
@@ -191,8 +249,9 @@ class Agent:
         window = self.settings.context_window
         tokens = context.tokens(scratch)
         if tokens > self.settings.pressure * window and not trace.pressure_warnings:
-            scratch.append({"role": "user", "content": PRESSURE_ALERT.format(used=tokens, window=window,
-                                                                             fraction=tokens / window)})
+            scratch.append(
+                {"role": "user", "content": PRESSURE_ALERT.format(used=tokens, window=window, fraction=tokens / window)}
+            )
             trace.pressure_warnings += 1
             tokens = context.tokens(scratch)
             trace.add(Step(kind="pressure_warning", tokens_in_context=tokens))
@@ -205,8 +264,13 @@ class Agent:
 
     def _summarize(self, previous: str, evicted: list[Record], trace: Trace) -> str:
         trace.model_calls += 1
-        return model_summary(self.model, previous, evicted, limit=max(400, self.settings.context_window),
-                             timeout=self.memory.config.llm_timeout_s)
+        return model_summary(
+            self.model,
+            previous,
+            evicted,
+            limit=max(400, self.settings.context_window),
+            timeout=self.memory.config.llm_timeout_s,
+        )
 
     # -- recall ---------------------------------------------------------------------------
     def _remember(self, role: str, text: str, *, in_context: bool) -> Record:
@@ -250,10 +314,18 @@ def _elide_tool_results(context: MainContext, scratch: list[Message], window: in
 
 
 def _assistant_message(content: Any, calls: list[Any]) -> Message:
-    return {"role": "assistant", "content": content or None,
-            "tool_calls": [{"id": c.id, "type": "function",
-                            "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}}
-                           for c in calls]}
+    return {
+        "role": "assistant",
+        "content": content or None,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"},
+            }
+            for c in calls
+        ],
+    }
 
 
 def _arguments(raw: str | None) -> dict[str, Any] | None:

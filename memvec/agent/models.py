@@ -20,9 +20,26 @@ from memvec.agent.llm import litellm_module
 
 ALLOW_UNLISTED = "MEMVEC_ALLOW_UNLISTED_MODELS"
 # providers whose model names are the user's own: a deployment's or a local server's
-USER_NAMED = frozenset({"azure", "azure_ai", "azure_text", "ollama", "ollama_chat", "hosted_vllm", "vllm",
-                        "lm_studio", "llamafile", "custom_openai", "openai_like", "xinference", "lemonade",
-                        "huggingface", "sagemaker", "databricks"})
+USER_NAMED = frozenset(
+    {
+        "azure",
+        "azure_ai",
+        "azure_text",
+        "ollama",
+        "ollama_chat",
+        "hosted_vllm",
+        "vllm",
+        "lm_studio",
+        "llamafile",
+        "custom_openai",
+        "openai_like",
+        "xinference",
+        "lemonade",
+        "huggingface",
+        "sagemaker",
+        "databricks",
+    }
+)
 
 
 def model_problem(model: str) -> str | None:
@@ -33,16 +50,25 @@ def model_problem(model: str) -> str | None:
     try:
         name, provider = litellm.get_llm_provider(model)[:2]
     except Exception:  # litellm's BadRequestError: no provider it knows
-        return (f"litellm cannot tell the provider of model {model!r}: write it as provider/model "
-                "(e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, ollama/llama3)")
+        return (
+            f"litellm cannot tell the provider of model {model!r}: write it as provider/model "
+            "(e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, ollama/llama3)"
+        )
     listed = set(litellm.models_by_provider.get(provider, ()))
-    if provider in USER_NAMED or not listed or name in listed or f"{provider}/{name}" in listed \
-            or _own_server(provider):
+    if (
+        provider in USER_NAMED
+        or not listed
+        or name in listed
+        or f"{provider}/{name}" in listed
+        or _own_server(provider)
+    ):
         return None
     close = get_close_matches(name, sorted(listed), n=3, cutoff=0.75)
     hint = f"; did you mean {', '.join(f'{provider}/{c}' for c in close)}?" if close else ""
-    return (f"litellm does not know model {name!r} of provider {provider!r}{hint} (a model newer than "
-            f"this litellm: set {ALLOW_UNLISTED}=1; your own server: set {provider.upper()}_API_BASE)")
+    return (
+        f"litellm does not know model {name!r} of provider {provider!r}{hint} (a model newer than "
+        f"this litellm: set {ALLOW_UNLISTED}=1; your own server: set {provider.upper()}_API_BASE)"
+    )
 
 
 def _own_server(provider: str) -> bool:

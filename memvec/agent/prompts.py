@@ -23,12 +23,16 @@ the messages that are leaving the context window. Write a new summary, at most {
 names, facts, dates, decisions and open questions, with [turn N] markers where they help. Output only the
 summary text."""
 
-PRESSURE_ALERT = ("[memory pressure] The context holds {used} of {window} tokens ({fraction:.0%}). Save anything "
-                  "important to core or archival memory now: the oldest messages will soon be evicted to recall "
-                  "memory and replaced by a summary.")
+PRESSURE_ALERT = (
+    "[memory pressure] The context holds {used} of {window} tokens ({fraction:.0%}). Save anything "
+    "important to core or archival memory now: the oldest messages will soon be evicted to recall "
+    "memory and replaced by a summary."
+)
 
-BUDGET_SPENT = ("[page-in budget spent] You have used all {budget} memory searches for this reply. Answer with what "
-                "you have through send_message.")
+BUDGET_SPENT = (
+    "[page-in budget spent] You have used all {budget} memory searches for this reply. Answer with what "
+    "you have through send_message."
+)
 
 CONSOLIDATION_INSTRUCTIONS = """You consolidate an assistant's long-term memory while it is idle. You get its
 core memory blocks, the archival facts related to the conversation, and the conversation messages since the

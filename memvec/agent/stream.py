@@ -77,9 +77,9 @@ class TokenRelay:
         found = _MESSAGE_KEY.search(self.arguments[index])
         if found is None:
             return
-        text, _ = decoded_prefix(self.arguments[index][found.end():])
+        text, _ = decoded_prefix(self.arguments[index][found.end() :])
         sent = self.relayed.get(index, "")
         if len(text) > len(sent):
             stream_id = self.assistant_ids.setdefault(index, f"assistant-{uuid.uuid4()}")
-            self.emit(Event(kind="assistant", text=text[len(sent):], stream_id=stream_id, partial=True))
+            self.emit(Event(kind="assistant", text=text[len(sent) :], stream_id=stream_id, partial=True))
             self.relayed[index] = text

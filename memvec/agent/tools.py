@@ -60,12 +60,26 @@ def _error(message: str) -> ToolOutcome:
 
 
 class ToolBox:
-    def __init__(self, memory: Memory, agent: str, *, session_id: str | None, turn: int,
-                 in_context: list[int] | None = None, result_chars: int = 8_000) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        agent: str,
+        *,
+        session_id: str | None,
+        turn: int,
+        in_context: list[int] | None = None,
+        result_chars: int = 8_000,
+    ) -> None:
         # messages already in the main context are not paged in again (the list grows during a reply)
-        self.context = ToolContext(memory, agent, session_id=session_id, turn=turn,
-                                   in_context=in_context if in_context is not None else [],
-                                   default_roles=DEFAULT_ROLES, result_chars=result_chars)
+        self.context = ToolContext(
+            memory,
+            agent,
+            session_id=session_id,
+            turn=turn,
+            in_context=in_context if in_context is not None else [],
+            default_roles=DEFAULT_ROLES,
+            result_chars=result_chars,
+        )
 
     def run(self, name: str, raw_arguments: str | None) -> ToolOutcome:
         if name not in LOOP_TOOLS and name != "send_message":

@@ -26,11 +26,26 @@ def agent() -> None:
 @click.option("--max-steps", type=int, default=8, show_default=True, help="Model calls per reply.")
 @click.option("--page-in-budget", type=int, default=3, show_default=True, help="Memory searches per reply.")
 @click.pass_obj
-def agent_create(obj: Context, name: str, llm: str | None, persona: str, human: str, context_window: int,
-                 max_steps: int, page_in_budget: int) -> None:
+def agent_create(
+    obj: Context,
+    name: str,
+    llm: str | None,
+    persona: str,
+    human: str,
+    context_window: int,
+    max_steps: int,
+    page_in_budget: int,
+) -> None:
     """Create (or update) agent NAME."""
-    settings = AgentSettings.model_validate({"name": name, "model": llm, "context_window": context_window,
-                                             "max_steps": max_steps, "page_in_budget": page_in_budget})
+    settings = AgentSettings.model_validate(
+        {
+            "name": name,
+            "model": llm,
+            "context_window": context_window,
+            "max_steps": max_steps,
+            "page_in_budget": page_in_budget,
+        }
+    )
     from memvec.agent.models import model_problem  # litellm only when a model is named
 
     if llm and (problem := model_problem(llm)) is not None:
@@ -106,8 +121,9 @@ def blocks_history(obj: Context, name: str, label: str | None, as_json: bool) ->
         before = repr(c.old.value) if c.old else "(none)"
         after = repr(c.new.value) if c.new else "(deleted)"
         undone = f"  [undone by #{c.undone_by}]" if c.undone_by else ""
-        click.echo(f"#{c.seq} {c.changed_at:%Y-%m-%d %H:%M:%S} {c.label} {c.op} by {c.actor}: "
-                   f"{before} -> {after}{undone}")
+        click.echo(
+            f"#{c.seq} {c.changed_at:%Y-%m-%d %H:%M:%S} {c.label} {c.op} by {c.actor}: {before} -> {after}{undone}"
+        )
 
 
 @blocks.command(name="undo")
@@ -128,8 +144,9 @@ def blocks_undo(obj: Context, name: str, label: str) -> None:
 @click.option("--message", "messages", multiple=True, help="Send this message and exit (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print each reply and its trace as JSON.")
 @click.pass_obj
-def chat(obj: Context, name: str, llm: str | None, session: str | None, messages: tuple[str, ...],
-         as_json: bool) -> None:
+def chat(
+    obj: Context, name: str, llm: str | None, session: str | None, messages: tuple[str, ...], as_json: bool
+) -> None:
     """Chat with an agent that manages its own memory. Without --message it reads lines from stdin.
     The model's address and key come from litellm's usual settings (e.g. OPENAI_API_BASE)."""
     from memvec.agent import Agent

@@ -37,8 +37,11 @@ class Timestamp(click.ParamType):  # type: ignore[type-arg]
         try:
             parsed: datetime = _DATETIME.validate_python(value)
         except ValidationError:
-            self.fail(f"{value!r} is not a timestamp (e.g. 2024-05-07, 2024-05-07T10:00:00Z, "
-                      "2024-05-07T12:00:00+02:00)", param, ctx)
+            self.fail(
+                f"{value!r} is not a timestamp (e.g. 2024-05-07, 2024-05-07T10:00:00Z, 2024-05-07T12:00:00+02:00)",
+                param,
+                ctx,
+            )
         return parsed
 
 
@@ -47,15 +50,27 @@ _DATETIME = TypeAdapter(datetime)
 
 
 class Context:
-    def __init__(self, home: str | None, model: str | None, index_kind: str | None, store: str | None = None,
-                 embed_backend: str | None = None) -> None:
+    def __init__(
+        self,
+        home: str | None,
+        model: str | None,
+        index_kind: str | None,
+        store: str | None = None,
+        embed_backend: str | None = None,
+    ) -> None:
         self.home, self.model, self.index_kind, self.store = home, model, index_kind, store
         self.embed_backend = embed_backend
 
     def config(self, **settings: Any) -> MemoryConfig:
         """The global options over the environment and defaults (one resolver: MemoryConfig.resolve)."""
-        return MemoryConfig.resolve(home=self.home, model=self.model, index={"kind": self.index_kind},
-                                    store=self.store, embed_backend=self.embed_backend, **settings)
+        return MemoryConfig.resolve(
+            home=self.home,
+            model=self.model,
+            index={"kind": self.index_kind},
+            store=self.store,
+            embed_backend=self.embed_backend,
+            **settings,
+        )
 
     def open(self, *, recorded_model: bool = False, **settings: Any) -> Memory:
         """Open the home; `recorded_model` ignores --model/--embed-backend and their environment
@@ -65,8 +80,11 @@ class Context:
             config = config.model_copy(update={"model": None, "embed_backend": None})
         memory = Memory(config)
         if memory.created_home:
-            click.echo(f"memvec: created a new home at {memory.home} (if you meant an existing one, check --home "
-                       "or MEMVEC_HOME)", err=True)
+            click.echo(
+                f"memvec: created a new home at {memory.home} (if you meant an existing one, check --home "
+                "or MEMVEC_HOME)",
+                err=True,
+            )
         return memory
 
 

@@ -37,12 +37,16 @@ def _files(patterns: tuple[str, ...]) -> Iterator[Path]:
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--agent", required=True, help="Agent whose archival memory gets the files' chunks.")
 @click.option("--tag", "tags", multiple=True, help="A tag for every chunk (repeatable).")
-@click.option("--media-type", help="Read every file as this type (text/plain, text/markdown, text/html, "
-                                   "application/pdf) instead of by its extension.")
+@click.option(
+    "--media-type",
+    help="Read every file as this type (text/plain, text/markdown, text/html, "
+    "application/pdf) instead of by its extension.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report per file.")
 @click.pass_obj
-def add_file(obj: Context, paths: tuple[str, ...], agent: str, tags: tuple[str, ...], media_type: str | None,
-             as_json: bool) -> None:
+def add_file(
+    obj: Context, paths: tuple[str, ...], agent: str, tags: tuple[str, ...], media_type: str | None, as_json: bool
+) -> None:
     """Add files to an agent's archival memory: each is cut into chunks that cite its name, page,
     character offsets and headings. PATHS are files, folders (their .txt, .md, .html and .pdf files)
     or quoted globs ("docs/**/*.md"). The same content again adds nothing; a changed file of the same
@@ -61,10 +65,16 @@ def add_file(obj: Context, paths: tuple[str, ...], agent: str, tags: tuple[str, 
             print_json(dump(report))
         else:
             doc = report.document
-            what = ("unchanged" if not report.created else f"replaced document {report.replaced} with"
-                    if report.replaced else "added")
-            click.echo(f"{what} {path}: document {doc.id}, {doc.chunks} chunks"
-                       + (f", {doc.pages} pages" if doc.pages else ""))
+            what = (
+                "unchanged"
+                if not report.created
+                else f"replaced document {report.replaced} with"
+                if report.replaced
+                else "added"
+            )
+            click.echo(
+                f"{what} {path}: document {doc.id}, {doc.chunks} chunks" + (f", {doc.pages} pages" if doc.pages else "")
+            )
     if failed:
         raise InvalidInputError(f"{failed} of {len(files)} files could not be read (nothing was written for them)")
 
@@ -88,8 +98,10 @@ def list_documents(obj: Context, agent: str, all_versions: bool, as_json: bool) 
             print_json(dump(doc))
         else:
             replaced = f" (replaced by {doc.replaced_by})" if doc.replaced_by else ""
-            click.echo(f"{doc.id}\t{doc.name}\t{doc.media_type}\t{doc.chunks} chunks\t{doc.size_bytes} bytes"
-                       f"\t{doc.content_hash[:12]}{replaced}")
+            click.echo(
+                f"{doc.id}\t{doc.name}\t{doc.media_type}\t{doc.chunks} chunks\t{doc.size_bytes} bytes"
+                f"\t{doc.content_hash[:12]}{replaced}"
+            )
 
 
 @documents.command(name="text")

@@ -28,15 +28,33 @@ from memvec.types import Tier
 @click.option("--role", "roles", multiple=True, help="Records with this role (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def forget(obj: Context, agent: str, tier: str | None, ids: tuple[int, ...], tags: tuple[str, ...], all_tags: bool,
-           since: datetime | None, until: datetime | None, session: str | None, roles: tuple[str, ...],
-           as_json: bool) -> None:
+def forget(
+    obj: Context,
+    agent: str,
+    tier: str | None,
+    ids: tuple[int, ...],
+    tags: tuple[str, ...],
+    all_tags: bool,
+    since: datetime | None,
+    until: datetime | None,
+    session: str | None,
+    roles: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Delete the records of AGENT matching every criterion given (at least one) and say how many;
     nothing of them stays in the store or the index files. To forget the whole agent, delete it."""
     with obj.open() as mem:
-        count = mem.forget(existing_agent(mem, agent), tier=Tier(tier) if tier else None, ids=ids, tags=tags,
-                           tag_match="all" if all_tags else "any", start=since, end=until, session_id=session,
-                           roles=roles)
+        count = mem.forget(
+            existing_agent(mem, agent),
+            tier=Tier(tier) if tier else None,
+            ids=ids,
+            tags=tags,
+            tag_match="all" if all_tags else "any",
+            start=since,
+            end=until,
+            session_id=session,
+            roles=roles,
+        )
     if as_json:
         print_json({"forgotten": count})
     else:
@@ -53,8 +71,10 @@ def upgrade(obj: Context, dry_run: bool) -> None:
     config = obj.config()
     steps = Memory.pending_migrations(config)
     if steps is None:
-        click.echo("nothing to migrate here: a PostgreSQL store is brought up to date when opened, a new home "
-                   f"is made at schema {STORE_SCHEMA_VERSION}")
+        click.echo(
+            "nothing to migrate here: a PostgreSQL store is brought up to date when opened, a new home "
+            f"is made at schema {STORE_SCHEMA_VERSION}"
+        )
         return
     if not steps:
         click.echo(f"up to date: store schema {STORE_SCHEMA_VERSION}")
@@ -93,13 +113,30 @@ def sweep(obj: Context, agent: str | None, as_json: bool) -> None:
 @click.option("--source", help="Citation of the new version: source URL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the new version as JSON.")
 @click.pass_obj
-def update(obj: Context, record_id: int, text: str, agent: str, tags: tuple[str, ...], valid_from: datetime | None,
-           session: str | None, turn: str | None, source: str | None, as_json: bool) -> None:
+def update(
+    obj: Context,
+    record_id: int,
+    text: str,
+    agent: str,
+    tags: tuple[str, ...],
+    valid_from: datetime | None,
+    session: str | None,
+    turn: str | None,
+    source: str | None,
+    as_json: bool,
+) -> None:
     """Write TEXT as the new version of archival passage RECORD_ID (its current version): the old one
     leaves search (it stays in `memvec history` and in searches --as-of a time it held)."""
     with obj.open() as mem:
-        result = mem.archival(agent).update(record_id, text, tags=list(tags) or None, valid_from=valid_from,
-                                            session_id=session, turn_id=turn, source_url=source)
+        result = mem.archival(agent).update(
+            record_id,
+            text,
+            tags=list(tags) or None,
+            valid_from=valid_from,
+            session_id=session,
+            turn_id=turn,
+            source_url=source,
+        )
     if as_json:
         print_json(dump(result.record))
     else:
@@ -154,8 +191,9 @@ def consolidate(obj: Context, agent: str, llm: str | None, list_runs: bool, undo
 
 def _describe(run: ConsolidationRun) -> str:
     state = f" (undone {run.undone_at:%Y-%m-%d %H:%M})" if run.undone_at else ""
-    lines = [f"run {run.id} by {run.model} at {run.started_at:%Y-%m-%d %H:%M}, through message "
-             f"{run.through_message}{state}"]
+    lines = [
+        f"run {run.id} by {run.model} at {run.started_at:%Y-%m-%d %H:%M}, through message {run.through_message}{state}"
+    ]
     for fact in run.facts:
         what = f"supersedes [{fact.supersedes}]" if fact.supersedes else "added" if fact.created else "repeated"
         lines.append(f"  fact [{fact.id}] {what}: {fact.text}  (from {fact.sources}; {fact.reason})")
@@ -178,8 +216,10 @@ def backup(obj: Context, dest: Path, as_json: bool) -> None:
     if as_json:
         print_json(dump(manifest))
     else:
-        click.echo(f"backed up {manifest.records} record(s) of {manifest.agents} agent(s) to {dest} "
-                   f"({manifest.bytes} bytes, sha256 {manifest.sha256[:12]}...)")
+        click.echo(
+            f"backed up {manifest.records} record(s) of {manifest.agents} agent(s) to {dest} "
+            f"({manifest.bytes} bytes, sha256 {manifest.sha256[:12]}...)"
+        )
 
 
 @click.command()
@@ -195,8 +235,11 @@ def restore(obj: Context, src: Path, as_json: bool) -> None:
         result = mem.stats()
     records = sum(p.records for p in result.partitions)
     if as_json:
-        print_json({"home": result.home, "model": result.model_id, "records": records,
-                    "indexes": len(result.partitions)})
+        print_json(
+            {"home": result.home, "model": result.model_id, "records": records, "indexes": len(result.partitions)}
+        )
     else:
-        click.echo(f"restored {records} record(s) into {result.home}; {len(result.partitions)} index(es) rebuilt, "
-                   f"model {result.model_id}")
+        click.echo(
+            f"restored {records} record(s) into {result.home}; {len(result.partitions)} index(es) rebuilt, "
+            f"model {result.model_id}"
+        )

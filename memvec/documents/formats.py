@@ -24,8 +24,13 @@ MAX_DOCUMENT_BYTES = 15 * 1024 * 1024  # a file as uploaded, checked before it i
 # in the service's 16 MiB body with its multipart framing)
 MAX_PDF_PAGES = 2_000
 MEDIA_TYPES = {
-    ".txt": "text/plain", ".text": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown",
-    ".html": "text/html", ".htm": "text/html", ".pdf": "application/pdf",
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".pdf": "application/pdf",
 }
 READABLE = sorted(set(MEDIA_TYPES.values()))
 
@@ -87,8 +92,9 @@ def parse(name: str, data: bytes, media_type: str | None = None) -> ParsedDocume
         else:
             parsed = parse_lines(text, markdown=kind == "text/markdown", media_type=kind)
     if len(parsed.text) > MAX_DOCUMENT_CHARS:
-        raise UnreadableDocumentError(f"{name}: {len(parsed.text):,} characters of text; the limit is "
-                                      f"{MAX_DOCUMENT_CHARS:,}")
+        raise UnreadableDocumentError(
+            f"{name}: {len(parsed.text):,} characters of text; the limit is {MAX_DOCUMENT_CHARS:,}"
+        )
     if not parsed.blocks:
         raise UnreadableDocumentError(f"{name}: no text in the file")
     return parsed
@@ -96,8 +102,7 @@ def parse(name: str, data: bytes, media_type: str | None = None) -> ParsedDocume
 
 def _decode(name: str, data: bytes) -> str:
     if b"\x00" in data[:8192]:
-        raise UnreadableDocumentError(f"{name}: binary data, not text (a NUL byte); memvec reads "
-                                      f"{', '.join(READABLE)}")
+        raise UnreadableDocumentError(f"{name}: binary data, not text (a NUL byte); memvec reads {', '.join(READABLE)}")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -123,8 +128,9 @@ class _Scan:
         self.start = None
 
 
-def parse_lines(text: str, *, markdown: bool, media_type: str, page: int | None = None,
-                offset: int = 0) -> ParsedDocument:
+def parse_lines(
+    text: str, *, markdown: bool, media_type: str, page: int | None = None, offset: int = 0
+) -> ParsedDocument:
     """Paragraphs between blank lines; with `markdown`, ATX headings open sections (the heading line
     is the first block of its section) and fenced code is one block whatever its blank lines."""
     scan = _Scan()

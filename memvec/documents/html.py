@@ -8,9 +8,39 @@ from html.parser import HTMLParser
 from memvec.documents.formats import Block, ParsedDocument
 
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object"}
-_BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "li", "ul", "ol",
-           "table", "tr", "td", "th", "pre", "blockquote", "br", "hr", "dl", "dt", "dd", "figure",
-           "figcaption", "form", "fieldset", "details", "summary", "address", "caption"}
+_BLOCKS = {
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "li",
+    "ul",
+    "ol",
+    "table",
+    "tr",
+    "td",
+    "th",
+    "pre",
+    "blockquote",
+    "br",
+    "hr",
+    "dl",
+    "dt",
+    "dd",
+    "figure",
+    "figcaption",
+    "form",
+    "fieldset",
+    "details",
+    "summary",
+    "address",
+    "caption",
+}
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
 _SPACE = re.compile(r"\s+")
 

@@ -59,12 +59,14 @@ def _onnx(quantization: Literal["none", "int8"]) -> EmbedderFactory:
         from memvec.embed.onnx import DEFAULT_ONNX_BATCH, OnnxEmbedder
 
         try:
-            return OnnxEmbedder(name, local_model_dir(name), quantization=quantization,
-                                batch_size=batch_size or DEFAULT_ONNX_BATCH)
+            return OnnxEmbedder(
+                name, local_model_dir(name), quantization=quantization, batch_size=batch_size or DEFAULT_ONNX_BATCH
+            )
         except QuantizationRefusedError as exc:  # the fp32 graph, under its own id: a home records the truth
             log.warning("%s; embedding with onnx:%s instead", exc, name)
-            return OnnxEmbedder(name, local_model_dir(name), quantization="none",
-                                batch_size=batch_size or DEFAULT_ONNX_BATCH)
+            return OnnxEmbedder(
+                name, local_model_dir(name), quantization="none", batch_size=batch_size or DEFAULT_ONNX_BATCH
+            )
 
     return load
 
@@ -115,5 +117,16 @@ def load_embedder(model_id: str | None = None, *, batch_size: int | None = None)
     return _torch(model_id, batch_size)
 
 
-__all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "Embedder", "HashingEmbedder", "backend_of", "l2_normalize",
-           "load_embedder", "qualified_model_id", "register_embedder", "split_model_id"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "Backend",
+    "Embedder",
+    "HashingEmbedder",
+    "backend_of",
+    "l2_normalize",
+    "load_embedder",
+    "qualified_model_id",
+    "register_embedder",
+    "split_model_id",
+]

@@ -42,8 +42,8 @@ def embed_records(embedder: Embedder, texts: Sequence[str], contexts: Sequence[s
     both = embedder.embed_documents([*texts, *(f"{contexts[i]}\n{texts[i]}" for i in with_context)])
     if not with_context:
         return both
-    combined = both[:len(texts)].copy()
-    combined[with_context] += both[len(texts):]
+    combined = both[: len(texts)].copy()
+    combined[with_context] += both[len(texts) :]
     return l2_normalize(combined)
 
 
@@ -100,8 +100,9 @@ def checked_vectors(vectors: npt.NDArray[np.floating], rows: int, dim: int) -> V
     scale = np.abs(np.where(bad[:, None], 0.0, array)).max(axis=1, initial=0.0)
     bad |= scale == 0
     if bad.any():
-        raise InvalidInputError(f"{int(bad.sum())} vector(s) are not finite or are all zeros "
-                                f"(first at row {int(np.argmax(bad))})")
+        raise InvalidInputError(
+            f"{int(bad.sum())} vector(s) are not finite or are all zeros (first at row {int(np.argmax(bad))})"
+        )
     return l2_normalize(array / scale[:, None])  # scaled first, so squaring 1e300 cannot overflow
 
 

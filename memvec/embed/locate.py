@@ -55,4 +55,5 @@ def local_model_dir(name: str) -> Path:
     except Exception as exc:  # the hub raises several kinds for "not cached" and "not a repo id"
         raise InvalidInputError(
             f"embedding model {name!r} is neither a directory nor in the Hugging Face cache; memvec never "
-            "downloads at run time: give a local path") from exc
+            "downloads at run time: give a local path"
+        ) from exc

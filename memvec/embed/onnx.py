@@ -50,8 +50,15 @@ def pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64], modes: Se
 
 
 class OnnxEmbedder:
-    def __init__(self, name: str, model_dir: Path, *, quantization: Quantization,
-                 batch_size: int = DEFAULT_ONNX_BATCH, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        model_dir: Path,
+        *,
+        quantization: Quantization,
+        batch_size: int = DEFAULT_ONNX_BATCH,
+        threads: int | None = None,
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -64,8 +71,7 @@ class OnnxEmbedder:
         options.intra_op_num_threads = threads or thread_count()
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see memvec.embed.threads
-        self._session = ort.InferenceSession(str(directory / MODEL_FILE), options,
-                                             providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(str(directory / MODEL_FILE), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.spec.layout.max_seq_length)
@@ -114,8 +120,8 @@ class OnnxEmbedder:
         ids = np.full((len(token_ids), longest), self.spec.pad_id, dtype=np.int64)
         mask = np.zeros_like(ids)
         for row, seq in enumerate(token_ids):
-            ids[row, :len(seq)] = seq
-            mask[row, :len(seq)] = 1
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self._session.run(None, {name: feeds[name] for name in self.spec.inputs})[0]
         return pool(hidden, mask, self.spec.layout.pooling)
@@ -128,7 +134,7 @@ class OnnxEmbedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with self._lock:  # one forward pass at a time: it already uses every core
             for start in range(0, len(order), self._batch_size):
-                rows = order[start:start + self._batch_size]
+                rows = order[start : start + self._batch_size]
                 EMBED_BATCH.observe(len(rows))
                 out[rows] = self._run([token_ids[i] for i in rows])
         return l2_normalize(out)

@@ -50,8 +50,11 @@ _FP32_CHECK = 0.9999  # cosine of the exported fp32 graph to torch on sample tex
 # 0.99; all-mpnet-base-v2 exported with transformers 5 fell to 0.05 without a word (its search was noise)
 _INT8_CHECK = 0.95
 REFUSED_FILE = "memvec-int8-refused.txt"
-_SAMPLES = ["memvec checks its exported model on a few sentences.", "Hi!", "When did Caroline go to the LGBTQ "
-            "support group? She went on 7 May 2023, the day before the talk."]
+_SAMPLES = [
+    "memvec checks its exported model on a few sentences.",
+    "Hi!",
+    "When did Caroline go to the LGBTQ support group? She went on 7 May 2023, the day before the talk.",
+]
 
 
 class OnnxSpec(BaseModel):
@@ -71,8 +74,13 @@ class OnnxSpec(BaseModel):
 
 
 def _source_files(model_dir: Path) -> list[Path]:
-    return sorted(p for p in model_dir.rglob("*") if p.is_file() and p.name not in _SKIPPED
-                  and not any(part.startswith(".") for part in p.relative_to(model_dir).parts))
+    return sorted(
+        p
+        for p in model_dir.rglob("*")
+        if p.is_file()
+        and p.name not in _SKIPPED
+        and not any(part.startswith(".") for part in p.relative_to(model_dir).parts)
+    )
 
 
 def model_fingerprint(model_dir: Path) -> str:
@@ -122,8 +130,13 @@ def exported_model(model_dir: Path, quantization: Quantization) -> tuple[Path, O
         scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
         # a warning because it is the one line a first run should show (the CLI configures no logging):
         # this start takes seconds where every later one takes a tenth of one
-        log.warning("first use of %s on ONNX Runtime (%s): exporting and checking it once, ~15 s on 2 cores; "
-                    "later starts load %s", model_dir, quantization, target)
+        log.warning(
+            "first use of %s on ONNX Runtime (%s): exporting and checking it once, ~15 s on 2 cores; "
+            "later starts load %s",
+            model_dir,
+            quantization,
+            target,
+        )
         started = time.perf_counter()
         try:
             try:
@@ -163,8 +176,16 @@ def _export(model_dir: Path, layout: ModelLayout, out: Path, quantization: Quant
             raise ModelExportError(f"cannot export {model_dir} to ONNX: {type(exc).__name__}: {exc}") from exc
     for leftover in ("fp32.onnx", "optimized.onnx"):
         (out / leftover).unlink(missing_ok=True)
-    spec = OnnxSpec(source=str(model_dir), fingerprint=fingerprint, quantization=quantization, opset=OPSET,
-                    layout=layout, pad_id=int(tokenizer.pad_token_id or 0), inputs=inputs, optimized=optimized)
+    spec = OnnxSpec(
+        source=str(model_dir),
+        fingerprint=fingerprint,
+        quantization=quantization,
+        opset=OPSET,
+        layout=layout,
+        pad_id=int(tokenizer.pad_token_id or 0),
+        inputs=inputs,
+        optimized=optimized,
+    )
     (out / SPEC_FILE).write_text(spec.model_dump_json(indent=2))
 
 
@@ -219,8 +240,11 @@ def _model_inputs(model: Any) -> list[str]:
 def _feeds(tokenizer: Any, texts: list[str], inputs: list[str]) -> dict[str, np.ndarray]:
     batch = tokenizer(texts, padding=True, truncation=True, return_tensors="np")
     ids = batch["input_ids"].astype(np.int64)
-    found = {"input_ids": ids, "attention_mask": batch["attention_mask"].astype(np.int64),
-             "token_type_ids": np.zeros_like(ids)}
+    found = {
+        "input_ids": ids,
+        "attention_mask": batch["attention_mask"].astype(np.int64),
+        "token_type_ids": np.zeros_like(ids),
+    }
     return {name: found[name] for name in inputs}
 
 
@@ -231,9 +255,16 @@ def _trace(model: Any, tokenizer: Any, path: Path) -> list[str]:
     feeds = _feeds(tokenizer, _SAMPLES, inputs)
     axes = {name: {0: "batch", 1: "sequence"} for name in [*inputs, "last_hidden_state"]}
     with torch.no_grad():
-        torch.onnx.export(_hidden_states_module(model, inputs), tuple(torch.from_numpy(feeds[n]) for n in inputs),
-                          str(path), input_names=inputs, output_names=["last_hidden_state"],
-                          dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+        torch.onnx.export(
+            _hidden_states_module(model, inputs),
+            tuple(torch.from_numpy(feeds[n]) for n in inputs),
+            str(path),
+            input_names=inputs,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
     return inputs
 
 
@@ -266,7 +297,8 @@ def _check_int8(tokenizer: Any, fp32: Path, int8: Path, inputs: list[str], model
     if cosine < _INT8_CHECK:
         raise QuantizationRefusedError(
             f"{model_dir.name} quantizes badly: its int8 vectors agree with fp32 only to cosine {cosine:.3f} "
-            f"(under {_INT8_CHECK}); use its fp32 ONNX backend (onnx:<name>)")
+            f"(under {_INT8_CHECK}); use its fp32 ONNX backend (onnx:<name>)"
+        )
 
 
 def _optimize(source: Path, target: Path, config: Any) -> bool:
@@ -276,8 +308,13 @@ def _optimize(source: Path, target: Path, config: Any) -> bool:
 
     if config.model_type not in ("bert", "roberta", "xlm-roberta", "distilbert", "electra"):
         return False
-    optimized = optimize_model(str(source), model_type="bert", opt_level=1, num_heads=config.num_attention_heads,
-                               hidden_size=config.hidden_size)
+    optimized = optimize_model(
+        str(source),
+        model_type="bert",
+        opt_level=1,
+        num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size,
+    )
     optimized.save_model_to_file(str(target))
     return True
 
@@ -286,6 +323,11 @@ def _quantize(source: Path, target: Path) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul", "Attention"],
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    quantize_dynamic(
+        str(source),
+        str(target),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul", "Attention"],
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )

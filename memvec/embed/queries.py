@@ -149,7 +149,7 @@ class MicroBatcher(_Delegate):
                 while len(self._pending) < self.max_batch and (left := deadline - time.monotonic()) > 0:
                     self._cond.wait(left)
             kind = self._pending[0][0] if self._pending else ""
-            batch = [item for item in self._pending if item[0] == kind][:self.max_batch]
+            batch = [item for item in self._pending if item[0] == kind][: self.max_batch]
             taken = {id(item) for item in batch}
             self._pending = [item for item in self._pending if id(item) not in taken]
             self._last_size = max(len(batch), 1)
@@ -159,8 +159,9 @@ class MicroBatcher(_Delegate):
         while batch := self._take_batch():
             texts = [text for _, text, _ in batch]
             try:
-                vectors = embed_queries(self.inner, texts) if batch[0][0] == "query" else \
-                    self.inner.embed_documents(texts)
+                vectors = (
+                    embed_queries(self.inner, texts) if batch[0][0] == "query" else self.inner.embed_documents(texts)
+                )
             except BaseException as exc:  # every waiter learns of the failure, nobody hangs
                 for _, _, future in batch:
                     future.set_exception(exc)

@@ -59,8 +59,9 @@ class SentenceTransformerEmbedder:
         return int(self._model.max_seq_length) - int(tokenizer.num_special_tokens_to_add(pair=False))
 
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
-        encoded = self._model.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
-                                        truncation=False, verbose=False)
+        encoded = self._model.tokenizer(
+            list(texts), add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False
+        )
         return [[(int(a), int(b)) for a, b in offsets if b > a] for offsets in encoded["offset_mapping"]]
 
     def _encode(self, method: str, texts: Sequence[str]) -> Vectors:
@@ -71,8 +72,11 @@ class SentenceTransformerEmbedder:
             EMBED_BATCH.observe(min(self._batch_size, len(texts) - start))
         with self._lock:
             vectors = getattr(self._model, method)(
-                list(texts), batch_size=self._batch_size, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False,
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 

@@ -13,9 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from memvec.errors import ModelExportError
 
 # sentence-transformers' Pooling config keys, in the order it concatenates the modes
-POOLING_KEYS = {"cls": "pooling_mode_cls_token", "max": "pooling_mode_max_tokens", "mean": "pooling_mode_mean_tokens",
-                "mean_sqrt_len": "pooling_mode_mean_sqrt_len_tokens",
-                "weightedmean": "pooling_mode_weightedmean_tokens", "lasttoken": "pooling_mode_lasttoken"}
+POOLING_KEYS = {
+    "cls": "pooling_mode_cls_token",
+    "max": "pooling_mode_max_tokens",
+    "mean": "pooling_mode_mean_tokens",
+    "mean_sqrt_len": "pooling_mode_mean_sqrt_len_tokens",
+    "weightedmean": "pooling_mode_weightedmean_tokens",
+    "lasttoken": "pooling_mode_lasttoken",
+}
 _TRANSFORMER = "sentence_transformers.models.Transformer"
 _POOLING = "sentence_transformers.models.Pooling"
 # modules that change nothing memvec keeps: every backend L2-normalizes its vectors
@@ -70,10 +75,14 @@ def read_layout(model_dir: Path) -> ModelLayout:
     extra = model_dir / "config_sentence_transformers.json"
     prompts = (_read_json(extra).get("prompts") or {}) if extra.is_file() else {}
     modes = _pooling_modes(pooling)
-    layout = ModelLayout(pooling=modes, include_prompt=bool(pooling.get("include_prompt", True)),
-                         max_seq_length=int(max_len), do_lower_case=bool(bert.get("do_lower_case", False)),
-                         prompts={str(k): str(v) for k, v in prompts.items() if v},
-                         dim=int(pooling.get("word_embedding_dimension") or hidden) * len(modes))
+    layout = ModelLayout(
+        pooling=modes,
+        include_prompt=bool(pooling.get("include_prompt", True)),
+        max_seq_length=int(max_len),
+        do_lower_case=bool(bert.get("do_lower_case", False)),
+        prompts={str(k): str(v) for k, v in prompts.items() if v},
+        dim=int(pooling.get("word_embedding_dimension") or hidden) * len(modes),
+    )
     if layout.prompts and not layout.include_prompt:
         raise ModelExportError("pooling that excludes the prompt tokens is not implemented by the ONNX backend")
     return layout

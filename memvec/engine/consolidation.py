@@ -24,8 +24,9 @@ from memvec.exchange.consolidation import (
 from memvec.types import Citation, CoreBlock, NewRecord, Record, Tier
 
 
-def apply_run(engine: Engine, agent: str, proposal: ConsolidationProposal, *, model: str,
-              through_message: int | None) -> ConsolidationRun:
+def apply_run(
+    engine: Engine, agent: str, proposal: ConsolidationProposal, *, model: str, through_message: int | None
+) -> ConsolidationRun:
     sources = _sources(engine, agent, proposal.facts)
     superseded = _superseded(engine, agent, proposal.facts)
     blocks = _blocks(engine, agent, proposal.blocks)
@@ -34,8 +35,15 @@ def apply_run(engine: Engine, agent: str, proposal: ConsolidationProposal, *, mo
         run_id = engine.store.start_run(agent, model, through_message, started_at)
         facts = _write_facts(engine, agent, proposal.facts, sources, superseded)
         edits = [_edit_block(engine, agent, old, change, run_id) for old, change in blocks]
-        run = ConsolidationRun(id=run_id, agent=agent, model=model, started_at=started_at,
-                               through_message=through_message, facts=facts, blocks=edits)
+        run = ConsolidationRun(
+            id=run_id,
+            agent=agent,
+            model=model,
+            started_at=started_at,
+            through_message=through_message,
+            facts=facts,
+            blocks=edits,
+        )
         engine.store.finish_run(run)
     engine.tier_index(agent, Tier.ARCHIVAL)  # catches up with the committed run
     return run
@@ -77,26 +85,40 @@ def _blocks(engine: Engine, agent: str, changes: list[ProposedBlock]) -> list[tu
     return planned
 
 
-def _write_facts(engine: Engine, agent: str, facts: list[ProposedFact], sources: dict[int, Record],
-                 superseded: dict[int, Record]) -> list[ConsolidatedFact]:
+def _write_facts(
+    engine: Engine, agent: str, facts: list[ProposedFact], sources: dict[int, Record], superseded: dict[int, Record]
+) -> list[ConsolidatedFact]:
     records = []
     for fact in facts:
         first = sources[fact.sources[0]]
-        citation = Citation(session_id=first.citation.session_id, turn_id=first.citation.turn_id,
-                            source_url="memvec:recall/" + ",".join(str(i) for i in fact.sources))
-        records.append(NewRecord(agent=agent, tier=Tier.ARCHIVAL, text=fact.text, citation=citation,
-                                 supersedes=fact.supersedes))
+        citation = Citation(
+            session_id=first.citation.session_id,
+            turn_id=first.citation.turn_id,
+            source_url="memvec:recall/" + ",".join(str(i) for i in fact.sources),
+        )
+        records.append(
+            NewRecord(agent=agent, tier=Tier.ARCHIVAL, text=fact.text, citation=citation, supersedes=fact.supersedes)
+        )
     results = engine.insert(records, merge_repeats=False) if records else []
-    return [ConsolidatedFact(id=result.record.id, text=fact.text, sources=fact.sources, supersedes=fact.supersedes,
-                             previous_valid_to=superseded[fact.supersedes].valid_to if fact.supersedes else None,
-                             created=result.created, reason=fact.reason)
-            for fact, result in zip(facts, results, strict=True)]
+    return [
+        ConsolidatedFact(
+            id=result.record.id,
+            text=fact.text,
+            sources=fact.sources,
+            supersedes=fact.supersedes,
+            previous_valid_to=superseded[fact.supersedes].valid_to if fact.supersedes else None,
+            created=result.created,
+            reason=fact.reason,
+        )
+        for fact, result in zip(facts, results, strict=True)
+    ]
 
 
 def _edit_block(engine: Engine, agent: str, old: CoreBlock, change: ProposedBlock, run_id: int) -> ConsolidatedBlock:
     owner = engine.store.block_owner(agent, old.label)  # a shared block's change is in its owner's history
-    if not engine.store.compare_and_set_block(owner, old.label, old.value, change.value,
-                                              actor=f"consolidation:{run_id}", op="rewrite"):
+    if not engine.store.compare_and_set_block(
+        owner, old.label, old.value, change.value, actor=f"consolidation:{run_id}", op="rewrite"
+    ):
         raise CoreMemoryError(f"block {old.label!r} changed while the run was written")
     seq = engine.store.block_history(owner, old.label)[-1].seq
     return ConsolidatedBlock(label=old.label, seq=seq, old=old.value, new=change.value, reason=change.reason)

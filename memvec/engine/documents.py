@@ -84,15 +84,16 @@ def cut(engine: Engine, parsed: ParsedDocument, overlap: int = DEFAULT_OVERLAP) 
 
 def embedded(engine: Engine, documents: list[tuple[ParsedDocument, list[Chunk]]]) -> list[Chunked]:
     """The chunks of several documents embedded in one call (the backend batches them by length)."""
-    texts = [[parsed.text[c.start:c.end] for c in chunks] for parsed, chunks in documents]
+    texts = [[parsed.text[c.start : c.end] for c in chunks] for parsed, chunks in documents]
     contexts = [[" > ".join(c.headings) or None for c in chunks] for _, chunks in documents]
     flat_texts = [t for group in texts for t in group]
-    flat_contexts = [c for group in contexts for c in group] if engine.index_settings.vector_context \
-        else [None] * len(flat_texts)
+    flat_contexts = (
+        [c for group in contexts for c in group] if engine.index_settings.vector_context else [None] * len(flat_texts)
+    )
     vectors = embed_records(engine.embedder, flat_texts, flat_contexts)
     out, start = [], 0
     for (parsed, chunks), group_texts, group_contexts in zip(documents, texts, contexts, strict=True):
-        out.append(Chunked(parsed, chunks, group_texts, group_contexts, vectors[start:start + len(chunks)]))
+        out.append(Chunked(parsed, chunks, group_texts, group_contexts, vectors[start : start + len(chunks)]))
         start += len(chunks)
     return out
 
@@ -104,8 +105,13 @@ def chunked(engine: Engine, parsed: ParsedDocument, overlap: int = DEFAULT_OVERL
 def stored_document(engine: Engine, document: Document) -> ParsedDocument:
     """A stored document as parsed, from its text and blocks (to cut it again for another agent)."""
     blocks = [Block(s, e, p, h) for s, e, p, h in engine.store.document_blocks(document.id)]
-    return ParsedDocument(text=engine.store.document_text(document.id) or "", media_type=document.media_type,
-                          blocks=blocks, pages=document.pages, title=document.title)
+    return ParsedDocument(
+        text=engine.store.document_text(document.id) or "",
+        media_type=document.media_type,
+        blocks=blocks,
+        pages=document.pages,
+        title=document.title,
+    )
 
 
 def add_document(engine: Engine, item: DocumentInput) -> DocumentReport:
@@ -151,11 +157,9 @@ def _same_content(engine: Engine, owner: str, content_hash: str) -> Document | N
     return engine.store.current_document(owner, content_hash=content_hash)
 
 
-def _write_all(engine: Engine, pending: list[_Ready], results: list[DocumentReport | InvalidInputError | None]
-               ) -> None:
+def _write_all(engine: Engine, pending: list[_Ready], results: list[DocumentReport | InvalidInputError | None]) -> None:
     if pending:
-        for ready, cut_document in zip(pending, embedded(engine, [(r.parsed, r.chunks) for r in pending]),
-                                       strict=True):
+        for ready, cut_document in zip(pending, embedded(engine, [(r.parsed, r.chunks) for r in pending]), strict=True):
             results[ready.position] = _written(engine, ready, cut_document)
 
 
@@ -169,11 +173,21 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
     now = datetime.now(UTC)
     ids: list[int] = []
     with engine.store.transaction():
-        document_id = engine.store.add_document_row(NewDocument(
-            owner=item.owner, name=item.name, content_hash=ready.content_hash, media_type=parsed.media_type,
-            size_bytes=len(item.data), text=parsed.text, pages=parsed.pages, title=parsed.title,
-            chunks=len(ready.chunks), blocks=[(b.start, b.end, b.page, b.headings) for b in parsed.blocks],
-            created_at=now))
+        document_id = engine.store.add_document_row(
+            NewDocument(
+                owner=item.owner,
+                name=item.name,
+                content_hash=ready.content_hash,
+                media_type=parsed.media_type,
+                size_bytes=len(item.data),
+                text=parsed.text,
+                pages=parsed.pages,
+                title=parsed.title,
+                chunks=len(ready.chunks),
+                blocks=[(b.start, b.end, b.page, b.headings) for b in parsed.blocks],
+                created_at=now,
+            )
+        )
         if previous is not None:
             engine.store.replace_document(previous.id, document_id, now)
         document = engine.store.document(document_id)
@@ -181,27 +195,63 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
         # read in the transaction: an agent attached to the folder meanwhile gets this file too
         agents = engine.store.folder_agents(item.folder[0]) if item.folder else [item.owner]
         for agent in agents:
-            ids = write_chunks(engine, agent, document, cut_document, tags=item.tags, at=now,
-                               folder=item.folder[1] if item.folder else None, metadata=item.metadata)
+            ids = write_chunks(
+                engine,
+                agent,
+                document,
+                cut_document,
+                tags=item.tags,
+                at=now,
+                folder=item.folder[1] if item.folder else None,
+                metadata=item.metadata,
+            )
     for agent in agents:
         engine.tier_index(agent, Tier.ARCHIVAL)  # catches up with what was just written
-    return DocumentReport(document=document, created=True, replaced=previous.id if previous else None,
-                          chunk_ids=ids)
+    return DocumentReport(document=document, created=True, replaced=previous.id if previous else None, chunk_ids=ids)
 
 
-def write_chunks(engine: Engine, agent: str, document: Document, cut: Chunked, *, folder: str | None,
-                 tags: Sequence[str], at: datetime, metadata: dict[str, Any] | None = None) -> list[int]:
+def write_chunks(
+    engine: Engine,
+    agent: str,
+    document: Document,
+    cut: Chunked,
+    *,
+    folder: str | None,
+    tags: Sequence[str],
+    at: datetime,
+    metadata: dict[str, Any] | None = None,
+) -> list[int]:
     """The document's chunks as the agent's archival records (inside the caller's transaction)."""
     records = []
     for chunk, text, context in zip(cut.chunks, cut.texts, cut.contexts, strict=True):
-        citation = DocumentCitation(document_id=document.id, file_name=document.name,
-                                    content_hash=document.content_hash, media_type=document.media_type,
-                                    folder=folder, page=chunk.page, start=chunk.start, end=chunk.end,
-                                    headings=list(chunk.headings), chunk=chunk.index, metadata=metadata or {})
-        records.append(NewRecord(agent=agent, tier=Tier.ARCHIVAL, text=text, tags=list(tags), created_at=at,
-                                 valid_from=at, context=context, citation=Citation(document=citation)))
-    return [record_id for record_id, _ in engine.store.insert(engine.prepare(agent, Tier.ARCHIVAL, records,
-                                                                              cut.vectors))]
+        citation = DocumentCitation(
+            document_id=document.id,
+            file_name=document.name,
+            content_hash=document.content_hash,
+            media_type=document.media_type,
+            folder=folder,
+            page=chunk.page,
+            start=chunk.start,
+            end=chunk.end,
+            headings=list(chunk.headings),
+            chunk=chunk.index,
+            metadata=metadata or {},
+        )
+        records.append(
+            NewRecord(
+                agent=agent,
+                tier=Tier.ARCHIVAL,
+                text=text,
+                tags=list(tags),
+                created_at=at,
+                valid_from=at,
+                context=context,
+                citation=Citation(document=citation),
+            )
+        )
+    return [
+        record_id for record_id, _ in engine.store.insert(engine.prepare(agent, Tier.ARCHIVAL, records, cut.vectors))
+    ]
 
 
 def document_of(engine: Engine, owner: str, document_id: int) -> Document:

@@ -43,10 +43,19 @@ log = logging.getLogger("memvec.engine")
 
 
 class Engine:
-    def __init__(self, *, store: Store, embedder: Embedder, index_root: Path,
-                 index_settings: IndexSettings, search_settings: SearchSettings,
-                 max_loaded_indexes: int | None = None, ranker: Ranker | None = None,
-                 retention: Mapping[Tier, timedelta] | None = None, dedup: DedupSettings | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        embedder: Embedder,
+        index_root: Path,
+        index_settings: IndexSettings,
+        search_settings: SearchSettings,
+        max_loaded_indexes: int | None = None,
+        ranker: Ranker | None = None,
+        retention: Mapping[Tier, timedelta] | None = None,
+        dedup: DedupSettings | None = None,
+    ) -> None:
         self.store = store
         self.dedup = dedup or DedupSettings()
         self.retention = dict(retention or {})  # per tier: records older than this are purged
@@ -72,9 +81,14 @@ class Engine:
         with self._lock:
             loaded = key not in self._indexes
             if loaded:
-                index, report = PartitionIndex.open(agent, tier, store=self.store, embedder=self.embedder,
-                                               directory=self.index_dir(agent, tier),
-                                               settings=self.index_settings)
+                index, report = PartitionIndex.open(
+                    agent,
+                    tier,
+                    store=self.store,
+                    embedder=self.embedder,
+                    directory=self.index_dir(agent, tier),
+                    settings=self.index_settings,
+                )
                 self._indexes[key], self.load_reports[key] = index, report
                 self._loads += 1
                 INDEX_LOADS.inc()
@@ -87,11 +101,11 @@ class Engine:
         if sizes:
             release_freed_memory(max(sizes))
         if not self.store.in_transaction():  # an index follows committed changes only: a rollback
-            index.catch_up()                  # would leave it holding records the store never kept
+            index.catch_up()  # would leave it holding records the store never kept
             with self._lock:
                 dropped = self._indexes.get(key) is not index
             if dropped and index.unsaved:  # evicted and saved by another thread while it caught up: the
-                index.save()               # changes it caught up with would otherwise be saved by no one
+                index.save()  # changes it caught up with would otherwise be saved by no one
         return index
 
     @staticmethod
@@ -119,12 +133,18 @@ class Engine:
 
     def index_usage(self) -> IndexUsage:
         with self._lock:
-            return IndexUsage(loaded=len(self._indexes), budget=self.max_loaded_indexes, loads=self._loads,
-                              evictions=self._evictions)
+            return IndexUsage(
+                loaded=len(self._indexes), budget=self.max_loaded_indexes, loads=self._loads, evictions=self._evictions
+            )
 
     # -- writes ---------------------------------------------------------------------------
-    def insert(self, records: Sequence[NewRecord], vectors: npt.NDArray[np.float32] | None = None, *,
-               merge_repeats: bool = True) -> list[InsertResult]:
+    def insert(
+        self,
+        records: Sequence[NewRecord],
+        vectors: npt.NDArray[np.float32] | None = None,
+        *,
+        merge_repeats: bool = True,
+    ) -> list[InsertResult]:
         """Insert records (any mix of agents and tiers); a repeat (exact, or for archival passages near)
         returns the record it repeats, not stored, with its tags and missing citation fields merged
         in unless `merge_repeats` is False. `vectors` (one row per record, from this home's model)
@@ -137,12 +157,12 @@ class Engine:
         results: dict[int, InsertResult] = {}
         for (agent, tier), positions in groups.items():
             given = None if vectors is None else {p: vectors[p] for p in positions}
-            results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions], given,
-                                              merge_repeats))
+            results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions], given, merge_repeats))
         return [results[p] for p in range(len(records))]
 
-    def prepare(self, agent: str, tier: Tier, records: Sequence[NewRecord],
-                vectors: npt.NDArray[np.float32] | None = None) -> list[PreparedRecord]:
+    def prepare(
+        self, agent: str, tier: Tier, records: Sequence[NewRecord], vectors: npt.NDArray[np.float32] | None = None
+    ) -> list[PreparedRecord]:
         """Rows for `store.insert`, embedded (or with `vectors`, checked), with their contexts; one
         (agent, tier) group. Writes nothing: a caller can prepare everything before its transaction."""
         if vectors is not None:
@@ -152,13 +172,28 @@ class Engine:
             vector_contexts = contexts if self.index_settings.vector_context else [None] * len(contexts)
             vectors = embed_records(self.embedder, [record.text for record in records], vector_contexts)
         now = datetime.now(UTC)
-        return [PreparedRecord(record=record, dedup_key=record.dedup_key(), created_at=record.created_at or now,
-                               embedding=vector, model_id=self.embedder.model_id, context=context,
-                               untrusted=looks_untrusted(record.text), near_key=near_key(tier, record))
-                for record, vector, context in zip(records, vectors, contexts, strict=True)]
+        return [
+            PreparedRecord(
+                record=record,
+                dedup_key=record.dedup_key(),
+                created_at=record.created_at or now,
+                embedding=vector,
+                model_id=self.embedder.model_id,
+                context=context,
+                untrusted=looks_untrusted(record.text),
+                near_key=near_key(tier, record),
+            )
+            for record, vector, context in zip(records, vectors, contexts, strict=True)
+        ]
 
-    def _insert_group(self, agent: str, tier: Tier, items: list[tuple[int, NewRecord]],
-                      given: dict[int, npt.NDArray[np.float32]] | None, merge_repeats: bool) -> dict[int, InsertResult]:
+    def _insert_group(
+        self,
+        agent: str,
+        tier: Tier,
+        items: list[tuple[int, NewRecord]],
+        given: dict[int, npt.NDArray[np.float32]] | None,
+        merge_repeats: bool,
+    ) -> dict[int, InsertResult]:
         keys = [record.dedup_key() for _, record in items]
         existing = self.store.existing_ids(agent, tier, keys)
         fresh: dict[str, tuple[int, NewRecord]] = {}
@@ -191,14 +226,17 @@ class Engine:
         self.tier_index(agent, tier)  # catches up with what was just written
         stored = {r.id: r for r in checked_on_read(self.store.get(agent, list(set(key_to_id.values()))))}
         if gone := sorted(set(key_to_id.values()) - set(stored)):
-            raise VersionConflictError(f"records {gone} were written, then deleted (a forget or delete ran at "
-                                       "the same time) before they could be read back: they are not stored now")
+            raise VersionConflictError(
+                f"records {gone} were written, then deleted (a forget or delete ran at "
+                "the same time) before they could be read back: they are not stored now"
+            )
         results = {}
         for key, (position, _) in zip(keys, items, strict=True):
             record_id = key_to_id[key]
             created = creator.get(record_id) == position
-            results[position] = InsertResult(record=stored[record_id], created=created,
-                                             duplicate_of=None if created else record_id)
+            results[position] = InsertResult(
+                record=stored[record_id], created=created, duplicate_of=None if created else record_id
+            )
         return results
 
     def _near_duplicates(self, agent: str, tier: Tier, rows: list[PreparedRecord]) -> dict[int, Target]:
@@ -253,8 +291,9 @@ class Engine:
             raise NotFoundError(f"agent {agent!r} has no {tier.value} record {record_id}")
         return checked_on_read(chain)
 
-    def delete_matching(self, agent: str, tiers: Sequence[Tier], filters: SearchFilters,
-                        ids: Sequence[int] = ()) -> int:
+    def delete_matching(
+        self, agent: str, tiers: Sequence[Tier], filters: SearchFilters, ids: Sequence[int] = ()
+    ) -> int:
         """Delete every record of `tiers` that passes `filters` (and is among `ids`, when given); the
         indexes apply the deletions and are saved, so no index file keeps what was forgotten."""
         forgotten = 0
@@ -303,13 +342,31 @@ class Engine:
         self.sweep(agent, tier)
         return self.store.count(agent, tier)
 
-    def list_records(self, agent: str, tier: Tier, *, limit: int = 50, offset: int = 0,
-                     newest_first: bool = False, filters: SearchFilters | None = None,
-                     after: int | None = None, before: int | None = None) -> list[Record]:
+    def list_records(
+        self,
+        agent: str,
+        tier: Tier,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        newest_first: bool = False,
+        filters: SearchFilters | None = None,
+        after: int | None = None,
+        before: int | None = None,
+    ) -> list[Record]:
         self.sweep(agent, tier)
-        return checked_on_read(self.store.list_records(agent, tier, limit=limit, offset=offset,
-                                                       newest_first=newest_first, filters=filters,
-                                                       after=after, before=before))
+        return checked_on_read(
+            self.store.list_records(
+                agent,
+                tier,
+                limit=limit,
+                offset=offset,
+                newest_first=newest_first,
+                filters=filters,
+                after=after,
+                before=before,
+            )
+        )
 
     def search(self, request: SearchRequest) -> list[Hit]:
         if request.per_document:
@@ -319,8 +376,10 @@ class Engine:
             return []
         request = narrowed
         labels = (request.tier.value, request.mode.value)
-        with span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}), \
-                timed(SEARCH_SECONDS, *labels, "total"):
+        with (
+            span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}),
+            timed(SEARCH_SECONDS, *labels, "total"),
+        ):
             self.sweep(request.agent, request.tier)
             index = self.tier_index(request.agent, request.tier)
             scope = self._scope(request, index) if request.mode is not SearchMode.TOKEN else Scope()
@@ -339,8 +398,9 @@ class Engine:
             return None
         return self.ranker
 
-    def candidate_features(self, request: SearchRequest, depth: int
-                           ) -> tuple[npt.NDArray[np.int64], Matrix, dict[str, float]]:
+    def candidate_features(
+        self, request: SearchRequest, depth: int
+    ) -> tuple[npt.NDArray[np.int64], Matrix, dict[str, float]]:
         """The best `depth` fused candidates of a hybrid search, their ranker features and the
         candidate set's context, computed exactly as a search computes them (`make train-ranker`
         fits the ranker and its support on these)."""
@@ -348,8 +408,9 @@ class Engine:
         scope = self._scope(request, index)
         query_vector = index.embedder.embed_query(request.query)
         with index.lock:
-            return candidate_table(index, request, self.search_settings, scope, query_vector, depth,
-                                   self._ranker_for(request))
+            return candidate_table(
+                index, request, self.search_settings, scope, query_vector, depth, self._ranker_for(request)
+            )
 
     def _scope(self, request: SearchRequest, index: PartitionIndex) -> Scope:
         """The ids the request's filters allow, the versions valid now (or `as_of`) among them; with no

@@ -33,8 +33,9 @@ def holder_name() -> str:
 
 
 @contextmanager
-def agent_lease(store: Store, agent: str, *, wait_s: float = LEASE_WAIT_S, ttl_s: float = LEASE_TTL_S,
-                poll_s: float = 0.05) -> Iterator[str]:
+def agent_lease(
+    store: Store, agent: str, *, wait_s: float = LEASE_WAIT_S, ttl_s: float = LEASE_TTL_S, poll_s: float = 0.05
+) -> Iterator[str]:
     """Hold `agent`'s lease for the body; yields the holder's name."""
     holder = holder_name()
     started = time.monotonic()
@@ -46,8 +47,9 @@ def agent_lease(store: Store, agent: str, *, wait_s: float = LEASE_WAIT_S, ttl_s
         time.sleep(poll_s)
     LEASE_WAIT_SECONDS.observe(time.monotonic() - started)
     stop = threading.Event()
-    renewer = threading.Thread(target=_renew, args=(store, agent, holder, ttl_s, stop), daemon=True,
-                               name=f"memvec-lease-{agent}")
+    renewer = threading.Thread(
+        target=_renew, args=(store, agent, holder, ttl_s, stop), daemon=True, name=f"memvec-lease-{agent}"
+    )
     renewer.start()
     try:
         yield holder

@@ -58,8 +58,9 @@ class LoadReport:
 
 
 class PartitionIndex:
-    def __init__(self, agent: str, tier: Tier, *, store: Store, embedder: Embedder,
-                 directory: Path, settings: IndexSettings) -> None:
+    def __init__(
+        self, agent: str, tier: Tier, *, store: Store, embedder: Embedder, directory: Path, settings: IndexSettings
+    ) -> None:
         self.agent = agent
         self.tier = tier
         self.store = store
@@ -75,8 +76,9 @@ class PartitionIndex:
 
     def _empty_vector(self, kind: IndexKind = "flat") -> VectorIndex:
         s = self.settings
-        return VectorIndex(self.embedder.dim, kind=kind,
-                           hnsw=HnswParams(s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search))
+        return VectorIndex(
+            self.embedder.dim, kind=kind, hnsw=HnswParams(s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search)
+        )
 
     def kind_for(self, count: int, current: str | None = None) -> IndexKind:
         """The vector index kind for a tier of `count` records. Kind 'auto' switches at
@@ -94,8 +96,9 @@ class PartitionIndex:
 
     # -- opening --------------------------------------------------------------------------
     @classmethod
-    def open(cls, agent: str, tier: Tier, *, store: Store, embedder: Embedder,
-             directory: Path, settings: IndexSettings) -> tuple[PartitionIndex, LoadReport]:
+    def open(
+        cls, agent: str, tier: Tier, *, store: Store, embedder: Embedder, directory: Path, settings: IndexSettings
+    ) -> tuple[PartitionIndex, LoadReport]:
         index = cls(agent, tier, store=store, embedder=embedder, directory=directory, settings=settings)
         report = LoadReport()
         try:
@@ -104,8 +107,9 @@ class PartitionIndex:
         except IndexFileError as exc:
             report.rebuilt, report.reason = True, str(exc)
             if isinstance(exc, OldIndexFormatError):
-                log.warning("%s/%s: index files of an older memvec (%s); rebuilding them from the store",
-                            agent, tier.value, exc)
+                log.warning(
+                    "%s/%s: index files of an older memvec (%s); rebuilding them from the store", agent, tier.value, exc
+                )
             elif (directory / "manifest.json").exists() or (directory / VECTOR_FILE).exists():
                 log.warning("rebuilding %s/%s index from the store: %s", agent, tier.value, exc)
             report.reembedded = index.rebuild()
@@ -122,11 +126,20 @@ class PartitionIndex:
         manifest = read_manifest(self.directory)
         expected = self._manifest_fields()
         expected["index_kind"] = self.kind_for(manifest.record_count, current=manifest.index_kind)
-        for key in ("agent", "tier", "model_id", "dim", "index_kind", "bm25_k1", "bm25_b", "context_weight",
-                    "index_dates", "vector_context"):
+        for key in (
+            "agent",
+            "tier",
+            "model_id",
+            "dim",
+            "index_kind",
+            "bm25_k1",
+            "bm25_b",
+            "context_weight",
+            "index_dates",
+            "vector_context",
+        ):
             if getattr(manifest, key) != expected[key]:
-                raise IndexFileError(f"index was built with {key}={getattr(manifest, key)!r}, "
-                                     f"now {expected[key]!r}")
+                raise IndexFileError(f"index was built with {key}={getattr(manifest, key)!r}, now {expected[key]!r}")
         check_files(self.directory, manifest)
         try:
             self.vector = VectorIndex.load(self.directory / VECTOR_FILE)
@@ -137,11 +150,18 @@ class PartitionIndex:
         self.applied = manifest.last_change
 
     def _manifest_fields(self) -> dict[str, object]:
-        return {"agent": self.agent, "tier": self.tier.value, "model_id": self.embedder.model_id,
-                "dim": self.embedder.dim, "index_kind": self.vector.kind,
-                "bm25_k1": self.settings.bm25_k1, "bm25_b": self.settings.bm25_b,
-                "context_weight": self.settings.context_weight, "index_dates": self.settings.index_dates,
-                "vector_context": self.settings.vector_context}
+        return {
+            "agent": self.agent,
+            "tier": self.tier.value,
+            "model_id": self.embedder.model_id,
+            "dim": self.embedder.dim,
+            "index_kind": self.vector.kind,
+            "bm25_k1": self.settings.bm25_k1,
+            "bm25_b": self.settings.bm25_b,
+            "context_weight": self.settings.context_weight,
+            "index_dates": self.settings.index_dates,
+            "vector_context": self.settings.vector_context,
+        }
 
     def disagreement(self) -> str:
         """Empty when the in-memory indexes hold exactly the store's ids; else what differs."""
@@ -233,10 +253,14 @@ class PartitionIndex:
             write_atomically(self.directory / LEXICAL_FILE, self.lexical.save)
             write_atomically(self.directory / SESSIONS_FILE, self.sessions.save)
             fields = self._manifest_fields()
-            manifest = Manifest.model_validate({
-                **fields, "record_count": len(self.lexical), "last_change": self.applied,
-                "checksums": {name: sha256_file(self.directory / name) for name in INDEX_FILES},
-            })
+            manifest = Manifest.model_validate(
+                {
+                    **fields,
+                    "record_count": len(self.lexical),
+                    "last_change": self.applied,
+                    "checksums": {name: sha256_file(self.directory / name) for name in INDEX_FILES},
+                }
+            )
             write_manifest(self.directory, manifest)
             self.unsaved = 0
 
@@ -314,8 +338,7 @@ def verify_on_disk(agent: str, tier: Tier, *, store: Store, directory: Path, mod
     return check
 
 
-def id_disagreement(store_ids: Ids, vector: VectorIndex, lexical: BM25Index,
-                    pending: Sequence[Change] = ()) -> str:
+def id_disagreement(store_ids: Ids, vector: VectorIndex, lexical: BM25Index, pending: Sequence[Change] = ()) -> str:
     """Empty when both indexes hold exactly the store's ids once `pending` changes are replayed on
     them (as `PartitionIndex.catch_up` would); else what differs."""
     final = {change.record_id: change.op for change in pending}
@@ -328,13 +351,16 @@ def id_disagreement(store_ids: Ids, vector: VectorIndex, lexical: BM25Index,
         if not np.array_equal(ids, store_ids):
             missing = len(np.setdiff1d(store_ids, ids))
             extra = len(np.setdiff1d(ids, store_ids))
-            return (f"{name} index has {len(ids)} records{replaying}, the store has {len(store_ids)} "
-                    f"({missing} missing, {extra} extra)")
+            return (
+                f"{name} index has {len(ids)} records{replaying}, the store has {len(store_ids)} "
+                f"({missing} missing, {extra} extra)"
+            )
     return ""
 
 
-def _vector_mismatches(agent: str, tier: Tier, store: Store, vector: VectorIndex, model_id: str,
-                       *, skip: set[int]) -> list[str]:
+def _vector_mismatches(
+    agent: str, tier: Tier, store: Store, vector: VectorIndex, model_id: str, *, skip: set[int]
+) -> list[str]:
     """Indexed vectors that differ from the store's, leaving out records with pending changes
     (the replay reads those from the store)."""
     wrong = 0

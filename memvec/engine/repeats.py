@@ -37,8 +37,15 @@ def near_key(tier: Tier, record: NewRecord) -> str | None:
     return content_key(record.text) if tier is Tier.ARCHIVAL and record.citation.document is None else None
 
 
-def find_repeats(store: Store, index: PartitionIndex | None, closed: npt.NDArray[np.int64], agent: str, tier: Tier,
-                 rows: list[PreparedRecord], dedup: DedupSettings) -> dict[int, Target]:
+def find_repeats(
+    store: Store,
+    index: PartitionIndex | None,
+    closed: npt.NDArray[np.int64],
+    agent: str,
+    tier: Tier,
+    rows: list[PreparedRecord],
+    dedup: DedupSettings,
+) -> dict[int, Target]:
     """Rows (by position) that repeat something, and what. `index`: the tier's, None when it never
     held a record; `closed`: its versions that are not current (never a target)."""
     threshold = dedup.near_cosine
@@ -47,15 +54,19 @@ def find_repeats(store: Store, index: PartitionIndex | None, closed: npt.NDArray
     now = datetime.now(UTC)
     by_key = store.near_key_ids(agent, tier, [r.near_key for r in rows if r.near_key], now) if index else {}
     batch = np.array([row.embedding for row in rows], dtype=np.float32)
-    nearest = _nearest_all(store, agent, index, batch, closed, threshold) if index is not None and (
-        index.vector.is_hnsw or len(index) <= SCAN_LIMIT) else None
+    nearest = (
+        _nearest_all(store, agent, index, batch, closed, threshold)
+        if index is not None and (index.vector.is_hnsw or len(index) <= SCAN_LIMIT)
+        else None
+    )
     first_with_key: dict[str, int] = {}
     repeats: dict[int, Target] = {}
     for position, row in enumerate(rows):
         if row.record.supersedes is not None or row.record.citation.document is not None:
             continue  # a new version, or a chunk of a file: stored as it is
         target = _keyed(index, row, by_key, threshold) or (
-            _nearest(row, nearest[0][position], nearest[1], dedup) if nearest is not None else None)
+            _nearest(row, nearest[0][position], nearest[1], dedup) if nearest is not None else None
+        )
         earlier = first_with_key.get(row.near_key or "")
         if target is None and earlier is not None and float(batch[earlier] @ batch[position]) >= threshold:
             target = ("row", earlier)
@@ -68,8 +79,9 @@ def find_repeats(store: Store, index: PartitionIndex | None, closed: npt.NDArray
     return repeats
 
 
-def _keyed(index: PartitionIndex | None, row: PreparedRecord, by_key: dict[str, int],
-           threshold: float) -> Target | None:
+def _keyed(
+    index: PartitionIndex | None, row: PreparedRecord, by_key: dict[str, int], threshold: float
+) -> Target | None:
     record_id = by_key.get(row.near_key or "")
     if index is None or record_id is None:
         return None
@@ -77,14 +89,22 @@ def _keyed(index: PartitionIndex | None, row: PreparedRecord, by_key: dict[str, 
     return ("record", record_id) if cosine >= threshold else None
 
 
-def _nearest_all(store: Store, agent: str, index: PartitionIndex, batch: npt.NDArray[np.float32],
-                 closed: npt.NDArray[np.int64], threshold: float) -> tuple[list[list[int]], dict[int, str]]:
+def _nearest_all(
+    store: Store,
+    agent: str,
+    index: PartitionIndex,
+    batch: npt.NDArray[np.float32],
+    closed: npt.NDArray[np.int64],
+    threshold: float,
+) -> tuple[list[list[int]], dict[int, str]]:
     """For every row, its nearest current passages (up to 3) at the threshold or above, found in one
     search, and the texts of all of them, read in one go."""
     with index.lock:
         ids, scores = index.vector.search_many(batch, 3, excluded=closed if len(closed) else None)
-    close = [[int(i) for i, score in zip(row_ids, row_scores, strict=True) if i >= 0 and score >= threshold]
-             for row_ids, row_scores in zip(ids.tolist(), scores.tolist(), strict=True)]
+    close = [
+        [int(i) for i, score in zip(row_ids, row_scores, strict=True) if i >= 0 and score >= threshold]
+        for row_ids, row_scores in zip(ids.tolist(), scores.tolist(), strict=True)
+    ]
     wanted = sorted({i for row in close for i in row})
     # a document's chunk is never what a passage repeats: deleting the file would take the passage with it
     texts = {r.id: r.text for r in store.get(agent, wanted) if r.citation.document is None} if wanted else {}
@@ -98,8 +118,14 @@ def _nearest(row: PreparedRecord, close: list[int], texts: dict[int, str], dedup
     return None
 
 
-def _earlier_row(rows: list[PreparedRecord], position: int, cosines: npt.NDArray[np.float32],
-                 repeats: dict[int, Target], threshold: float, dedup: DedupSettings) -> Target | None:
+def _earlier_row(
+    rows: list[PreparedRecord],
+    position: int,
+    cosines: npt.NDArray[np.float32],
+    repeats: dict[int, Target],
+    threshold: float,
+    dedup: DedupSettings,
+) -> Target | None:
     """An earlier row of the batch (not itself a repeat) that this one repeats; `cosines` to each."""
     for earlier in np.flatnonzero(cosines >= threshold).tolist():
         if earlier in repeats or rows[earlier].record.supersedes is not None:

@@ -133,17 +133,36 @@ def _settings(agent: LettaAgent, name: str) -> AgentSettings:
     llm = agent.llm_config or LettaLlmConfig()
     composed = f"{llm.model_endpoint_type}/{llm.model}" if llm.model and llm.model_endpoint_type else None
     embedding = agent.embedding or (agent.embedding_config.handle if agent.embedding_config else None)
-    return AgentSettings.model_validate({
-        "name": name, "model": llm.handle or agent.model or composed, "context_window": llm.context_window or 8_192,
-        "system": agent.system or None, "tags": agent.tags or [], "description": agent.description,
-        "metadata": agent.metadata or {}, "agent_type": agent.agent_type or "memgpt_agent", "embedding": embedding})
+    return AgentSettings.model_validate(
+        {
+            "name": name,
+            "model": llm.handle or agent.model or composed,
+            "context_window": llm.context_window or 8_192,
+            "system": agent.system or None,
+            "tags": agent.tags or [],
+            "description": agent.description,
+            "metadata": agent.metadata or {},
+            "agent_type": agent.agent_type or "memgpt_agent",
+            "embedding": embedding,
+        }
+    )
 
 
 def _blocks(agent: LettaAgent, blocks_by_id: dict[str, LettaBlock]) -> list[CoreBlock]:
     raw = [blocks_by_id[i] for i in agent.block_ids or [] if i in blocks_by_id] + list(agent.memory_blocks or [])
-    return [CoreBlock.model_validate({
-        "label": b.label, "value": b.value or "", "limit": b.limit or 2_000, "read_only": bool(b.read_only),
-        "description": b.description or "", "metadata": b.metadata or {}}) for b in raw]
+    return [
+        CoreBlock.model_validate(
+            {
+                "label": b.label,
+                "value": b.value or "",
+                "limit": b.limit or 2_000,
+                "read_only": bool(b.read_only),
+                "description": b.description or "",
+                "metadata": b.metadata or {},
+            }
+        )
+        for b in raw
+    ]
 
 
 def _messages(agent: LettaAgent, session: str) -> tuple[list[ExportedRecord], list[int], int]:
@@ -155,9 +174,15 @@ def _messages(agent: LettaAgent, session: str) -> tuple[list[ExportedRecord], li
         if message.role not in _SPOKEN or not text:
             skipped += 1
             continue
-        records.append(ExportedRecord(id=turn, text=text, role=message.name or message.role,
-                                      created_at=message.created_at or datetime.now(UTC),
-                                      citation=Citation(session_id=session, turn_id=str(turn))))
+        records.append(
+            ExportedRecord(
+                id=turn,
+                text=text,
+                role=message.name or message.role,
+                created_at=message.created_at or datetime.now(UTC),
+                citation=Citation(session_id=session, turn_id=str(turn)),
+            )
+        )
         if message.id in context_ids:
             in_context.append(turn)
     return records, in_context, skipped
@@ -166,9 +191,14 @@ def _messages(agent: LettaAgent, session: str) -> tuple[list[ExportedRecord], li
 def _export(agent: LettaAgent, blocks_by_id: dict[str, LettaBlock], position: int) -> tuple[AgentExport, int]:
     name = _name(agent.name, f"imported-agent-{position}")
     records, in_context, system_messages = _messages(agent, f"agent-file:{name}")
-    doc = AgentExport(exported_at=datetime.now(UTC), embedding_model=AF_EMBEDDING, agent=_settings(agent, name),
-                      state=AgentState(in_context=in_context), blocks=_blocks(agent, blocks_by_id),
-                      messages=records)
+    doc = AgentExport(
+        exported_at=datetime.now(UTC),
+        embedding_model=AF_EMBEDDING,
+        agent=_settings(agent, name),
+        state=AgentState(in_context=in_context),
+        blocks=_blocks(agent, blocks_by_id),
+        messages=records,
+    )
     return doc, system_messages
 
 
@@ -177,11 +207,15 @@ def read_agent_file(data: dict[str, Any]) -> tuple[list[AgentExport], dict[str, 
     parsed = LettaAgentFile.model_validate(data)
     blocks_by_id = {b.id: b for b in parsed.blocks or [] if b.id is not None}
     converted = [_export(agent, blocks_by_id, n) for n, agent in enumerate(parsed.agents, start=1)]
-    skipped = {"tools": [t.name for t in parsed.tools or []],
-               "tool_rules": sum(len(a.tool_rules or []) for a in parsed.agents),
-               "sources": len(parsed.sources or []), "files": len(parsed.files or []),
-               "groups": len(parsed.groups or []), "mcp_servers": len(parsed.mcp_servers or []),
-               "system_messages": sum(n for _, n in converted)}
+    skipped = {
+        "tools": [t.name for t in parsed.tools or []],
+        "tool_rules": sum(len(a.tool_rules or []) for a in parsed.agents),
+        "sources": len(parsed.sources or []),
+        "files": len(parsed.files or []),
+        "groups": len(parsed.groups or []),
+        "mcp_servers": len(parsed.mcp_servers or []),
+        "system_messages": sum(n for _, n in converted),
+    }
     return [doc for doc, _ in converted], skipped
 
 
@@ -217,8 +251,10 @@ def read_document(data: Any, *, name: str | None = None) -> ImportPlan:
     targets = [name or doc.agent.name for doc in exports]
     repeated = sorted({t for t in targets if targets.count(t) > 1})
     if repeated:
-        raise InvalidInputError(f"several agents of the file would be named {', '.join(map(repr, repeated))} "
-                                "(memvec names allow A-Z a-z 0-9 _ . -); rename them in the file first")
+        raise InvalidInputError(
+            f"several agents of the file would be named {', '.join(map(repr, repeated))} "
+            "(memvec names allow A-Z a-z 0-9 _ . -); rename them in the file first"
+        )
     return ImportPlan(exports=exports, targets=targets, skipped=skipped)
 
 

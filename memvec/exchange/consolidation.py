@@ -18,8 +18,9 @@ class ProposedFact(BaseModel):
 
     text: MetaText
     sources: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(min_length=1, max_length=50)
-    supersedes: int | None = Field(default=None, ge=1, le=MAX_ID,
-                                   description="a current archival passage this fact contradicts and replaces")
+    supersedes: int | None = Field(
+        default=None, ge=1, le=MAX_ID, description="a current archival passage this fact contradicts and replaces"
+    )
     reason: Utf8Text = Field(default="", max_length=MAX_META_CHARS)
 
 
@@ -47,8 +48,9 @@ class ConsolidatedFact(BaseModel):
     text: str
     sources: list[int] = Field(description="recall message ids it came from")
     supersedes: int | None = None
-    previous_valid_to: datetime | None = Field(default=None, description="the superseded version's valid_to "
-                                                                         "before the run (undo restores it)")
+    previous_valid_to: datetime | None = Field(
+        default=None, description="the superseded version's valid_to before the run (undo restores it)"
+    )
     created: bool = True
     reason: str = ""
 

@@ -37,8 +37,9 @@ class ExportedRecord(BaseModel):
     created_at: datetime
     expires_at: datetime | None = None
     valid_from: datetime | None = Field(default=None, description="event time since when it holds")
-    valid_to: datetime | None = Field(default=None, description="event time until when it held (a superseded "
-                                                                "version: when its successor began)")
+    valid_to: datetime | None = Field(
+        default=None, description="event time until when it held (a superseded version: when its successor began)"
+    )
     supersedes: int | None = Field(default=None, description="the id (in this document) of the version it replaced")
     untrusted: bool = False
     embedding: str | None = Field(default=None, description="base64 of little-endian float32")
@@ -59,8 +60,7 @@ class ExportedDocument(BaseModel):
     blocks: list[tuple[int, int, int | None, list[str]]] = Field(default_factory=list, max_length=1_000_000)
     created_at: datetime
     replaced_at: datetime | None = None
-    replaced_by: int | None = Field(default=None, description="the id (in this export) of the version that "
-                                                              "replaced it")
+    replaced_by: int | None = Field(default=None, description="the id (in this export) of the version that replaced it")
 
 
 class ExportedSharedBlock(CoreBlock):
@@ -79,17 +79,22 @@ class AgentExport(BaseModel):
     agent: AgentSettings
     state: AgentState = Field(default_factory=AgentState)
     blocks: list[CoreBlock] = Field(default_factory=list)
-    block_history: list[BlockChange] = Field(default_factory=list, description="every change of the blocks, "
-                                                                               "oldest first (version 2)")
+    block_history: list[BlockChange] = Field(
+        default_factory=list, description="every change of the blocks, oldest first (version 2)"
+    )
     shared_blocks: list[ExportedSharedBlock] = Field(
-        default_factory=list, description="shared blocks it holds: on import attached again, made first where "
-                                          "this home has no block of that id")
-    consolidations: list[ConsolidationRun] = Field(default_factory=list, description="its consolidation runs, "
-                                                                                     "oldest first (version 2)")
+        default_factory=list,
+        description="shared blocks it holds: on import attached again, made first where "
+        "this home has no block of that id",
+    )
+    consolidations: list[ConsolidationRun] = Field(
+        default_factory=list, description="its consolidation runs, oldest first (version 2)"
+    )
     passages: list[ExportedRecord] = Field(default_factory=list)
     messages: list[ExportedRecord] = Field(default_factory=list)
-    documents: list[ExportedDocument] = Field(default_factory=list, description="the files its passages are "
-                                                                                "chunks of (every version)")
+    documents: list[ExportedDocument] = Field(
+        default_factory=list, description="the files its passages are chunks of (every version)"
+    )
 
 
 class ImportReport(BaseModel):

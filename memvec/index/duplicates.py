@@ -52,10 +52,10 @@ def _one_edit(a: str, b: str) -> bool:
         a, b = b, a
     start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), len(a))
     if len(a) < len(b):
-        return a[start:] == b[start + 1:]
-    if a[start + 1:] == b[start + 1:]:
+        return a[start:] == b[start + 1 :]
+    if a[start + 1 :] == b[start + 1 :]:
         return True
-    return a[start:start + 2] == b[start:start + 2][::-1] and a[start + 2:] == b[start + 2:]
+    return a[start : start + 2] == b[start : start + 2][::-1] and a[start + 2 :] == b[start + 2 :]
 
 
 def near_identical(new: str, old: str, *, new_words: int = 0) -> bool:
@@ -66,8 +66,11 @@ def near_identical(new: str, old: str, *, new_words: int = 0) -> bool:
     for op, i1, i2, j1, j2 in SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if op == "equal":
             continue
-        if op == "replace" and i2 - i1 == j2 - j1 and all(_one_edit(x, y) for x, y in zip(a[i1:i2], b[j1:j2],
-                                                                                            strict=True)):
+        if (
+            op == "replace"
+            and i2 - i1 == j2 - j1
+            and all(_one_edit(x, y) for x, y in zip(a[i1:i2], b[j1:j2], strict=True))
+        ):
             continue  # typos
         changed = a[i1:i2] + b[j1:j2]
         if any(_meaningful(word) for word in changed):

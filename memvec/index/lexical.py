@@ -75,8 +75,14 @@ class QueryScores:
 
 
 class BM25Index:
-    def __init__(self, *, k1: float = 0.9, b: float = 0.4,
-                 tokenizer: Callable[[str], list[str]] = tokenize, recent_postings: int = 50_000) -> None:
+    def __init__(
+        self,
+        *,
+        k1: float = 0.9,
+        b: float = 0.4,
+        tokenizer: Callable[[str], list[str]] = tokenize,
+        recent_postings: int = 50_000,
+    ) -> None:
         """`recent_postings`: postings the recent segment may hold (or an eighth of the base, if
         more) before it is merged into the base."""
         self.k1 = k1
@@ -175,8 +181,11 @@ class BM25Index:
         merged_terms = np.empty(total, dtype=np.int64)
         merged_slots = np.empty(total, dtype=np.int32)
         merged_tfs = np.empty(total, dtype=np.float32)
-        for merged, old, new in ((merged_terms, base_terms, recent_terms), (merged_slots, self._base_slots, slots),
-                                 (merged_tfs, self._base_tfs, tfs)):
+        for merged, old, new in (
+            (merged_terms, base_terms, recent_terms),
+            (merged_slots, self._base_slots, slots),
+            (merged_tfs, self._base_tfs, tfs),
+        ):
             merged[from_base], merged[into] = old, new
         self._set_base(merged_terms, merged_slots, merged_tfs)
         self._recent, self._recent_postings = {}, 0
@@ -188,7 +197,7 @@ class BM25Index:
     def _set_base(self, posting_terms: Ids, slots: Slots, tfs: Scores) -> None:
         """Install postings already sorted by term (and by slot within a term)."""
         starts = np.flatnonzero(np.concatenate([[True], posting_terms[1:] != posting_terms[:-1]]))
-        starts = starts[:len(posting_terms)]  # no postings: no term starts
+        starts = starts[: len(posting_terms)]  # no postings: no term starts
         self._base_terms = posting_terms[starts]
         self._base_offsets = np.append(starts, len(posting_terms)).astype(np.int64)
         self._base_slots = np.ascontiguousarray(slots, dtype=np.int32)
@@ -293,13 +302,13 @@ class BM25Index:
         out[held] = np.frombuffer(self._slot_lens, dtype=np.float32)[slots[held]]
         return out
 
-    def search(self, query: str, k: int, allowed: Ids | None = None,
-               excluded: Ids | None = None) -> tuple[Ids, Scores]:
+    def search(self, query: str, k: int, allowed: Ids | None = None, excluded: Ids | None = None) -> tuple[Ids, Scores]:
         """Top-k (ids, scores) with a positive score, best first: among `allowed` when given, never `excluded`."""
         return self.search_scored(self.query_scores(query), k, allowed, excluded)
 
-    def search_scored(self, scored: QueryScores, k: int, allowed: Ids | None = None,
-                      excluded: Ids | None = None) -> tuple[Ids, Scores]:
+    def search_scored(
+        self, scored: QueryScores, k: int, allowed: Ids | None = None, excluded: Ids | None = None
+    ) -> tuple[Ids, Scores]:
         """Like :meth:`search`, over scores already computed by :meth:`query_scores`."""
         ids, scores = scored.ids, scored.scores
         if allowed is not None:
@@ -315,11 +324,18 @@ class BM25Index:
         """Write to `path` (an open-for-write .npz target chosen by the caller)."""
         self._compact()
         with open(path, "wb") as fh:
-            np.savez(fh, format=np.array([FORMAT]), params=np.array([self.k1, self.b]),
-                     terms=self._base_terms, offsets=self._base_offsets, slots=self._base_slots,
-                     tfs=self._base_tfs, slot_ids=np.frombuffer(self._slot_ids, dtype=np.int64),
-                     slot_lens=np.frombuffer(self._slot_lens, dtype=np.float32),
-                     slot_groups=np.frombuffer(self._slot_groups, dtype=np.int32))
+            np.savez(
+                fh,
+                format=np.array([FORMAT]),
+                params=np.array([self.k1, self.b]),
+                terms=self._base_terms,
+                offsets=self._base_offsets,
+                slots=self._base_slots,
+                tfs=self._base_tfs,
+                slot_ids=np.frombuffer(self._slot_ids, dtype=np.int64),
+                slot_lens=np.frombuffer(self._slot_lens, dtype=np.float32),
+                slot_groups=np.frombuffer(self._slot_groups, dtype=np.int32),
+            )
 
     @classmethod
     def load(cls, path: Path, *, tokenizer: Callable[[str], list[str]] = tokenize) -> BM25Index:

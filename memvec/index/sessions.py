@@ -113,9 +113,15 @@ class SessionTable:
         n = len(self._names)
         ids, rows = self._row_of_id.items()
         with open(path, "wb") as fh:
-            np.savez(fh, dim=np.array([self.dim]), sums=self._sums[:n], counts=self._counts[:n],
-                     names=np.frombuffer(json.dumps(self._names).encode(), dtype=np.uint8),
-                     ids=ids, rows=rows)
+            np.savez(
+                fh,
+                dim=np.array([self.dim]),
+                sums=self._sums[:n],
+                counts=self._counts[:n],
+                names=np.frombuffer(json.dumps(self._names).encode(), dtype=np.uint8),
+                ids=ids,
+                rows=rows,
+            )
 
     @classmethod
     def load(cls, path: Path) -> SessionTable:
@@ -126,7 +132,7 @@ class SessionTable:
             n = max(len(table._names), 16)
             table._sums = np.zeros((n, table.dim), dtype=np.float32)
             table._counts = np.zeros(n, dtype=np.int64)
-            table._sums[:len(table._names)] = data["sums"]
-            table._counts[:len(table._names)] = data["counts"]
+            table._sums[: len(table._names)] = data["sums"]
+            table._counts[: len(table._names)] = data["counts"]
             table._row_of_id = IdMap.from_arrays(data["ids"].astype(np.int64), data["rows"].astype(np.int64))
         return table

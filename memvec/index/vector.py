@@ -40,6 +40,7 @@ def _one_omp_thread_here() -> None:
         faiss.omp_set_num_threads(1)
         _search_thread.single = True
 
+
 Ids = npt.NDArray[np.int64]
 Vectors = npt.NDArray[np.float32]
 INDEX_KINDS: tuple[str, ...] = get_args(IndexKind)
@@ -84,8 +85,11 @@ class VectorIndex:
         metric = faiss.METRIC_INNER_PRODUCT
         sq_type = getattr(faiss.ScalarQuantizer, _SQ_TYPES[self.quantizer]) if self.quantizer else None
         if not self.is_hnsw:
-            return faiss.IndexScalarQuantizer(self.dim, sq_type, metric) if sq_type is not None \
+            return (
+                faiss.IndexScalarQuantizer(self.dim, sq_type, metric)
+                if sq_type is not None
                 else faiss.IndexFlatIP(self.dim)
+            )
         if sq_type is not None:
             base = faiss.IndexHNSWSQ(self.dim, sq_type, self.hnsw.m, metric)
         else:
@@ -179,8 +183,9 @@ class VectorIndex:
             out[np.isin(ids, np.fromiter(self._tombstones, dtype=np.int64))] = 0.0
         return out
 
-    def search(self, query: Vectors, k: int, allowed: Ids | None = None,
-               excluded: Ids | None = None) -> tuple[Ids, Vectors]:
+    def search(
+        self, query: Vectors, k: int, allowed: Ids | None = None, excluded: Ids | None = None
+    ) -> tuple[Ids, Vectors]:
         """Top-k (ids, cosine scores), best first: among `allowed` when given, never `excluded`."""
         if len(self) == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
@@ -204,8 +209,9 @@ class VectorIndex:
             dead = faiss.IDSelectorBatch(skipped)
             params = self._params(faiss.IDSelectorNot(dead))
             params._keep = dead  # noqa: SLF001 - the SWIG wrapper does not own `dead`; keep it alive
-        scores, ids = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), max(1, min(k, len(self))),
-                                         params=params)
+        scores, ids = self._index.search(
+            np.ascontiguousarray(queries, dtype=np.float32), max(1, min(k, len(self))), params=params
+        )
         return ids.astype(np.int64), scores
 
     def _params(self, selector: Any) -> Any:
@@ -228,9 +234,13 @@ class VectorIndex:
     def save(self, path: Path) -> None:
         blob = faiss.serialize_index(self._index)
         with open(path, "wb") as fh:
-            np.savez(fh, faiss=blob, tombstones=np.fromiter(sorted(self._tombstones), dtype=np.int64),
-                     meta=np.array([self.dim, self.hnsw.m, self.hnsw.ef_construction, self.hnsw.ef_search]),
-                     kind=np.frombuffer(self.kind.encode(), dtype=np.uint8))
+            np.savez(
+                fh,
+                faiss=blob,
+                tombstones=np.fromiter(sorted(self._tombstones), dtype=np.int64),
+                meta=np.array([self.dim, self.hnsw.m, self.hnsw.ef_construction, self.hnsw.ef_search]),
+                kind=np.frombuffer(self.kind.encode(), dtype=np.uint8),
+            )
 
     @classmethod
     def load(cls, path: Path) -> VectorIndex:

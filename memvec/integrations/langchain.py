@@ -1,14 +1,14 @@
 """A LangChain retriever over one agent's archival or recall tier (extra: `memvec[langchain]`).
 
-    from memvec import Memory
-    from memvec.integrations.langchain import MemvecRetriever
+from memvec import Memory
+from memvec.integrations.langchain import MemvecRetriever
 
-    retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
-    # or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
-    docs = retriever.invoke("where did we meet?")
-    docs[0].metadata["citation"]   # {"session_id": ..., "turn_id": ..., "source_url": ..., "document": ...}
+retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
+# or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
+docs = retriever.invoke("where did we meet?")
+docs[0].metadata["citation"]   # {"session_id": ..., "turn_id": ..., "source_url": ..., "document": ...}
 
-    add_documents(memory, "my-app", PyPDFLoader("manual.pdf").load())   # Documents in, as cited chunks
+add_documents(memory, "my-app", PyPDFLoader("manual.pdf").load())   # Documents in, as cited chunks
 """
 
 from __future__ import annotations
@@ -58,12 +58,25 @@ class MemvecRetriever(BaseRetriever):
     fence_untrusted: bool = Field(default=True, description="wrap directive-like text as quoted data")
 
     def _options(self) -> SearchOptions:
-        return SearchOptions(agent=self.agent, tier=self.tier, k=self.k, mode=self.mode, tags=self.tags,
-                             tag_match=self.tag_match, roles=self.roles, session_id=self.session_id,
-                             start=self.start, end=self.end)
+        return SearchOptions(
+            agent=self.agent,
+            tier=self.tier,
+            k=self.k,
+            mode=self.mode,
+            tags=self.tags,
+            tag_match=self.tag_match,
+            roles=self.roles,
+            session_id=self.session_id,
+            start=self.start,
+            end=self.end,
+        )
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         source = HitSource(memory=self.memory, url=self.url, api_key=self.api_key, timeout=self.timeout)
         hits = source.search(self._options(), query)
-        return [Document(page_content=hit_text(h, fence_untrusted=self.fence_untrusted), metadata=hit_metadata(h),
-                         id=str(h.id)) for h in hits]
+        return [
+            Document(
+                page_content=hit_text(h, fence_untrusted=self.fence_untrusted), metadata=hit_metadata(h), id=str(h.id)
+            )
+            for h in hits
+        ]

@@ -1,14 +1,14 @@
 """A LlamaIndex retriever over one agent's archival or recall tier (extra: `memvec[llamaindex]`).
 
-    from memvec import Memory
-    from memvec.integrations.llamaindex import MemvecRetriever
+from memvec import Memory
+from memvec.integrations.llamaindex import MemvecRetriever
 
-    retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
-    # or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
-    for found in retriever.retrieve("where did we meet?"):
-        print(found.score, found.node.metadata["citation"], found.node.get_content())
+retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
+# or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
+for found in retriever.retrieve("where did we meet?"):
+    print(found.score, found.node.metadata["citation"], found.node.get_content())
 
-    add_nodes(memory, "my-app", SimpleDirectoryReader("docs").load_data())   # nodes in, as cited chunks
+add_nodes(memory, "my-app", SimpleDirectoryReader("docs").load_data())   # nodes in, as cited chunks
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ def add_nodes(memory: Memory, agent: str, nodes: list[BaseNode]) -> list[Documen
     """LlamaIndex documents or nodes into the agent's archival memory, each as a document (cut into
     chunks as a file is) whose citation keeps the node's metadata (`citation.document.metadata`);
     named by their `file_path`/`file_name` and `page` metadata, else their id."""
-    items = framework_documents([(n.get_content(metadata_mode=MetadataMode.NONE), n.node_id, dict(n.metadata))
-                                 for n in nodes])
+    items = framework_documents(
+        [(n.get_content(metadata_mode=MetadataMode.NONE), n.node_id, dict(n.metadata)) for n in nodes]
+    )
     return memory.documents(agent).add_many(items, media_type="text/plain")
+
 
 # shown to the LLM with the text; the rest of the metadata stays for the app (and the embedder)
 _LLM_METADATA = {"citation", "created_at", "role", "untrusted"}
@@ -42,8 +44,16 @@ class MemvecRetriever(BaseRetriever):
     Give `memory` (an open `memvec.Memory`) or `url` (+ `api_key`) of a `memvec serve`; the other
     keywords are `SearchOptions` (agent, tier, k, mode, tags, tag_match, roles, session_id, start, end)."""
 
-    def __init__(self, *, memory: Memory | None = None, url: str | None = None, api_key: str | None = None,
-                 timeout: float = 30.0, fence_untrusted: bool = True, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        memory: Memory | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        fence_untrusted: bool = True,
+        **options: Any,
+    ) -> None:
         self.source = HitSource(memory=memory, url=url, api_key=api_key, timeout=timeout)
         self.options = SearchOptions.model_validate(options)
         self.fence_untrusted = fence_untrusted
@@ -54,8 +64,12 @@ class MemvecRetriever(BaseRetriever):
         for hit in self.source.search(self.options, query_bundle.query_str):
             metadata = hit_metadata(hit)
             text = hit_text(hit, fence_untrusted=self.fence_untrusted)
-            node = TextNode(id_=f"memvec:{hit.agent}:{hit.id}", text=text, metadata=metadata,
-                            excluded_llm_metadata_keys=[k for k in metadata if k not in _LLM_METADATA],
-                            excluded_embed_metadata_keys=list(metadata))
+            node = TextNode(
+                id_=f"memvec:{hit.agent}:{hit.id}",
+                text=text,
+                metadata=metadata,
+                excluded_llm_metadata_keys=[k for k in metadata if k not in _LLM_METADATA],
+                excluded_embed_metadata_keys=list(metadata),
+            )
             found.append(NodeWithScore(node=node, score=hit.score))
         return found

@@ -39,8 +39,14 @@ class SearchOptions(BaseModel):
     end: datetime | None = None
 
     def request(self, query: str) -> SearchRequest:
-        filters = SearchFilters(tags=self.tags, tag_match=self.tag_match, start=self.start, end=self.end,
-                                session_id=self.session_id, roles=self.roles)
+        filters = SearchFilters(
+            tags=self.tags,
+            tag_match=self.tag_match,
+            start=self.start,
+            end=self.end,
+            session_id=self.session_id,
+            roles=self.roles,
+        )
         return SearchRequest(agent=self.agent, tier=self.tier, query=query, k=self.k, mode=self.mode, filters=filters)
 
     def query_params(self, query: str) -> list[tuple[str, str]]:
@@ -59,11 +65,14 @@ def search_memory(memory: Memory, options: SearchOptions, query: str) -> list[Hi
     return memory.search(options.request(query))
 
 
-def search_service(url: str, api_key: str | None, options: SearchOptions, query: str, *,
-                   timeout: float = 30.0) -> list[Hit]:
+def search_service(
+    url: str, api_key: str | None, options: SearchOptions, query: str, *, timeout: float = 30.0
+) -> list[Hit]:
     """GET /v1/agents/{agent}/{tier}/search on a running `memvec serve`."""
-    address = (f"{url.rstrip('/')}/v1/agents/{urllib.parse.quote(options.agent)}/{SEARCH_PATHS[options.tier]}?"
-               f"{urllib.parse.urlencode(options.query_params(query))}")
+    address = (
+        f"{url.rstrip('/')}/v1/agents/{urllib.parse.quote(options.agent)}/{SEARCH_PATHS[options.tier]}?"
+        f"{urllib.parse.urlencode(options.query_params(query))}"
+    )
     request = urllib.request.Request(address, headers={"Accept": "application/json"})
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")
@@ -79,8 +88,9 @@ def search_service(url: str, api_key: str | None, options: SearchOptions, query:
 
 def _as_hit(result: dict[str, Any], options: SearchOptions) -> Hit:
     """A search result of the service (Letta's shape plus memvec's fields) as memvec's own `Hit`."""
-    return Hit.model_validate({**result, "id": int(result["id"]), "text": result["content"], "agent": options.agent,
-                               "tier": options.tier})
+    return Hit.model_validate(
+        {**result, "id": int(result["id"]), "text": result["content"], "agent": options.agent, "tier": options.tier}
+    )
 
 
 def _detail(exc: urllib.error.HTTPError) -> str:
@@ -90,8 +100,7 @@ def _detail(exc: urllib.error.HTTPError) -> str:
         return exc.reason
 
 
-def framework_documents(items: list[tuple[str, str | None, dict[str, Any]]]
-                        ) -> list[tuple[str, str, dict[str, Any]]]:
+def framework_documents(items: list[tuple[str, str | None, dict[str, Any]]]) -> list[tuple[str, str, dict[str, Any]]]:
     """(name, text, metadata) for `Documents.add_many` from a framework's documents given as (text, id,
     metadata): named by their `source` (or `file_path`, `file_name`) and `page`, else their id, each
     name once (a second of the same name gets ` (2)`, so two pages never replace each other); the
@@ -111,10 +120,18 @@ def framework_documents(items: list[tuple[str, str | None, dict[str, Any]]]
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
     """A hit's provenance as flat-ish metadata: record id, citation, scores, tags, date, role, flag."""
-    return {"id": hit.id, "agent": hit.agent, "tier": hit.tier.value, "role": hit.role, "tags": list(hit.tags),
-            "created_at": hit.created_at.isoformat(), "untrusted": hit.untrusted,
-            "citation": hit.citation.model_dump(exclude_none=True), "score": hit.score,
-            "scores": hit.scores.model_dump(exclude_none=True)}
+    return {
+        "id": hit.id,
+        "agent": hit.agent,
+        "tier": hit.tier.value,
+        "role": hit.role,
+        "tags": list(hit.tags),
+        "created_at": hit.created_at.isoformat(),
+        "untrusted": hit.untrusted,
+        "citation": hit.citation.model_dump(exclude_none=True),
+        "score": hit.score,
+        "scores": hit.scores.model_dump(exclude_none=True),
+    }
 
 
 def hit_text(hit: Hit, *, fence_untrusted: bool) -> str:

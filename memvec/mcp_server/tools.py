@@ -31,7 +31,8 @@ def _parameter(name: str, arguments: type[Any]) -> inspect.Parameter:
     info = arguments.model_fields[name]
     # Annotated[type, constraints..., description] built at run time from the field
     annotation: Any = Annotated.__class_getitem__(  # type: ignore[attr-defined]
-        (info.annotation, *info.metadata, Field(description=info.description)))
+        (info.annotation, *info.metadata, Field(description=info.description))
+    )
     default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
@@ -43,5 +44,6 @@ def tool_function(tool: MemoryTool, context: ToolContext) -> Callable[..., str]:
     call.__name__ = tool.name
     call.__doc__ = tool.description
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_parameter(name, tool.arguments) for name in tool.arguments.model_fields], return_annotation=str)
+        [_parameter(name, tool.arguments) for name in tool.arguments.model_fields], return_annotation=str
+    )
     return call

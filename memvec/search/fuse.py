@@ -34,8 +34,9 @@ def ranks(scores: Scores) -> npt.NDArray[np.int64]:
     return np.searchsorted(np.sort(negated), negated, side="left").astype(np.int64) + 1
 
 
-def rrf(vector: Scores, bm25: Scores, k: int = 60, *, in_vector: Mask | None = None,
-        in_bm25: Mask | None = None) -> Scores:
+def rrf(
+    vector: Scores, bm25: Scores, k: int = 60, *, in_vector: Mask | None = None, in_bm25: Mask | None = None
+) -> Scores:
     """Reciprocal rank fusion: sum of 1 / (k + rank) over both methods (Cormack et al. 2009). A
     candidate outside a method's own list (`in_vector` / `in_bm25`, default: all in) gets nothing
     from that method, and the ranks are counted among that list's members only: a union member that

@@ -41,9 +41,11 @@ class Ranked:
     session_bm25: npt.NDArray[np.float32] | None = None
 
     def method_scores(self, row: int) -> MethodScores:
-        pick = {name: float(arr[row]) for name in ("vector", "bm25", "token", "fused", "ranker", "session_vector",
-                                                   "session_bm25")
-                if (arr := getattr(self, name)) is not None}
+        pick = {
+            name: float(arr[row])
+            for name in ("vector", "bm25", "token", "fused", "ranker", "session_vector", "session_bm25")
+            if (arr := getattr(self, name)) is not None
+        }
         return MethodScores(**pick)
 
 
@@ -63,8 +65,14 @@ class Scope:
 EVERYTHING = Scope()
 
 
-def rank(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope = EVERYTHING,
-         query_vector: npt.NDArray[np.float32] | None = None, ranker: Ranker | None = None) -> Ranked:
+def rank(
+    index: SearchableTier,
+    request: SearchRequest,
+    settings: SearchSettings,
+    scope: Scope = EVERYTHING,
+    query_vector: npt.NDArray[np.float32] | None = None,
+    ranker: Ranker | None = None,
+) -> Ranked:
     """`query_vector` (the query embedded by the index's model) may be computed beforehand, so that
     the forward pass runs outside the index lock; it is embedded here when needed and not given.
     With a `ranker`, hybrid search re-orders its best fused candidates with it."""
@@ -80,8 +88,9 @@ def rank(index: SearchableTier, request: SearchRequest, settings: SearchSettings
     return _hybrid(index, request, settings, scope, query_vector, ranker)
 
 
-def _vector(index: SearchableTier, k: int, settings: SearchSettings, scope: Scope,
-            query_vector: npt.NDArray[np.float32]) -> Ranked:
+def _vector(
+    index: SearchableTier, k: int, settings: SearchSettings, scope: Scope, query_vector: npt.NDArray[np.float32]
+) -> Ranked:
     """Vector search over the same pool for any k up to candidate_pool (ties, say between repeated
     texts, then break by id alike); on a compact index the pool's candidates are ranked again by
     their exact vectors from the store, so quantization costs next to no recall."""
@@ -109,15 +118,27 @@ class _Fused:
     ranker: Ranker | None  # the ranker that will re-order them (None: fusion alone ranks)
 
 
-def _hybrid(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
-            query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> Ranked:
+def _hybrid(
+    index: SearchableTier,
+    request: SearchRequest,
+    settings: SearchSettings,
+    scope: Scope,
+    query_vector: npt.NDArray[np.float32],
+    ranker: Ranker | None = None,
+) -> Ranked:
     found = _fuse(index, request, settings, scope, query_vector, ranker)
     order = np.lexsort((found.union, -found.fused))
     if found.ranker is not None:
-        return _rerank(index, request, found, order[:max(found.ranker.depth, request.k)], found.ranker, query_vector)
-    order = order[:request.k]
-    return Ranked(found.union[order], found.fused[order], vector=found.vector[order], bm25=found.bm25[order],
-                  session_vector=found.session_vector[order], session_bm25=found.session_bm25[order])
+        return _rerank(index, request, found, order[: max(found.ranker.depth, request.k)], found.ranker, query_vector)
+    order = order[: request.k]
+    return Ranked(
+        found.union[order],
+        found.fused[order],
+        vector=found.vector[order],
+        bm25=found.bm25[order],
+        session_vector=found.session_vector[order],
+        session_bm25=found.session_bm25[order],
+    )
 
 
 def _session_weight(request: SearchRequest, settings: SearchSettings, ranker: Ranker | None) -> float:
@@ -129,8 +150,14 @@ def _session_weight(request: SearchRequest, settings: SearchSettings, ranker: Ra
     return FUSION_SESSION_WEIGHT
 
 
-def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
-          query_vector: npt.NDArray[np.float32], ranker: Ranker | None = None) -> _Fused:
+def _fuse(
+    index: SearchableTier,
+    request: SearchRequest,
+    settings: SearchSettings,
+    scope: Scope,
+    query_vector: npt.NDArray[np.float32],
+    ranker: Ranker | None = None,
+) -> _Fused:
     # One pool for every k up to candidate_pool: fusion scales scores over the pool, so a pool that
     # grew with k would change the order of the top hits (SciFact's top 10 differed at k=10 and k=100).
     depth = max(request.k, settings.candidate_pool)
@@ -146,14 +173,21 @@ def _fuse(index: SearchableTier, request: SearchRequest, settings: SearchSetting
     # so it ranks by fusion alone, fused as fusion alone fuses. So do candidates unlike the ones it
     # was fitted on (documents without sessions, turns much longer than the fitted ones).
     if not (len(union) and bm25.max() > 0) or (
-            ranker is not None and not ranker.fits(_context(index, union), request.tier.value)):
+        ranker is not None and not ranker.fits(_context(index, union), request.tier.value)
+    ):
         ranker = None
     weight = _session_weight(request, settings, ranker)
-    with_vector, with_bm25 = (vector + weight * session_vector, bm25 + weight * session_bm25) if weight > 0 else (
-        vector, bm25)
+    with_vector, with_bm25 = (
+        (vector + weight * session_vector, bm25 + weight * session_bm25) if weight > 0 else (vector, bm25)
+    )
     if (request.fusion or settings.fusion) is Fusion.RRF:
-        fused = rrf(with_vector, with_bm25, settings.rrf_k, in_vector=np.isin(union, vector_ids),
-                    in_bm25=np.isin(union, bm25_ids) & _matched(bm25))
+        fused = rrf(
+            with_vector,
+            with_bm25,
+            settings.rrf_k,
+            in_vector=np.isin(union, vector_ids),
+            in_bm25=np.isin(union, bm25_ids) & _matched(bm25),
+        )
     else:
         vector_weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
         fused = convex(with_vector, with_bm25, vector_weight)
@@ -172,8 +206,9 @@ def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
     return bm25 > 0.01 * float(bm25.max(initial=0.0))
 
 
-def _session_scores(index: SearchableTier, union: Ids, vector: Scores, bm25: Scores, query_vector: Scores,
-                    lexical: QueryScores) -> tuple[Scores, Scores]:
+def _session_scores(
+    index: SearchableTier, union: Ids, vector: Scores, bm25: Scores, query_vector: Scores, lexical: QueryScores
+) -> tuple[Scores, Scores]:
     """Each candidate's session mean scores (memvec.index.sessions); a record without a session
     is its own session. Hits still report their own scores; the fused score adds the session's."""
     sessions = index.sessions
@@ -185,9 +220,15 @@ def _session_scores(index: SearchableTier, union: Ids, vector: Scores, bm25: Sco
     return sessions.spread(rows, vector_means, vector), sessions.spread(rows, bm25_means, bm25)
 
 
-def candidate_table(index: SearchableTier, request: SearchRequest, settings: SearchSettings, scope: Scope,
-                    query_vector: npt.NDArray[np.float32], depth: int, ranker: Ranker | None = None
-                    ) -> tuple[Ids, Matrix, dict[str, float]]:
+def candidate_table(
+    index: SearchableTier,
+    request: SearchRequest,
+    settings: SearchSettings,
+    scope: Scope,
+    query_vector: npt.NDArray[np.float32],
+    depth: int,
+    ranker: Ranker | None = None,
+) -> tuple[Ids, Matrix, dict[str, float]]:
     """The best `depth` fused candidates, their ranker features (what the ranker is fitted on) and
     the candidate set's context (what its support is made of), fused as a search with `ranker` fuses them."""
     found = _fuse(index, request, settings, scope, query_vector, ranker)
@@ -195,8 +236,9 @@ def candidate_table(index: SearchableTier, request: SearchRequest, settings: Sea
     return ids, features, _context(index, found.union)
 
 
-def _rerank(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker,
-            query_vector: Scores) -> Ranked:
+def _rerank(
+    index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker, query_vector: Scores
+) -> Ranked:
     """The ranker re-orders the best `ranker.depth` fused candidates, whatever k is asked (so the top
     hits do not depend on k: their features are read among those candidates only); hits past that
     depth follow in fusion's order. A hit's score is the ranker's, capped at the score of the hit
@@ -205,18 +247,27 @@ def _rerank(index: SearchableTier, request: SearchRequest, found: _Fused, top: I
     ids, features = _featured(index, request, found, top[:head], query_vector)
     learned = ranker.score(features, request.tier.value)
     if len(top) > head:  # the tail's own scores, read among every candidate shown
-        learned = np.r_[learned, ranker.score(_featured(index, request, found, top, query_vector)[1][head:],
-                                              request.tier.value)]
+        learned = np.r_[
+            learned, ranker.score(_featured(index, request, found, top, query_vector)[1][head:], request.tier.value)
+        ]
         ids = found.union[top]
-    order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))][:request.k]
+    order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))][: request.k]
     shown = np.minimum.accumulate(learned[order]) if len(order) else learned[order]
-    return Ranked(ids[order], shown, vector=found.vector[top][order],
-                  bm25=found.bm25[top][order], fused=found.fused[top][order], ranker=learned[order],
-                  session_vector=found.session_vector[top][order], session_bm25=found.session_bm25[top][order])
+    return Ranked(
+        ids[order],
+        shown,
+        vector=found.vector[top][order],
+        bm25=found.bm25[top][order],
+        fused=found.fused[top][order],
+        ranker=learned[order],
+        session_vector=found.session_vector[top][order],
+        session_bm25=found.session_bm25[top][order],
+    )
 
 
-def _featured(index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, query_vector: Scores
-              ) -> tuple[Ids, Matrix]:
+def _featured(
+    index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, query_vector: Scores
+) -> tuple[Ids, Matrix]:
     """The chosen candidates' ids and ranker features (the same for a search and for fitting)."""
     candidates, previous = _candidates(index, found, top, query_vector)
     speakers, texts = _speakers_and_texts(index, np.concatenate([candidates.ids, previous]))
@@ -241,10 +292,17 @@ def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Sc
         near_vector[same] = index.vector.vectors_for(near[same]) @ query_vector  # held ids only: one C++ batch
         neighbour_vector.append(near_vector)
         neighbour_bm25 = np.maximum(neighbour_bm25, np.where(same, index.lexical.scores_for(found.lexical, near), 0.0))
-    return Candidates(ids=ids, vector=found.vector[top], bm25=found.bm25[top], fused=found.fused[top],
-                      session_vector=found.session_vector[top], session_bm25=found.session_bm25[top],
-                      neighbour_vector=(neighbour_vector[0], neighbour_vector[1]),
-                      neighbour_bm25=neighbour_bm25.astype(np.float32), sessions=rows), previous
+    return Candidates(
+        ids=ids,
+        vector=found.vector[top],
+        bm25=found.bm25[top],
+        fused=found.fused[top],
+        session_vector=found.session_vector[top],
+        session_bm25=found.session_bm25[top],
+        neighbour_vector=(neighbour_vector[0], neighbour_vector[1]),
+        neighbour_bm25=neighbour_bm25.astype(np.float32),
+        sessions=rows,
+    ), previous
 
 
 def _speakers_and_texts(index: SearchableTier, ids: Ids) -> tuple[list[str | None], list[str]]:
@@ -274,6 +332,5 @@ def to_hits(index: SearchableTier, ranked: Ranked) -> list[Hit]:
         record = records.get(record_id)
         if record is None:  # deleted between ranking and fetching
             continue
-        hits.append(Hit(**record.model_dump(), score=float(ranked.score[row]),
-                        scores=ranked.method_scores(row)))
+        hits.append(Hit(**record.model_dump(), score=float(ranked.score[row]), scores=ranked.method_scores(row)))
     return hits

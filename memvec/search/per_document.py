@@ -12,8 +12,7 @@ MIN_POOL = 100  # so the first documents are the same whatever k is asked, up to
 
 def widened(request: SearchRequest) -> SearchRequest:
     """The chunk search behind a per-document one: a fixed pool, grown only for a large k."""
-    return request.model_copy(update={"k": min(MAX_K, max(MIN_POOL, request.k * POOL_FACTOR)),
-                                      "per_document": False})
+    return request.model_copy(update={"k": min(MAX_K, max(MIN_POOL, request.k * POOL_FACTOR)), "per_document": False})
 
 
 def best_per_document(hits: Sequence[Hit], k: int) -> list[Hit]:

@@ -42,17 +42,37 @@ RANKER_FILES = "ranker*.json"
 RANKER_FORMAT = "memvec-ranker"
 RANKER_VERSION = 3  # 1: a logistic regression; 2: trees without prev_has_question
 FEATURES = (
-    "vector", "vector_gap", "bm25_share", "no_bm25", "fused", "fused_gap", "session_vector", "session_bm25_share",
-    "prev_vector", "next_vector", "neighbour_bm25_share", "speaker_named", "other_speaker_named",
-    "length_log", "session_best_vector", "session_best_bm25_share", "session_candidates_log",
-    "time_words", "asks_time", "ends_question", "has_question", "prev_has_question",
+    "vector",
+    "vector_gap",
+    "bm25_share",
+    "no_bm25",
+    "fused",
+    "fused_gap",
+    "session_vector",
+    "session_bm25_share",
+    "prev_vector",
+    "next_vector",
+    "neighbour_bm25_share",
+    "speaker_named",
+    "other_speaker_named",
+    "length_log",
+    "session_best_vector",
+    "session_best_bm25_share",
+    "session_candidates_log",
+    "time_words",
+    "asks_time",
+    "ends_question",
+    "has_question",
+    "prev_has_question",
 )
 # Words that place an event in time: a "when" question's answer usually holds one ("yesterday",
 # "last week", "in May"), and a turn that asks a question rarely holds the answer.
 _TIME_WORDS = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|weekend|recently|soon|(?:day|week|month|year)s?|"
     r"january|february|march|april|may|june|july|august|september|october|november|december|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4})\b", re.IGNORECASE)
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4})\b",
+    re.IGNORECASE,
+)
 _ASKS_TIME = re.compile(r"^\s*when\b|\bwhat (?:year|month|day|date)\b|\bhow long\b", re.IGNORECASE)
 
 
@@ -109,13 +129,16 @@ def _session_best(sessions: Ids, scores: Matrix) -> tuple[Matrix, Matrix]:
 
 
 def _text_flags(texts: list[str]) -> dict[str, Matrix]:
-    return {"time_words": np.array([bool(_TIME_WORDS.search(t)) for t in texts], dtype=np.float64),
-            "ends_question": np.array([t.rstrip().endswith("?") for t in texts], dtype=np.float64),
-            "has_question": np.array(["?" in t for t in texts], dtype=np.float64)}
+    return {
+        "time_words": np.array([bool(_TIME_WORDS.search(t)) for t in texts], dtype=np.float64),
+        "ends_question": np.array([t.rstrip().endswith("?") for t in texts], dtype=np.float64),
+        "has_question": np.array(["?" in t for t in texts], dtype=np.float64),
+    }
 
 
-def feature_matrix(query: str, found: Candidates, speakers: list[str | None], texts: list[str],
-                   previous_texts: list[str]) -> Matrix:
+def feature_matrix(
+    query: str, found: Candidates, speakers: list[str | None], texts: list[str], previous_texts: list[str]
+) -> Matrix:
     """One row per candidate, one column per name in FEATURES; `speakers` (roles) and `texts` of
     the candidates and the texts of the records before them in their session ("" for none) come
     from the store (a record deleted meanwhile: None, "")."""
@@ -125,17 +148,22 @@ def feature_matrix(query: str, found: Candidates, speakers: list[str | None], te
     named, other = _speakers(query, speakers)
     vector, fused = found.vector.astype(np.float64), found.fused.astype(np.float64)
     columns = {
-        "vector": vector, "vector_gap": vector - vector.max(initial=0.0),
-        "bm25_share": _share(found.bm25, best_bm25), "no_bm25": (found.bm25 <= 0).astype(np.float64),
-        "fused": fused, "fused_gap": fused - fused.max(initial=0.0),
+        "vector": vector,
+        "vector_gap": vector - vector.max(initial=0.0),
+        "bm25_share": _share(found.bm25, best_bm25),
+        "no_bm25": (found.bm25 <= 0).astype(np.float64),
+        "fused": fused,
+        "fused_gap": fused - fused.max(initial=0.0),
         "session_vector": found.session_vector.astype(np.float64),
         "session_bm25_share": _share(found.session_bm25, best_bm25),
         "prev_vector": found.neighbour_vector[0].astype(np.float64),
         "next_vector": found.neighbour_vector[1].astype(np.float64),
         "neighbour_bm25_share": _share(found.neighbour_bm25, best_bm25),
-        "speaker_named": named, "other_speaker_named": other,
+        "speaker_named": named,
+        "other_speaker_named": other,
         "length_log": np.log1p(np.array([len(t) for t in texts], dtype=np.float64)),
-        "asks_time": np.full(len(texts), float(bool(_ASKS_TIME.search(query)))), **_text_flags(texts),
+        "asks_time": np.full(len(texts), float(bool(_ASKS_TIME.search(query)))),
+        **_text_flags(texts),
         # a turn that follows a question is often its answer (LoCoMo: R@1 +0.02 held out)
         "prev_has_question": np.array(["?" in t for t in previous_texts], dtype=np.float64),
     }
@@ -194,7 +222,6 @@ class Ranker:
     # per tier, the range of each CONTEXT statistic it ranks (absent: every candidate set)
     support: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
 
-
     def applies_to(self, model_id: str, fusion: str) -> bool:
         """Fitted for this embedding model and this fusion (RRF's fused scores live on another
         scale than convex fusion's, so the trees would read them wrongly)."""
@@ -210,29 +237,48 @@ class Ranker:
         return probabilities(self.tiers[tier].raw_scores(features))
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": RANKER_FORMAT, "version": self.version, "features": list(self.features),
-                "models": list(self.models), "depth": self.depth, "fusion": self.fusion,
-                "session_weight": self.session_weight,
-                "support": {tier: {name: list(bounds) for name, bounds in sorted(ranges.items())}
-                            for tier, ranges in sorted(self.support.items())},
-                "tiers": {tier: model.to_json() for tier, model in sorted(self.tiers.items())}}
+        return {
+            "format": RANKER_FORMAT,
+            "version": self.version,
+            "features": list(self.features),
+            "models": list(self.models),
+            "depth": self.depth,
+            "fusion": self.fusion,
+            "session_weight": self.session_weight,
+            "support": {
+                tier: {name: list(bounds) for name, bounds in sorted(ranges.items())}
+                for tier, ranges in sorted(self.support.items())
+            },
+            "tiers": {tier: model.to_json() for tier, model in sorted(self.tiers.items())},
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Ranker:
         if data.get("format") != RANKER_FORMAT:
             raise ValueError("not a memvec ranker file")
         if data.get("version") != RANKER_VERSION:
-            raise ValueError(f"ranker file version {data.get('version')!r}; this memvec reads version "
-                             f"{RANKER_VERSION} (refit it with `make train-ranker`)")
+            raise ValueError(
+                f"ranker file version {data.get('version')!r}; this memvec reads version "
+                f"{RANKER_VERSION} (refit it with `make train-ranker`)"
+            )
         features = tuple(data["features"])
         tiers = {tier: TreeEnsemble.from_json(m) for tier, m in data["tiers"].items()}
         if any(model.features_used > len(features) for model in tiers.values()):
             raise ValueError("a ranker tree splits on a feature the file does not list")
-        support = {tier: {name: (float(low), float(high)) for name, (low, high) in ranges.items() if name in CONTEXT}
-                   for tier, ranges in data.get("support", {}).items()}
-        return cls(version=int(data["version"]), features=features, models=tuple(data["models"]), tiers=tiers,
-                   depth=int(data["depth"]), fusion=str(data["fusion"]),
-                   session_weight=float(data["session_weight"]), support=support)
+        support = {
+            tier: {name: (float(low), float(high)) for name, (low, high) in ranges.items() if name in CONTEXT}
+            for tier, ranges in data.get("support", {}).items()
+        }
+        return cls(
+            version=int(data["version"]),
+            features=features,
+            models=tuple(data["models"]),
+            tiers=tiers,
+            depth=int(data["depth"]),
+            fusion=str(data["fusion"]),
+            session_weight=float(data["session_weight"]),
+            support=support,
+        )
 
     @classmethod
     def load(cls, path: Path) -> Ranker:
@@ -247,8 +293,11 @@ def shipped_rankers() -> tuple[Ranker, ...]:
         entries = sorted(resources.files("memvec.search").iterdir(), key=lambda entry: entry.name)
     except (FileNotFoundError, OSError):
         return ()
-    return tuple(Ranker.from_json(json.loads(entry.read_text(encoding="utf-8")))
-                 for entry in entries if fnmatch(entry.name, RANKER_FILES))
+    return tuple(
+        Ranker.from_json(json.loads(entry.read_text(encoding="utf-8")))
+        for entry in entries
+        if fnmatch(entry.name, RANKER_FILES)
+    )
 
 
 def shipped_ranker(model_id: str) -> Ranker | None:

@@ -64,9 +64,15 @@ class TreeEnsemble:
         return result
 
     def to_json(self) -> dict[str, Any]:
-        return {"depth": self.depth, "roots": self.roots.tolist(), "feature": self.feature.tolist(),
-                "threshold": self.threshold.tolist(), "left": self.left.tolist(), "right": self.right.tolist(),
-                "value": self.value.tolist()}
+        return {
+            "depth": self.depth,
+            "roots": self.roots.tolist(),
+            "feature": self.feature.tolist(),
+            "threshold": self.threshold.tolist(),
+            "left": self.left.tolist(),
+            "right": self.right.tolist(),
+            "value": self.value.tolist(),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TreeEnsemble:
@@ -76,8 +82,15 @@ class TreeEnsemble:
         def floats(name: str) -> Matrix:
             return np.array(data[name], dtype=np.float64)
 
-        return cls(feature=ints("feature"), threshold=floats("threshold"), left=ints("left"), right=ints("right"),
-                   value=floats("value"), roots=ints("roots"), depth=int(data["depth"]))
+        return cls(
+            feature=ints("feature"),
+            threshold=floats("threshold"),
+            left=ints("left"),
+            right=ints("right"),
+            value=floats("value"),
+            roots=ints("roots"),
+            depth=int(data["depth"]),
+        )
 
 
 class _Builder:
@@ -117,8 +130,12 @@ def from_nested_trees(trees: list[dict[str, Any]]) -> TreeEnsemble:
     ["tree_structure"]` gives them."""
     builder = _Builder()
     roots = [builder.add(tree) for tree in trees]
-    return TreeEnsemble(feature=np.array(builder.feature, dtype=np.int64),
-                        threshold=np.array(builder.threshold, dtype=np.float64),
-                        left=np.array(builder.left, dtype=np.int64), right=np.array(builder.right, dtype=np.int64),
-                        value=np.array(builder.value, dtype=np.float64), roots=np.array(roots, dtype=np.int64),
-                        depth=builder.depth)
+    return TreeEnsemble(
+        feature=np.array(builder.feature, dtype=np.int64),
+        threshold=np.array(builder.threshold, dtype=np.float64),
+        left=np.array(builder.left, dtype=np.int64),
+        right=np.array(builder.right, dtype=np.int64),
+        value=np.array(builder.value, dtype=np.float64),
+        roots=np.array(roots, dtype=np.int64),
+        depth=builder.depth,
+    )

@@ -13,16 +13,47 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from memvec.types import SearchRequest
 
-MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december"]
+MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # the month each begins
-NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-           "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3,
-           "couple of": 2, "few": 3}
+NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a few": 3,
+    "couple of": 2,
+    "few": 3,
+}
 
-_MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|" \
-         r"jun|jul|aug|sep|sept|oct|nov|dec)"
+_MONTH = (
+    r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|"
+    r"jun|jul|aug|sep|sept|oct|nov|dec)"
+)
 _COUNT = r"(\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few)"
 
 
@@ -100,8 +131,11 @@ def _relative(match: re.Match[str], ref: datetime) -> Period | None:
         return _days(today - timedelta(days=1), 1, ref, text)
     which, unit = word.split()
     if unit == "weekend":  # this week's Saturday and Sunday, or the last ones before today
-        saturday = today + timedelta(days=5 - today.weekday()) if which == "this" else \
-            today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+        saturday = (
+            today + timedelta(days=5 - today.weekday())
+            if which == "this"
+            else today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+        )
         return _days(saturday, 2, ref, text)
     shift = 1 if which == "last" else 0
     return _ago(shift, unit, ref, text)
@@ -112,8 +146,14 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b", re.I), "month day year"),
     (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH}\.?,? (\d{{4}})\b", re.I), "day month year"),
     (re.compile(rf"\b{_COUNT} (day|week|month|year)s? ago\b", re.I), "ago"),
-    (re.compile(r"\b(today|yesterday|tonight|this (?:morning|afternoon|evening)|"
-                r"(?:last|this) (?:week|month|year|weekend))\b", re.I), "relative"),
+    (
+        re.compile(
+            r"\b(today|yesterday|tonight|this (?:morning|afternoon|evening)|"
+            r"(?:last|this) (?:week|month|year|weekend))\b",
+            re.I,
+        ),
+        "relative",
+    ),
     (re.compile(rf"\blast ({'|'.join(WEEKDAYS)})\b", re.I), "last weekday"),
     (re.compile(rf"\b(last|this|in|during) ({'|'.join(SEASONS)})\b", re.I), "season"),
     (re.compile(rf"\b(last|this|in|during|since)? ?{_MONTH}(?: (\d{{4}}))?\b(?! \d)", re.I), "month"),
@@ -145,8 +185,11 @@ def _resolve(kind: str, match: re.Match[str], ref: datetime) -> Period | None:
         period = _named_month(_month_number(name), int(year) if year else None, which, ref, text)
         return Period(period.start, _day(ref.date() + timedelta(days=1), ref), text) if which == "since" else period
     period = _months(int(groups[0]), 1, 12, ref, text)
-    return Period(period.start, _day(ref.date() + timedelta(days=1), ref), text) \
-        if text.lower().startswith("since") else period
+    return (
+        Period(period.start, _day(ref.date() + timedelta(days=1), ref), text)
+        if text.lower().startswith("since")
+        else period
+    )
 
 
 def period_in(question: str, reference: datetime) -> Period | None:

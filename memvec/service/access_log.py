@@ -38,8 +38,9 @@ def route_of(scope: Scope) -> str:
 
 
 def _trace_headers(scope: Scope) -> dict[str, str]:
-    return {name: value for name in ("traceparent", "tracestate")
-            if (value := header(scope, name.encode())) is not None}
+    return {
+        name: value for name in ("traceparent", "tracestate") if (value := header(scope, name.encode())) is not None
+    }
 
 
 def _name_span(current: Any, method: str, route: str, status: int) -> None:
@@ -69,12 +70,14 @@ class AccessLog:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"x-request-id", request_id.encode())]}
+                message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
             await send(message)
 
-        with request_span(f"HTTP {scope['method']}", _trace_headers(scope), **{
-                "http.request.method": scope["method"], "memvec.request_id": request_id}) as current:
+        with request_span(
+            f"HTTP {scope['method']}",
+            _trace_headers(scope),
+            **{"http.request.method": scope["method"], "memvec.request_id": request_id},
+        ) as current:
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
@@ -89,7 +92,17 @@ class AccessLog:
     def _log(self, scope: Scope, route: str, status: int, seconds: float) -> None:
         principal = None if self.keys.open else self.keys.principal_of_header(header(scope, b"authorization"))
         client = scope.get("client")
-        access.info("%s %s %s", scope["method"], route, status or "(no response)", extra={
-            "method": scope["method"], "route": route, "status": status,
-            "duration_ms": round(1000 * seconds, 2), "key_id": principal.key_id if principal else "-",
-            "client": client[0] if client else "-"})
+        access.info(
+            "%s %s %s",
+            scope["method"],
+            route,
+            status or "(no response)",
+            extra={
+                "method": scope["method"],
+                "route": route,
+                "status": status,
+                "duration_ms": round(1000 * seconds, 2),
+                "key_id": principal.key_id if principal else "-",
+                "client": client[0] if client else "-",
+            },
+        )

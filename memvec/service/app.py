@@ -68,8 +68,7 @@ log = logging.getLogger("memvec.service")
 # FastAPI's own OpenTelemetry spans carry the query string (a search's text) and its logs the
 # rejected input: memvec's request span (access_log) and /metrics replace them, bounded and without
 # either
-NO_FRAMEWORK_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False,
-                                           "operation_spans": False}
+NO_FRAMEWORK_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
 MAX_REPORTED_ERRORS = 20  # of a body's validation errors; the rest are counted
 
 
@@ -78,10 +77,6 @@ def _error(status: int, kind: str, detail: Any, request: Request | None = None) 
         return ui.error_page(request, status, kind, detail)
     headers = {"x-should-retry": "false"} if status in NO_RETRY else None
     return JSONResponse({"error": kind, "detail": detail}, status_code=status, headers=headers)
-
-
-
-
 
 
 def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exception], Awaitable[Response]]:
@@ -158,9 +153,18 @@ def key_gate(keys: KeyRing, *, allowed_hosts: frozenset[str] = frozenset()) -> G
 
 
 # in the order they are matched: a path two routers could match goes to the first
-ROUTERS = (routes_health.router, docs_pages.router, routes_agents.router, routes_blocks.router,
-           routes_folders.router, routes_memory.router, routes_messages.router, routes_metrics.router,
-           ui.router, *ui.PAGES)
+ROUTERS = (
+    routes_health.router,
+    docs_pages.router,
+    routes_agents.router,
+    routes_blocks.router,
+    routes_folders.router,
+    routes_memory.router,
+    routes_messages.router,
+    routes_metrics.router,
+    ui.router,
+    *ui.PAGES,
+)
 
 
 def add_router(app: FastAPI, router: APIRouter) -> None:
@@ -171,20 +175,33 @@ def add_router(app: FastAPI, router: APIRouter) -> None:
     app.router.routes.extend(router.routes)
 
 
-def create_app(memory: Memory, keys: KeyRing | None = None, *, allowed_hosts: frozenset[str] = frozenset(),
-               body_timeout_s: float = BODY_TIMEOUT_S, max_in_flight_per_key: int = MAX_IN_FLIGHT_PER_KEY) -> FastAPI:
+def create_app(
+    memory: Memory,
+    keys: KeyRing | None = None,
+    *,
+    allowed_hosts: frozenset[str] = frozenset(),
+    body_timeout_s: float = BODY_TIMEOUT_S,
+    max_in_flight_per_key: int = MAX_IN_FLIGHT_PER_KEY,
+) -> FastAPI:
     """The service over `memory`. `allowed_hosts`: Host names a keyless server answers besides
     loopback ones (memvec.service.origin); `body_timeout_s`: how long a request's body may take (408);
     `max_in_flight_per_key`: one key's requests served at once (429 past it; memvec.service.fairness)."""
     # indexes are saved by whoever runs the app (memvec serve: service.server.serve_http) when it stops
-    app = FastAPI(title="memvec", version=VERSION, responses=ERROR_RESPONSES,
-                  description=API_DESCRIPTION, docs_url=None, redoc_url=None,  # docs_pages serves them
-                  telemetry=NO_FRAMEWORK_TELEMETRY)
+    app = FastAPI(
+        title="memvec",
+        version=VERSION,
+        responses=ERROR_RESPONSES,
+        description=API_DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,  # docs_pages serves them
+        telemetry=NO_FRAMEWORK_TELEMETRY,
+    )
     app.router.route_class = OffLoopBodyRoute  # before any route is added: every route gets it
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)
-    app.add_middleware(FrontDoor, gate=key_gate(app.state.service.keys, allowed_hosts=allowed_hosts),
-                       body_timeout_s=body_timeout_s)
+    app.add_middleware(
+        FrontDoor, gate=key_gate(app.state.service.keys, allowed_hosts=allowed_hosts), body_timeout_s=body_timeout_s
+    )
     app.add_middleware(FairShare, keys=app.state.service.keys, limit=max_in_flight_per_key)
     app.add_middleware(AccessLog, keys=app.state.service.keys)  # outermost: every request, refused ones too
     ui.install(app)

@@ -72,11 +72,13 @@ class KeyRing:
             if not entry or entry.startswith("#"):
                 continue
             key, scoped, scope = (part.strip() for part in entry.partition("="))
-            principal = Principal(_scope(where, scope) if scoped else None,
-                                  key_id=hashlib.sha256(key.encode()).hexdigest()[:8])
+            principal = Principal(
+                _scope(where, scope) if scoped else None, key_id=hashlib.sha256(key.encode()).hexdigest()[:8]
+            )
             if len(key) < MIN_KEY_CHARS or re.search(r"\s", key):
-                raise InvalidInputError(f"{where}: API keys must be at least {MIN_KEY_CHARS} characters "
-                                        "long, without spaces")
+                raise InvalidInputError(
+                    f"{where}: API keys must be at least {MIN_KEY_CHARS} characters long, without spaces"
+                )
             if keys.get(key, principal) != principal:
                 raise InvalidInputError(f"{where}: this key is listed twice with different scopes")
             keys[key] = principal
@@ -85,8 +87,10 @@ class KeyRing:
     @classmethod
     def from_environment(cls, keys_file: Path | None = None) -> KeyRing:
         """MEMVEC_API_KEYS plus the keys file (`keys_file`, else MEMVEC_API_KEYS_FILE)."""
-        entries = [(f"MEMVEC_API_KEYS entry {n}", e)
-                   for n, e in enumerate(os.environ.get("MEMVEC_API_KEYS", "").split(","), start=1)]
+        entries = [
+            (f"MEMVEC_API_KEYS entry {n}", e)
+            for n, e in enumerate(os.environ.get("MEMVEC_API_KEYS", "").split(","), start=1)
+        ]
         env_file = os.environ.get("MEMVEC_API_KEYS_FILE")
         path = keys_file or (Path(env_file) if env_file else None)
         if path is not None:
@@ -102,8 +106,10 @@ def _scope(where: str, scope: str) -> frozenset[str]:
     """The agents of a `KEY=a|b` scope; blank parts are ignored, and a scope left empty is an error."""
     agents = frozenset(a.strip() for a in scope.split("|") if a.strip())
     if not agents:
-        raise InvalidInputError(f"{where}: the key has '=' but no agent after it; a scoped key must name "
-                                "its agents (KEY=agent1|agent2), an unscoped key has no '='")
+        raise InvalidInputError(
+            f"{where}: the key has '=' but no agent after it; a scoped key must name "
+            "its agents (KEY=agent1|agent2), an unscoped key has no '='"
+        )
     invalid = sorted(a for a in agents if not re.match(AGENT_PATTERN, a))
     if invalid:
         raise InvalidInputError(f"{where}: {', '.join(map(repr, invalid))} is not an agent name")

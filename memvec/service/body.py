@@ -34,6 +34,7 @@ class ParsedBody:
     large: bool
     limiter: anyio.CapacityLimiter | None = None
 
+
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 

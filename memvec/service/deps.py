@@ -85,8 +85,9 @@ class AgentSlots:
             try:
                 await asyncio.wait_for(lock.acquire(), self.wait_s)
             except TimeoutError:
-                raise AgentBusyError(f"agent {agent!r} is busy with another message (waited {self.wait_s:g} s); "
-                                     "send it again") from None
+                raise AgentBusyError(
+                    f"agent {agent!r} is busy with another message (waited {self.wait_s:g} s); send it again"
+                ) from None
             try:
                 yield
             finally:

@@ -21,8 +21,12 @@ from fastapi.responses import FileResponse, HTMLResponse
 from memvec.service.body import OffLoopBodyRoute
 
 STATIC_PREFIX = "/docs/static"
-_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
-          "redoc.standalone.js": "text/javascript", "favicon.png": "image/png"}
+_FILES = {
+    "swagger-ui-bundle.js": "text/javascript",
+    "swagger-ui.css": "text/css",
+    "redoc.standalone.js": "text/javascript",
+    "favicon.png": "image/png",
+}
 
 
 def static_directory() -> Path:
@@ -34,12 +38,16 @@ def static_directory() -> Path:
 def _with_policy(page: HTMLResponse) -> HTMLResponse:
     """The page with a CSP naming each of its inline scripts by hash (no other inline code runs)."""
     body = bytes(page.body).decode()
-    hashes = [base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-              for script in re.findall(r"<script>(.*?)</script>", body, flags=re.S)]
+    hashes = [
+        base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        for script in re.findall(r"<script>(.*?)</script>", body, flags=re.S)
+    ]
     scripts = " ".join(f"'sha256-{h}'" for h in hashes)
-    policy = (f"default-src 'none'; script-src 'self' {scripts}; style-src 'self' 'unsafe-inline'; "
-              "img-src 'self' data:; font-src 'self'; connect-src 'self'; worker-src 'self' blob:; "
-              "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+    policy = (
+        f"default-src 'none'; script-src 'self' {scripts}; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; font-src 'self'; connect-src 'self'; worker-src 'self' blob:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
     return HTMLResponse(body, headers={"Content-Security-Policy": policy, "X-Content-Type-Options": "nosniff"})
 
 
@@ -49,23 +57,36 @@ router = APIRouter(route_class=OffLoopBodyRoute)
 # /docs, /redoc and their files; the app must be made with docs_url=None and redoc_url=None
 @router.get("/docs", include_in_schema=False)
 def swagger(request: Request) -> HTMLResponse:
-    return _with_policy(get_swagger_ui_html(
-        openapi_url="/openapi.json", title=f"{request.app.title} - API docs",
-        swagger_js_url=f"{STATIC_PREFIX}/swagger-ui-bundle.js", swagger_css_url=f"{STATIC_PREFIX}/swagger-ui.css",
-        swagger_favicon_url=f"{STATIC_PREFIX}/favicon.png"))
+    return _with_policy(
+        get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=f"{request.app.title} - API docs",
+            swagger_js_url=f"{STATIC_PREFIX}/swagger-ui-bundle.js",
+            swagger_css_url=f"{STATIC_PREFIX}/swagger-ui.css",
+            swagger_favicon_url=f"{STATIC_PREFIX}/favicon.png",
+        )
+    )
 
 
 @router.get("/redoc", include_in_schema=False)
 def redoc(request: Request) -> HTMLResponse:
-    return _with_policy(get_redoc_html(
-        openapi_url="/openapi.json", title=f"{request.app.title} - API reference",
-        redoc_js_url=f"{STATIC_PREFIX}/redoc.standalone.js", redoc_favicon_url=f"{STATIC_PREFIX}/favicon.png",
-        with_google_fonts=False))
+    return _with_policy(
+        get_redoc_html(
+            openapi_url="/openapi.json",
+            title=f"{request.app.title} - API reference",
+            redoc_js_url=f"{STATIC_PREFIX}/redoc.standalone.js",
+            redoc_favicon_url=f"{STATIC_PREFIX}/favicon.png",
+            with_google_fonts=False,
+        )
+    )
 
 
 @router.get(STATIC_PREFIX + "/{name}", include_in_schema=False)
 def static_file(name: str) -> FileResponse:
     if name not in _FILES:
         raise HTTPException(404, f"no docs file {name!r}")
-    return FileResponse(static_directory() / name, media_type=_FILES[name],
-                        headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"})
+    return FileResponse(
+        static_directory() / name,
+        media_type=_FILES[name],
+        headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"},
+    )

@@ -30,9 +30,13 @@ class FairShare:
             await self.app(scope, receive, send)
             return
         if self.in_flight[tenant] >= self.limit:
-            await send_refusal(send, Refusal(429, "too_many_requests",
-                                             f"this key has {self.limit} requests in flight already; retry shortly"),
-                               retry_after=RETRY_AFTER_S)
+            await send_refusal(
+                send,
+                Refusal(
+                    429, "too_many_requests", f"this key has {self.limit} requests in flight already; retry shortly"
+                ),
+                retry_after=RETRY_AFTER_S,
+            )
             return
         self.in_flight[tenant] += 1
         try:

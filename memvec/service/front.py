@@ -86,8 +86,15 @@ async def send_refusal(send: Send, refusal: Refusal, *, retry_after: int | None 
 class FrontDoor:
     """Gate, streaming body limit and timeout, and bounded JSON in front of an ASGI app (see the module)."""
 
-    def __init__(self, app: ASGIApp, *, gate: Gate, max_body_bytes: int = MAX_BODY_BYTES,
-                 max_json_depth: int = MAX_JSON_DEPTH, body_timeout_s: float = BODY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        gate: Gate,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_json_depth: int = MAX_JSON_DEPTH,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+    ) -> None:
         self.app, self.gate = app, gate
         self.max_body_bytes, self.max_json_depth = max_body_bytes, max_json_depth
         self.body_timeout_s = body_timeout_s
@@ -126,8 +133,9 @@ class FrontDoor:
 
         def parse() -> Refusal | None:
             try:
-                parsed = load_json(body, max_depth=self.max_json_depth, max_values=MAX_BODY_VALUES,
-                                   what="the request body")
+                parsed = load_json(
+                    body, max_depth=self.max_json_depth, max_values=MAX_BODY_VALUES, what="the request body"
+                )
             except JSONLimitError as exc:
                 return Refusal(422, "invalid_request", str(exc))
             scope[PARSED_JSON] = ParsedBody(parsed, large, limiter)

@@ -55,8 +55,9 @@ def _port_ok(port: str) -> bool:
 FAIL_TIMEOUT_S = 5
 
 
-def nginx_config(upstreams: Sequence[str], *, listen: str = "80", max_fails: int = 1,
-                 fail_timeout_s: int = FAIL_TIMEOUT_S) -> str:
+def nginx_config(
+    upstreams: Sequence[str], *, listen: str = "80", max_fails: int = 1, fail_timeout_s: int = FAIL_TIMEOUT_S
+) -> str:
     """The configuration for `upstreams` (`host:port` of each `memvec serve`), listening on `listen`."""
     if not upstreams:
         raise InvalidInputError("name at least one upstream server (host:port)")

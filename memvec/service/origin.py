@@ -36,8 +36,12 @@ def foreign_request(scope: Scope, allowed_hosts: Collection[str]) -> Refusal | N
     host = header(scope, b"host") or ""
     name = host_name(host)
     if name not in LOOPBACK_NAMES and name not in allowed_hosts:
-        return Refusal(403, "forbidden_host", f"host {name or '(none)'!r} is not served: a server without API keys "
-                                              "answers only loopback names and --allow-host names")
+        return Refusal(
+            403,
+            "forbidden_host",
+            f"host {name or '(none)'!r} is not served: a server without API keys "
+            "answers only loopback names and --allow-host names",
+        )
     return foreign_origin(scope)
 
 
@@ -51,6 +55,9 @@ def foreign_origin(scope: Scope) -> Refusal | None:
         return None
     parts = urlsplit(origin)
     if parts.scheme not in ("http", "https") or parts.netloc.lower() != host.strip().lower():
-        return Refusal(403, "forbidden_origin", f"a request from {origin!r} may not change this server's memory "
-                                                "(not its own origin)")
+        return Refusal(
+            403,
+            "forbidden_origin",
+            f"a request from {origin!r} may not change this server's memory (not its own origin)",
+        )
     return None

@@ -15,9 +15,11 @@ from typing import Any
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_TIMEOUT_S = 10.0
-TIMEOUT_RESPONSE = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
-                    b"content-length: 84\r\n\r\n"
-                    b'{"error": "request_timeout", "detail": "the request headers did not arrive in time"}')
+TIMEOUT_RESPONSE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"content-length: 84\r\n\r\n"
+    b'{"error": "request_timeout", "detail": "the request headers did not arrive in time"}'
+)
 
 
 class HeaderDeadlineH11(H11Protocol):

@@ -79,15 +79,20 @@ def create_agent(body: AgentCreate, principal: Caller, service: Service) -> Agen
     memory.create_agent(settings, blocks=blocks, actor=principal.actor)
     return agent_out(memory, *visible_agent(name, principal, service))
 
+
 @router.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
-def list_agents(principal: Caller, service: Service,
-                after: Annotated[str | None, Query(description="cursor: agents after this id")] = None,
-                before: Annotated[str | None, Query(description="cursor: agents before this id")] = None,
-                limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                name: Annotated[str | None, Query(max_length=64)] = None,
-                tags: Annotated[list[str] | None, Query(max_length=32)] = None,
-                match_all_tags: bool = False, order: Literal["asc", "desc"] = "asc",
-                ascending: bool | None = None) -> list[AgentOut]:
+def list_agents(
+    principal: Caller,
+    service: Service,
+    after: Annotated[str | None, Query(description="cursor: agents after this id")] = None,
+    before: Annotated[str | None, Query(description="cursor: agents before this id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    name: Annotated[str | None, Query(max_length=64)] = None,
+    tags: Annotated[list[str] | None, Query(max_length=32)] = None,
+    match_all_tags: bool = False,
+    order: Literal["asc", "desc"] = "asc",
+    ascending: bool | None = None,
+) -> list[AgentOut]:
     """Agents in id order, `limit` at a time after the `after` cursor (what letta-client pages with)."""
     memory = service.memory
     names = [n for n in memory.agents() if principal.may_see(n) and (name is None or n == name)]
@@ -103,9 +108,11 @@ def list_agents(principal: Caller, service: Service,
             break
     return found
 
+
 @router.get("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
 def get_agent(agent_id: ScopedAgent, principal: Caller, service: Service) -> AgentOut:
     return agent_out(service.memory, *visible_agent(agent_id, principal, service))
+
 
 @router.patch("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
 def modify_agent(agent_id: ScopedAgent, body: AgentPatch, principal: Caller, service: Service) -> AgentOut:
@@ -117,6 +124,7 @@ def modify_agent(agent_id: ScopedAgent, body: AgentPatch, principal: Caller, ser
         _check_model(model if isinstance(model, str) else None)
     service.memory.update_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
     return agent_out(service.memory, *visible_agent(agent_id, principal, service))
+
 
 @router.delete("/v1/agents/{agent_id}", response_model=Deleted, tags=["agents"])
 async def delete_agent(agent_id: ScopedAgent, principal: Caller, service: Service) -> Deleted:
@@ -147,47 +155,59 @@ def get_core_memory(agent_id: ScopedAgent, principal: Caller, service: Service) 
     blocks = blocks_out(service.memory, agent_id)
     return MemoryOut(blocks=blocks, agent_type=settings.agent_type)
 
+
 @router.get("/v1/agents/{agent_id}/core-memory/blocks", response_model=list[BlockOut], tags=["core memory"])
-def list_blocks(agent_id: ScopedAgent, principal: Caller, service: Service,
-                after: Annotated[str | None, Query(description="cursor: blocks after this block id")] = None,
-                before: Annotated[str | None, Query(description="cursor: blocks before this block id")] = None,
-                limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[BlockOut]:
+def list_blocks(
+    agent_id: ScopedAgent,
+    principal: Caller,
+    service: Service,
+    after: Annotated[str | None, Query(description="cursor: blocks after this block id")] = None,
+    before: Annotated[str | None, Query(description="cursor: blocks before this block id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> list[BlockOut]:
     """The agent's blocks in their order; `after`/`before` take a block id (what letta-client pages with)."""
     visible_agent(agent_id, principal, service)
     blocks = blocks_out(service.memory, agent_id)
     return blocks[page([b.id for b in blocks], after=after, before=before, limit=limit)]
+
 
 @router.get("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
 def get_block(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, service: Service) -> BlockOut:
     visible_agent(agent_id, principal, service)
     return block_out(service.memory, agent_id, service.memory.core(agent_id).get(label))
 
+
 @router.patch("/v1/agents/{agent_id}/core-memory/blocks/{label}", response_model=BlockOut, tags=["core memory"])
-def modify_block(agent_id: ScopedAgent, label: str, body: BlockPatch, principal: Caller, service: Service
-                 ) -> BlockOut:
+def modify_block(agent_id: ScopedAgent, label: str, body: BlockPatch, principal: Caller, service: Service) -> BlockOut:
     visible_agent(agent_id, principal, service)
     core = service.memory.core(agent_id, actor=principal.actor)
     block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.changes(label)})
     return block_out(service.memory, agent_id, core.put(block))
 
-@router.get("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=list[BlockChange],
-         tags=["core memory"])
+
+@router.get(
+    "/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=list[BlockChange], tags=["core memory"]
+)
 def block_history(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, service: Service) -> list[BlockChange]:
     """memvec only: every change of the block, oldest first: the whole block before and after,
     when, and who (`tool:NAME`, `http:KEY-ID`, `cli`, `import`, `python`); `undone_by` marks undone ones."""
     visible_agent(agent_id, principal, service)
     return service.memory.core(agent_id).history(label)
 
-@router.delete("/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=Forgotten,
-            tags=["core memory"])
+
+@router.delete(
+    "/v1/agents/{agent_id}/core-memory/blocks/{label}/history", response_model=Forgotten, tags=["core memory"]
+)
 def forget_block_history(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, service: Service) -> Forgotten:
     """memvec only: forget the block's past values (its history); the block keeps its value and
     has nothing left to undo. What `forget` does for records, for a block's old text."""
     visible_agent(agent_id, principal, service)
     return Forgotten(forgotten=service.memory.core(agent_id).forget_history(label))
 
-@router.post("/v1/agents/{agent_id}/core-memory/blocks/{label}/undo", response_model=BlockOut | None,
-          tags=["core memory"])
+
+@router.post(
+    "/v1/agents/{agent_id}/core-memory/blocks/{label}/undo", response_model=BlockOut | None, tags=["core memory"]
+)
 def undo_block(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, service: Service) -> BlockOut | None:
     """memvec only: revert the block's latest change not yet undone (again: one further back). The
     block as it is now, or null when the undone change had created it. 409 if it changed outside

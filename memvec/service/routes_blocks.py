@@ -22,8 +22,13 @@ from memvec.types import AGENT_PATTERN, LABEL_PATTERN, SHARED_BLOCK_ID_PATTERN, 
 router = api_router()
 
 _AGENT_BLOCK = f"{AGENT_PATTERN.strip('^$')}:{LABEL_PATTERN.strip('^$')}"
-BlockId = Annotated[str, Path(pattern=f"^({SHARED_BLOCK_ID_PATTERN.strip('^$')}|{_AGENT_BLOCK})$",
-                              description="a shared block's id (block-<hex>) or an agent's block (<agent>:<label>)")]
+BlockId = Annotated[
+    str,
+    Path(
+        pattern=f"^({SHARED_BLOCK_ID_PATTERN.strip('^$')}|{_AGENT_BLOCK})$",
+        description="a shared block's id (block-<hex>) or an agent's block (<agent>:<label>)",
+    ),
+]
 After = Annotated[str | None, Query(max_length=140, description="cursor: items after this id")]
 Before = Annotated[str | None, Query(max_length=140, description="cursor: items before this id")]
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -60,14 +65,24 @@ def create_block(body: BlockIn, principal: Caller, service: Service) -> BlockOut
     made = service.memory.shared_blocks(actor=principal.actor).create(block)
     return BlockOut.with_id(made.id, made)
 
+
 @router.get("/v1/blocks", response_model=list[BlockOut], tags=["blocks"])
-def list_blocks(principal: Caller, service: Service,
-                label: Annotated[str | None, Query(max_length=64, description="only blocks of this label")] = None,
-                after: After = None, before: Before = None, limit: Limit = 50) -> list[BlockOut]:
+def list_blocks(
+    principal: Caller,
+    service: Service,
+    label: Annotated[str | None, Query(max_length=64, description="only blocks of this label")] = None,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
+) -> list[BlockOut]:
     """The shared blocks the caller can see (a scoped key: those its agents hold), oldest first."""
-    blocks = [BlockOut.with_id(b.id, b) for b in service.memory.shared_blocks().list(label=label)
-              if principal.agents is None or principal.agents & set(b.agents)]
+    blocks = [
+        BlockOut.with_id(b.id, b)
+        for b in service.memory.shared_blocks().list(label=label)
+        if principal.agents is None or principal.agents & set(b.agents)
+    ]
     return blocks[page([b.id for b in blocks], after=after, before=before, limit=limit)]
+
 
 @router.get("/v1/blocks/{block_id}", response_model=BlockOut, tags=["blocks"])
 def get_block(block_id: BlockId, principal: Caller, service: Service) -> BlockOut:
@@ -76,6 +91,7 @@ def get_block(block_id: BlockId, principal: Caller, service: Service) -> BlockOu
         return block_out(service.memory, agent, service.memory.core(agent).get(label))
     shared = _visible_shared(service.memory, principal, block_id)
     return BlockOut.with_id(shared.id, shared)
+
 
 @router.patch("/v1/blocks/{block_id}", response_model=BlockOut, tags=["blocks"])
 def modify_block(block_id: BlockId, body: BlockPatch, principal: Caller, service: Service) -> BlockOut:
@@ -90,6 +106,7 @@ def modify_block(block_id: BlockId, body: BlockPatch, principal: Caller, service
     changed = service.memory.shared_blocks(actor=principal.actor).modify(block_id, body.changes(shared.label))
     return BlockOut.with_id(changed.id, changed)
 
+
 @router.delete("/v1/blocks/{block_id}", response_model=Deleted, tags=["blocks"])
 def delete_block(block_id: BlockId, principal: Caller, service: Service) -> Deleted:
     """Delete a block: a shared one from every agent holding it, with its history."""
@@ -101,17 +118,26 @@ def delete_block(block_id: BlockId, principal: Caller, service: Service) -> Dele
     service.memory.shared_blocks(actor=principal.actor).delete(block_id)
     return Deleted(message=f"shared block {block_id} deleted")
 
+
 @router.get("/v1/blocks/{block_id}/agents", response_model=list[AgentOut], tags=["blocks"])
-def block_agents(block_id: SharedBlockId, principal: Caller, service: Service, after: After = None,
-                 before: Before = None, limit: Limit = 50) -> list[AgentOut]:
+def block_agents(
+    block_id: SharedBlockId,
+    principal: Caller,
+    service: Service,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
+) -> list[AgentOut]:
     """The agents holding a shared block (those the caller can see), by name."""
     block = _visible_shared(service.memory, principal, block_id)
     held = [agent for agent in block.agents if principal.may_see(agent)]
-    return [agent_out(service.memory, *service.memory.get_agent(agent))
-            for agent in held[page(held, after=after, before=before, limit=limit)]]
+    return [
+        agent_out(service.memory, *service.memory.get_agent(agent))
+        for agent in held[page(held, after=after, before=before, limit=limit)]
+    ]
 
-@router.patch("/v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response_model=AgentOut,
-           tags=["blocks"])
+
+@router.patch("/v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response_model=AgentOut, tags=["blocks"])
 def attach_block(agent_id: ScopedAgent, block_id: SharedBlockId, principal: Caller, service: Service) -> AgentOut:
     """Attach a shared block to the agent: it is in the agent's prompt from its next step. 409 when
     the agent already has a block of that label."""
@@ -120,8 +146,8 @@ def attach_block(agent_id: ScopedAgent, block_id: SharedBlockId, principal: Call
     service.memory.shared_blocks(actor=principal.actor).attach(agent_id, block_id)
     return agent_out(service.memory, settings, state)
 
-@router.patch("/v1/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response_model=AgentOut,
-           tags=["blocks"])
+
+@router.patch("/v1/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response_model=AgentOut, tags=["blocks"])
 def detach_block(agent_id: ScopedAgent, block_id: SharedBlockId, principal: Caller, service: Service) -> AgentOut:
     """Detach a shared block from the agent (the block stays, with its other holders)."""
     settings, state = visible_agent(agent_id, principal, service)

@@ -39,8 +39,9 @@ class FolderIn(BaseModel):
     instructions: str | None = Field(default=None, max_length=2048)
     metadata: Metadata | None = None
     embedding: str | None = Field(default=None, max_length=256, description="accepted; the home's model embeds")
-    embedding_chunk_size: int | None = Field(default=None, ge=1, le=100_000, description="accepted, not used: "
-                                             "chunks fit the model's window")
+    embedding_chunk_size: int | None = Field(
+        default=None, ge=1, le=100_000, description="accepted, not used: chunks fit the model's window"
+    )
     embedding_config: dict[str, Any] | None = Field(default=None, description="accepted, not used")
 
 
@@ -87,17 +88,33 @@ _WHY = "a folder may be attached to several tenants' agents"
 
 
 def _folder_out(memory: Memory, folder: Folder) -> FolderOut:
-    return FolderOut(id=folder.id, name=folder.name, description=folder.description, instructions=folder.instructions,
-                     metadata=folder.metadata, created_at=folder.created_at, updated_at=folder.updated_at,
-                     embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id,
-                                                         embedding_dim=memory.embedding_dim))
+    return FolderOut(
+        id=folder.id,
+        name=folder.name,
+        description=folder.description,
+        instructions=folder.instructions,
+        metadata=folder.metadata,
+        created_at=folder.created_at,
+        updated_at=folder.updated_at,
+        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim),
+    )
 
 
 def _file_out(folder_id: str, doc: Document, content: str | None = None) -> FileOut:
-    return FileOut(id=f"file-{doc.id}", source_id=folder_id, folder_id=folder_id, file_name=doc.name,
-                   original_file_name=doc.name, file_type=doc.media_type, file_size=doc.size_bytes,
-                   total_chunks=doc.chunks, chunks_embedded=doc.chunks, content=content, created_at=doc.created_at,
-                   updated_at=doc.created_at)
+    return FileOut(
+        id=f"file-{doc.id}",
+        source_id=folder_id,
+        folder_id=folder_id,
+        file_name=doc.name,
+        original_file_name=doc.name,
+        file_type=doc.media_type,
+        file_size=doc.size_bytes,
+        total_chunks=doc.chunks,
+        chunks_embedded=doc.chunks,
+        content=content,
+        created_at=doc.created_at,
+        updated_at=doc.created_at,
+    )
 
 
 def _visible(memory: Memory, principal: Principal, folder_id: str) -> Folder:
@@ -116,17 +133,18 @@ def _document_id(file_id: str) -> int:
 def create_folder(body: FolderIn, principal: Caller, service: Service) -> FolderOut:
     """An empty folder (409 when another has the name)."""
     unscoped(principal, "creating a folder", _WHY)
-    folder = service.memory.folders().create(body.name, description=body.description,
-                                             instructions=body.instructions, metadata=body.metadata)
+    folder = service.memory.folders().create(
+        body.name, description=body.description, instructions=body.instructions, metadata=body.metadata
+    )
     return _folder_out(service.memory, folder)
 
 
 @router.get("/v1/folders", response_model=list[FolderOut])
-def list_folders(principal: Caller, service: Service, after: After = None, before: Before = None,
-                 limit: Limit = 50) -> list[FolderOut]:
+def list_folders(
+    principal: Caller, service: Service, after: After = None, before: Before = None, limit: Limit = 50
+) -> list[FolderOut]:
     """The folders the caller can see (a scoped key: those attached to its agents), oldest first."""
-    found = [f for f in service.memory.folders().list()
-             if principal.agents is None or principal.agents & set(f.agents)]
+    found = [f for f in service.memory.folders().list() if principal.agents is None or principal.agents & set(f.agents)]
     chosen = found[page([f.id for f in found], after=after, before=before, limit=limit)]
     return [_folder_out(service.memory, f) for f in chosen]
 
@@ -153,29 +171,49 @@ def delete_folder(folder_id: FolderId, principal: Caller, service: Service) -> D
 
 
 @router.post("/v1/folders/{folder_id}/upload", response_model=FileOut, status_code=201)
-def upload_file(folder_id: FolderId, principal: Caller, service: Service,
-                file: Annotated[UploadFile, File(description=f"plain text, Markdown, HTML or PDF, at most "
-                                                             f"{MAX_DOCUMENT_BYTES:,} bytes")],
-                duplicate_handling: Annotated[Literal["replace", "skip", "error", "suffix"], Query(
-                    description="a file of the same name with other content: replace it (the default; its old "
-                                "chunks stay as closed versions), skip, error (400) or add with a suffixed name. "
-                                "The same content again is always skipped.")] = "replace",
-                name: Annotated[str | None, Query(min_length=1, max_length=1024,
-                                                  description="the file's name instead of the uploaded one")] = None,
-                ) -> FileOut:
+def upload_file(
+    folder_id: FolderId,
+    principal: Caller,
+    service: Service,
+    file: Annotated[
+        UploadFile, File(description=f"plain text, Markdown, HTML or PDF, at most {MAX_DOCUMENT_BYTES:,} bytes")
+    ],
+    duplicate_handling: Annotated[
+        Literal["replace", "skip", "error", "suffix"],
+        Query(
+            description="a file of the same name with other content: replace it (the default; its old "
+            "chunks stay as closed versions), skip, error (400) or add with a suffixed name. "
+            "The same content again is always skipped."
+        ),
+    ] = "replace",
+    name: Annotated[
+        str | None, Query(min_length=1, max_length=1024, description="the file's name instead of the uploaded one")
+    ] = None,
+) -> FileOut:
     """Add a file: parsed, cut into chunks and embedded before the answer (422 `unreadable_document`
     for an empty, corrupt or unreadable file; nothing is written then)."""
     unscoped(principal, "uploading a file", _WHY)
     data = file.file.read(MAX_DOCUMENT_BYTES + 1)
-    report = service.memory.folders().upload(folder_id, name or file.filename or "upload", data,
-                                             media_type=file.content_type, duplicate_handling=duplicate_handling)
+    report = service.memory.folders().upload(
+        folder_id,
+        name or file.filename or "upload",
+        data,
+        media_type=file.content_type,
+        duplicate_handling=duplicate_handling,
+    )
     return _file_out(folder_id, report.document)
 
 
 @router.get("/v1/folders/{folder_id}/files", response_model=list[FileOut])
-def list_files(folder_id: FolderId, principal: Caller, service: Service, after: After = None,
-               before: Before = None, limit: Limit = 50,
-               include_content: Annotated[bool, Query(description="with each file's text")] = False) -> list[FileOut]:
+def list_files(
+    folder_id: FolderId,
+    principal: Caller,
+    service: Service,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
+    include_content: Annotated[bool, Query(description="with each file's text")] = False,
+) -> list[FileOut]:
     _visible(service.memory, principal, folder_id)
     folders = service.memory.folders()
     files = folders.files(folder_id)
@@ -184,8 +222,13 @@ def list_files(folder_id: FolderId, principal: Caller, service: Service, after: 
 
 
 @router.get("/v1/folders/{folder_id}/files/{file_id}", response_model=FileOut)
-def get_file(folder_id: FolderId, file_id: FileId, principal: Caller, service: Service,
-             include_content: Annotated[bool, Query(description="with the file's text")] = False) -> FileOut:
+def get_file(
+    folder_id: FolderId,
+    file_id: FileId,
+    principal: Caller,
+    service: Service,
+    include_content: Annotated[bool, Query(description="with the file's text")] = False,
+) -> FileOut:
     _visible(service.memory, principal, folder_id)
     folders = service.memory.folders()
     doc = folders.file(folder_id, _document_id(file_id))
@@ -200,16 +243,28 @@ def delete_file(folder_id: FolderId, file_id: FileId, principal: Caller, service
 
 
 @router.get("/v1/folders/{folder_id}/agents", response_model=list[str])
-def folder_agents(folder_id: FolderId, principal: Caller, service: Service, after: After = None,
-                  before: Before = None, limit: Limit = 50) -> list[str]:
+def folder_agents(
+    folder_id: FolderId,
+    principal: Caller,
+    service: Service,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
+) -> list[str]:
     """The ids of the agents the folder is attached to (those the caller can see)."""
     held = [a for a in _visible(service.memory, principal, folder_id).agents if principal.may_see(a)]
     return held[page(held, after=after, before=before, limit=limit)]
 
 
 @router.get("/v1/agents/{agent_id}/folders", response_model=list[FolderOut])
-def agent_folders(agent_id: ScopedAgent, principal: Caller, service: Service, after: After = None,
-                  before: Before = None, limit: Limit = 50) -> list[FolderOut]:
+def agent_folders(
+    agent_id: ScopedAgent,
+    principal: Caller,
+    service: Service,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = 50,
+) -> list[FolderOut]:
     visible_agent(agent_id, principal, service)
     found = service.memory.folders().of_agent(agent_id)
     chosen = found[page([f.id for f in found], after=after, before=before, limit=limit)]

@@ -13,9 +13,15 @@ from memvec.types import VERSION
 router = api_router()
 
 
-@router.get("/v1/health", response_model=Health, response_model_exclude_none=True, tags=["service"],
-         responses={503: {"model": Health, "description": "the store is down, or the server is stopping: "
-                                                          "not ready for new traffic"}})
+@router.get(
+    "/v1/health",
+    response_model=Health,
+    response_model_exclude_none=True,
+    tags=["service"],
+    responses={
+        503: {"model": Health, "description": "the store is down, or the server is stopping: not ready for new traffic"}
+    },
+)
 def health(request: Request, service: Service, response: Response) -> Health:
     """Readiness: 200 while the store answers; 503 with status `unavailable` while it does not, or
     `draining` once the server was asked to stop (it still serves requests until it closes). Without

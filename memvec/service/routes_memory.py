@@ -33,59 +33,126 @@ Offset = Annotated[int, Query(ge=0, le=MAX_ID)]
 TopK = Annotated[int, Query(ge=1, le=MAX_K)]
 QueryText = Annotated[str, Query(min_length=1, max_length=4096)]
 Tags = Annotated[list[str] | None, Query(max_length=32)]
-AsOf = Annotated[datetime | None, Query(description="memvec only: the versions that held at this event time, "
-                                                    "superseded ones included (default: current versions)")]
+AsOf = Annotated[
+    datetime | None,
+    Query(
+        description="memvec only: the versions that held at this event time, "
+        "superseded ones included (default: current versions)"
+    ),
+]
 
 
-def ranking(fusion: Annotated[Fusion | None, Query(description="hybrid fusion: convex (default) or rrf")] = None,
-            vector_weight: Annotated[float | None, Query(
-                ge=0.0, le=1.0, description="convex fusion weight of the vector side (default 0.5)")] = None,
-            session_weight: Annotated[float | None, Query(
-                ge=0.0, le=10.0, description="weight of the session-level score; 0 turns it off (default: 2.0 "
-                                             "with the learned ranker, else 1.0)")] = None,
-            rerank: Annotated[bool | None, Query(
-                description="re-order the best candidates with the learned ranker (default: when it was fitted "
-                            "for the home's model and the fusion, convex); false: fusion alone")] = None,
-            dates_in_query: Annotated[bool, Query(
-                description="keep only records from the period a time expression in the query names "
-                            "('yesterday', 'two weeks ago', 'last May', 'in 2023'), within start/end")] = False,
-            reference_time: Annotated[datetime | None, Query(
-                description="what relative time expressions are resolved against (default: now)")] = None,
-            per_document: Annotated[bool, Query(
-                description="the best chunk of each document only (top_k documents)")] = False,
-            ) -> dict[str, object]:
+def ranking(
+    fusion: Annotated[Fusion | None, Query(description="hybrid fusion: convex (default) or rrf")] = None,
+    vector_weight: Annotated[
+        float | None, Query(ge=0.0, le=1.0, description="convex fusion weight of the vector side (default 0.5)")
+    ] = None,
+    session_weight: Annotated[
+        float | None,
+        Query(
+            ge=0.0,
+            le=10.0,
+            description="weight of the session-level score; 0 turns it off (default: 2.0 "
+            "with the learned ranker, else 1.0)",
+        ),
+    ] = None,
+    rerank: Annotated[
+        bool | None,
+        Query(
+            description="re-order the best candidates with the learned ranker (default: when it was fitted "
+            "for the home's model and the fusion, convex); false: fusion alone"
+        ),
+    ] = None,
+    dates_in_query: Annotated[
+        bool,
+        Query(
+            description="keep only records from the period a time expression in the query names "
+            "('yesterday', 'two weeks ago', 'last May', 'in 2023'), within start/end"
+        ),
+    ] = False,
+    reference_time: Annotated[
+        datetime | None, Query(description="what relative time expressions are resolved against (default: now)")
+    ] = None,
+    per_document: Annotated[bool, Query(description="the best chunk of each document only (top_k documents)")] = False,
+) -> dict[str, object]:
     """Search options shared by both search endpoints (None: the server's defaults)."""
-    return {"fusion": fusion, "vector_weight": vector_weight, "session_weight": session_weight, "rerank": rerank,
-            "dates_in_query": dates_in_query, "reference_time": reference_time, "per_document": per_document}
+    return {
+        "fusion": fusion,
+        "vector_weight": vector_weight,
+        "session_weight": session_weight,
+        "rerank": rerank,
+        "dates_in_query": dates_in_query,
+        "reference_time": reference_time,
+        "per_document": per_document,
+    }
 
 
 Ranking = Annotated[dict[str, object], Depends(ranking)]
 
 
-def _search(service: ServiceState, agent: str, tier: Tier, query: str, top_k: int, mode: SearchMode,
-            filters: dict[str, object], ranking: dict[str, object]) -> SearchOut:
-    request = SearchRequest.model_validate({"agent": agent, "tier": tier, "query": query, "k": top_k, "mode": mode,
-                                            "filters": SearchFilters.model_validate(filters), **ranking})
+def _search(
+    service: ServiceState,
+    agent: str,
+    tier: Tier,
+    query: str,
+    top_k: int,
+    mode: SearchMode,
+    filters: dict[str, object],
+    ranking: dict[str, object],
+) -> SearchOut:
+    request = SearchRequest.model_validate(
+        {
+            "agent": agent,
+            "tier": tier,
+            "query": query,
+            "k": top_k,
+            "mode": mode,
+            "filters": SearchFilters.model_validate(filters),
+            **ranking,
+        }
+    )
     results = [SearchResult.of(hit) for hit in service.memory.search(request)]
     return SearchOut(count=len(results), results=results)
 
 
-def _list_passages(service: ServiceState, agent: str, *, search: str | None, ascending: bool, limit: int,
-                   after: str | None, before: str | None, offset: int, as_of: datetime | None) -> list[PassageOut]:
+def _list_passages(
+    service: ServiceState,
+    agent: str,
+    *,
+    search: str | None,
+    ascending: bool,
+    limit: int,
+    after: str | None,
+    before: str | None,
+    offset: int,
+    as_of: datetime | None,
+) -> list[PassageOut]:
     if search:  # ranked by memvec's hybrid search, as Letta ranks a listed search by similarity
-        request = SearchRequest(agent=agent, tier=Tier.ARCHIVAL, query=search, k=limit,
-                                filters=SearchFilters(as_of=as_of))
+        request = SearchRequest(
+            agent=agent, tier=Tier.ARCHIVAL, query=search, k=limit, filters=SearchFilters(as_of=as_of)
+        )
         return [PassageOut.of(hit) for hit in service.memory.search(request)]
-    records = service.memory.archival(agent).list(limit=limit, offset=offset, newest_first=not ascending,
-                                                  after=cursor(after), before=cursor(before), as_of=as_of)
+    records = service.memory.archival(agent).list(
+        limit=limit, offset=offset, newest_first=not ascending, after=cursor(after), before=cursor(before), as_of=as_of
+    )
     return [PassageOut.of(record) for record in records]
 
 
-IMPORT_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": {"type": "object", "description": "a Letta agent file or a memvec export"}},
-    "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
-        "file": {"type": "string", "format": "binary"},
-        "override_name": {"type": "string"}}}}}}}
+IMPORT_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"type": "object", "description": "a Letta agent file or a memvec export"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {"file": {"type": "string", "format": "binary"}, "override_name": {"type": "string"}},
+                }
+            },
+        },
+    }
+}
 
 
 async def _import_document(request: Request) -> tuple[Any, str | None]:
@@ -102,17 +169,25 @@ async def _import_document(request: Request) -> tuple[Any, str | None]:
 
 
 def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:
-    records = [NewRecord.model_validate({"agent": agent, "tier": Tier.ARCHIVAL, **p.model_dump(exclude_none=True)})
-               for p in passages]
-    return [PassageOut.of(r.record, created=r.created, duplicate_of=r.duplicate_of)
-            for r in service.memory.insert(records)]
+    records = [
+        NewRecord.model_validate({"agent": agent, "tier": Tier.ARCHIVAL, **p.model_dump(exclude_none=True)})
+        for p in passages
+    ]
+    return [
+        PassageOut.of(r.record, created=r.created, duplicate_of=r.duplicate_of) for r in service.memory.insert(records)
+    ]
 
 
-@router.post("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"],
-          status_code=201, responses={200: {"model": list[PassageOut],
-                                            "description": "every passage already existed (nothing new)"}})
-def insert_passages(agent_id: ScopedAgent, body: PassageIn | PassageBatch, principal: Caller, service: Service,
-                    response: Response) -> list[PassageOut]:
+@router.post(
+    "/v1/agents/{agent_id}/archival-memory",
+    response_model=list[PassageOut],
+    tags=["archival memory"],
+    status_code=201,
+    responses={200: {"model": list[PassageOut], "description": "every passage already existed (nothing new)"}},
+)
+def insert_passages(
+    agent_id: ScopedAgent, body: PassageIn | PassageBatch, principal: Caller, service: Service, response: Response
+) -> list[PassageOut]:
     """Insert one passage (`{text, tags, citation}`) or a batch (`{passages: [...]}`): 201 when
     anything was created, 200 when every passage repeated one already there (exact or near
     duplicate: that one is returned, with `duplicate_of`, its tags and citation merged)."""
@@ -122,72 +197,137 @@ def insert_passages(agent_id: ScopedAgent, body: PassageIn | PassageBatch, princ
     response.status_code = 201 if any(p.created for p in out) else 200
     return out
 
+
 @router.get("/v1/agents/{agent_id}/archival-memory", response_model=list[PassageOut], tags=["archival memory"])
-def list_passages(agent_id: ScopedAgent, principal: Caller, service: Service, limit: Limit = 50,
-                  after: Annotated[str | None, Query(description="cursor: passages after this id")] = None,
-                  before: Annotated[str | None, Query(description="cursor: passages before this id")] = None,
-                  ascending: Annotated[bool, Query(description="oldest first (default)")] = True,
-                  search: Annotated[str | None, Query(max_length=4096, description="rank by this text")] = None,
-                  offset: Offset = 0, as_of: AsOf = None) -> list[PassageOut]:
+def list_passages(
+    agent_id: ScopedAgent,
+    principal: Caller,
+    service: Service,
+    limit: Limit = 50,
+    after: Annotated[str | None, Query(description="cursor: passages after this id")] = None,
+    before: Annotated[str | None, Query(description="cursor: passages before this id")] = None,
+    ascending: Annotated[bool, Query(description="oldest first (default)")] = True,
+    search: Annotated[str | None, Query(max_length=4096, description="rank by this text")] = None,
+    offset: Offset = 0,
+    as_of: AsOf = None,
+) -> list[PassageOut]:
     """Current passages in time order, `limit` at a time past the `after` cursor; with `search`, the
     best `limit` matches of memvec's hybrid search instead."""
     visible_agent(agent_id, principal, service)
-    return _list_passages(service, agent_id, search=search, ascending=ascending, limit=limit, after=after,
-                          before=before, offset=offset, as_of=as_of)
+    return _list_passages(
+        service,
+        agent_id,
+        search=search,
+        ascending=ascending,
+        limit=limit,
+        after=after,
+        before=before,
+        offset=offset,
+        as_of=as_of,
+    )
+
 
 @router.get("/v1/agents/{agent_id}/archival-memory/search", response_model=SearchOut, tags=["archival memory"])
-def search_passages(agent_id: ScopedAgent, query: QueryText, principal: Caller, service: Service,
-                    ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID, tags: Tags = None,
-                    tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
-                    start_datetime: datetime | None = None, end_datetime: datetime | None = None,
-                    as_of: AsOf = None) -> SearchOut:
+def search_passages(
+    agent_id: ScopedAgent,
+    query: QueryText,
+    principal: Caller,
+    service: Service,
+    ranking: Ranking,
+    top_k: TopK = 10,
+    mode: SearchMode = SearchMode.HYBRID,
+    tags: Tags = None,
+    tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
+    start_datetime: datetime | None = None,
+    end_datetime: datetime | None = None,
+    as_of: AsOf = None,
+) -> SearchOut:
     """Hybrid search of current passages (or of those that held `as_of`); `start_datetime`/
     `end_datetime` filter record time (created_at)."""
     visible_agent(agent_id, principal, service)
-    return _search(service, agent_id, Tier.ARCHIVAL, query, top_k, mode,
-                   {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime,
-                    "as_of": as_of}, ranking)
+    return _search(
+        service,
+        agent_id,
+        Tier.ARCHIVAL,
+        query,
+        top_k,
+        mode,
+        {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime, "as_of": as_of},
+        ranking,
+    )
 
-@router.patch("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=list[PassageOut],
-           tags=["archival memory"])
-def update_passage(agent_id: ScopedAgent, passage_id: PassageId, body: PassageUpdate, principal: Caller,
-                   service: Service) -> list[PassageOut]:
+
+@router.patch(
+    "/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=list[PassageOut], tags=["archival memory"]
+)
+def update_passage(
+    agent_id: ScopedAgent, passage_id: PassageId, body: PassageUpdate, principal: Caller, service: Service
+) -> list[PassageOut]:
     """Letta's passage update, as a new version: the passage's current version is closed (it leaves
     search, stays in its history) and the new one returned, with the old one's `expires_at` unless
     the body sets one. 409 when `passage_id` was superseded; 400 for a `valid_from` before the
     current version's."""
     visible_agent(agent_id, principal, service)
     result = service.memory.archival(agent_id).update(
-        int(passage_id), body.text, tags=body.tags, valid_from=body.valid_from, expires_at=body.expires_at,
-        session_id=body.citation.session_id, turn_id=body.citation.turn_id, source_url=body.citation.source_url)
+        int(passage_id),
+        body.text,
+        tags=body.tags,
+        valid_from=body.valid_from,
+        expires_at=body.expires_at,
+        session_id=body.citation.session_id,
+        turn_id=body.citation.turn_id,
+        source_url=body.citation.source_url,
+    )
     return [PassageOut.of(result.record)]
 
-@router.get("/v1/agents/{agent_id}/archival-memory/{passage_id}/history", response_model=list[PassageOut],
-         tags=["archival memory"])
-def passage_history(agent_id: ScopedAgent, passage_id: PassageId, principal: Caller,
-                    service: Service) -> list[PassageOut]:
+
+@router.get(
+    "/v1/agents/{agent_id}/archival-memory/{passage_id}/history",
+    response_model=list[PassageOut],
+    tags=["archival memory"],
+)
+def passage_history(
+    agent_id: ScopedAgent, passage_id: PassageId, principal: Caller, service: Service
+) -> list[PassageOut]:
     """memvec only: every version of the passage, oldest first, with when each held."""
     visible_agent(agent_id, principal, service)
     return [PassageOut.of(r) for r in service.memory.archival(agent_id).history(int(passage_id))]
 
-@router.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=Deleted,
-            tags=["archival memory"])
+
+@router.delete("/v1/agents/{agent_id}/archival-memory/{passage_id}", response_model=Deleted, tags=["archival memory"])
 def delete_passage(agent_id: ScopedAgent, passage_id: PassageId, principal: Caller, service: Service) -> Deleted:
     visible_agent(agent_id, principal, service)
     service.memory.archival(agent_id).delete(int(passage_id))
     return Deleted(message=f"passage {passage_id} deleted")
 
+
 @router.get("/v1/agents/{agent_id}/recall-memory/search", response_model=SearchOut, tags=["messages"])
-def search_messages(agent_id: ScopedAgent, query: QueryText, principal: Caller, service: Service,
-                    ranking: Ranking, top_k: TopK = 10, mode: SearchMode = SearchMode.HYBRID,
-                    roles: Annotated[list[str] | None, Query(max_length=16)] = None,
-                    session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
-                    start_datetime: datetime | None = None, end_datetime: datetime | None = None) -> SearchOut:
+def search_messages(
+    agent_id: ScopedAgent,
+    query: QueryText,
+    principal: Caller,
+    service: Service,
+    ranking: Ranking,
+    top_k: TopK = 10,
+    mode: SearchMode = SearchMode.HYBRID,
+    roles: Annotated[list[str] | None, Query(max_length=16)] = None,
+    session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
+    start_datetime: datetime | None = None,
+    end_datetime: datetime | None = None,
+) -> SearchOut:
     """memvec only: search the agent's messages (Letta has no such route), results as for passages."""
     visible_agent(agent_id, principal, service)
-    return _search(service, agent_id, Tier.RECALL, query, top_k, mode,
-                   {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime},
-                   ranking)
+    return _search(
+        service,
+        agent_id,
+        Tier.RECALL,
+        query,
+        top_k,
+        mode,
+        {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime},
+        ranking,
+    )
+
 
 @router.post("/v1/agents/{agent_id}/forget", response_model=Forgotten, tags=["archival memory"])
 def forget(agent_id: ScopedAgent, body: ForgetIn, principal: Caller, service: Service) -> Forgotten:
@@ -198,17 +338,23 @@ def forget(agent_id: ScopedAgent, body: ForgetIn, principal: Caller, service: Se
     criteria = body.model_dump(exclude={"tier", "ids"})
     return Forgotten(forgotten=service.memory.forget(agent_id, tier=body.tier, ids=body.ids, **criteria))
 
+
 @router.get("/v1/agents/{agent_id}/export", response_model=AgentExport, tags=["export"])
 def export(agent_id: ScopedAgent, principal: Caller, service: Service, embeddings: bool = True) -> AgentExport:
     """The agent, its blocks and ALL its passages and messages with citations (and embeddings)."""
     visible_agent(agent_id, principal, service)
     return service.memory.export_agent(agent_id, with_embeddings=embeddings)
 
-@router.post("/v1/agents/import", response_model=AgentFileReport, status_code=201, tags=["export"],
-          openapi_extra=IMPORT_BODY)
-async def import_(request: Request, principal: Caller, service: Service,
-                  name: Annotated[str | None, Query(pattern=AGENT_PATTERN)] = None
-                  ) -> AgentFileReport:
+
+@router.post(
+    "/v1/agents/import", response_model=AgentFileReport, status_code=201, tags=["export"], openapi_extra=IMPORT_BODY
+)
+async def import_(
+    request: Request,
+    principal: Caller,
+    service: Service,
+    name: Annotated[str | None, Query(pattern=AGENT_PATTERN)] = None,
+) -> AgentFileReport:
     """Import a Letta Agent File (`.af`) or a memvec export: uploaded as multipart `file` (what
     letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
     data, override = await _import_document(request)

@@ -38,21 +38,35 @@ router = api_router()
 
 _ANYONE = Principal()  # the service's own bookkeeping acts for every agent
 # memvec's stop reasons in Letta's words
-STOP_REASONS = {"send_message": "end_turn", "no_heartbeat": "end_turn", "no_tool_call": "no_tool_call",
-                "max_steps": "max_steps"}
+STOP_REASONS = {
+    "send_message": "end_turn",
+    "no_heartbeat": "end_turn",
+    "no_tool_call": "no_tool_call",
+    "max_steps": "max_steps",
+}
 
 
 def record_message(record: Record) -> dict[str, Any]:
     """A recall record as the Letta message of its role, with memvec's citation alongside."""
-    base: dict[str, Any] = {"id": str(record.id), "date": record.created_at.isoformat(), "role": record.role,
-                            "citation": record.citation.model_dump(), "untrusted": record.untrusted}
+    base: dict[str, Any] = {
+        "id": str(record.id),
+        "date": record.created_at.isoformat(),
+        "role": record.role,
+        "citation": record.citation.model_dump(),
+        "untrusted": record.untrusted,
+    }
     if record.role == "assistant":
         return {**base, "message_type": "assistant_message", "content": record.text}
     if record.role == "system":
         return {**base, "message_type": "system_message", "content": record.text}
     if record.role == "tool":
-        return {**base, "message_type": "tool_return_message", "tool_return": record.text, "status": "success",
-                "tool_call_id": f"record-{record.id}"}
+        return {
+            **base,
+            "message_type": "tool_return_message",
+            "tool_return": record.text,
+            "status": "success",
+            "tool_call_id": f"record-{record.id}",
+        }
     named = {} if record.role == "user" else {"name": record.role}
     return {**base, "message_type": "user_message", "content": record.text, **named}
 
@@ -65,16 +79,26 @@ def event_message(event: Event) -> dict[str, Any]:
     if event.kind == "reasoning":
         return {**base, "message_type": "reasoning_message", "reasoning": event.text}
     if event.kind == "tool_call":
-        return {**base, "message_type": "tool_call_message", "tool_call": {
-            "name": event.name, "arguments": event.arguments, "tool_call_id": event.tool_call_id}}
+        return {
+            **base,
+            "message_type": "tool_call_message",
+            "tool_call": {"name": event.name, "arguments": event.arguments, "tool_call_id": event.tool_call_id},
+        }
     if event.kind == "tool_return":
-        return {**base, "message_type": "tool_return_message", "tool_return": event.text, "name": event.name,
-                "status": "success" if event.ok else "error", "tool_call_id": event.tool_call_id}
+        return {
+            **base,
+            "message_type": "tool_return_message",
+            "tool_return": event.text,
+            "name": event.name,
+            "status": "success" if event.ok else "error",
+            "tool_call_id": event.tool_call_id,
+        }
     return {**base, "message_type": "assistant_message", "content": event.text}
 
 
-def _record_only(service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None
-                 ) -> LettaResponseOut:
+def _record_only(
+    service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None
+) -> LettaResponseOut:
     """Record the messages under the agent's lease: the turn ids it hands out are read and written
     back by one holder at a time across every server and worker on the store, so none is handed out twice."""
     with service.memory.agent_lease(agent):
@@ -82,19 +106,36 @@ def _record_only(service: ServiceState, agent: str, messages: list[MessageIn], s
         records = []
         for message in messages:
             state.turn += 1
-            records.append(NewRecord.model_validate({
-                "agent": agent, "tier": Tier.RECALL, "text": message.text(), "role": message.name or message.role,
-                "citation": {"session_id": session_id, "turn_id": state.turn}}))
+            records.append(
+                NewRecord.model_validate(
+                    {
+                        "agent": agent,
+                        "tier": Tier.RECALL,
+                        "text": message.text(),
+                        "role": message.name or message.role,
+                        "citation": {"session_id": session_id, "turn_id": state.turn},
+                    }
+                )
+            )
         service.memory.update_agent(settings, state)  # the turns first: a crash then skips them, never reuses
         results = service.memory.insert(records)
     stored = [r.record for r in results]
-    return LettaResponseOut(messages=[record_message(r) for r in stored], stop_reason=_stop("end_turn"),
-                            usage=_usage(0), recorded=[PassageOut.of(r.record, created=r.created,
-                                                                     duplicate_of=r.duplicate_of) for r in results])
+    return LettaResponseOut(
+        messages=[record_message(r) for r in stored],
+        stop_reason=_stop("end_turn"),
+        usage=_usage(0),
+        recorded=[PassageOut.of(r.record, created=r.created, duplicate_of=r.duplicate_of) for r in results],
+    )
 
 
-def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None,
-               emit: Emit | None = None, stream_tokens: bool = False) -> LettaResponseOut:
+def _run_agent(
+    service: ServiceState,
+    agent: str,
+    messages: list[MessageIn],
+    session_id: str | None,
+    emit: Emit | None = None,
+    stream_tokens: bool = False,
+) -> LettaResponseOut:
     from memvec.agent import Agent
 
     bot = Agent(service.memory, agent, session_id=session_id, on_event=_announcer(emit), stream_tokens=stream_tokens)
@@ -106,12 +147,17 @@ def _run_agent(service: ServiceState, agent: str, messages: list[MessageIn], ses
         out += [event_message(e) for e in reply.trace.events]
     added = [record_id for reply in replies for record_id in reply.recorded]
     last = replies[-1].trace.stopped_by or "send_message"
-    return LettaResponseOut(messages=out, stop_reason=_stop(STOP_REASONS[last]),
-                            usage=_usage(sum(r.trace.model_calls for r in replies),
-                                         sum(r.trace.prompt_tokens for r in replies),
-                                         sum(r.trace.completion_tokens for r in replies)),
-                            recorded=[PassageOut.of(r) for r in service.memory.recall(agent).get_many(added)],
-                            traces=[r.trace.model_dump(mode="json", exclude={"events"}) for r in replies])
+    return LettaResponseOut(
+        messages=out,
+        stop_reason=_stop(STOP_REASONS[last]),
+        usage=_usage(
+            sum(r.trace.model_calls for r in replies),
+            sum(r.trace.prompt_tokens for r in replies),
+            sum(r.trace.completion_tokens for r in replies),
+        ),
+        recorded=[PassageOut.of(r) for r in service.memory.recall(agent).get_many(added)],
+        traces=[r.trace.model_dump(mode="json", exclude={"events"}) for r in replies],
+    )
 
 
 def _announcer(emit: Emit | None) -> Callable[[Event], None] | None:
@@ -121,8 +167,9 @@ def _announcer(emit: Emit | None) -> Callable[[Event], None] | None:
     return lambda event: emit(event_message(event))
 
 
-def _send(service: ServiceState, agent: str, principal: Principal, body: MessagesIn,
-          emit: Emit | None = None) -> LettaResponseOut:
+def _send(
+    service: ServiceState, agent: str, principal: Principal, body: MessagesIn, emit: Emit | None = None
+) -> LettaResponseOut:
     """The reply (or the record) of `body`; with `emit`, each message is told as it happens."""
     settings, _ = visible_agent(agent, principal, service)
     if settings.model:
@@ -145,18 +192,27 @@ def _stop(reason: str) -> dict[str, Any]:
 
 def _usage(model_calls: int, prompt_tokens: int = 0, completion_tokens: int = 0) -> dict[str, Any]:
     """Letta's usage statistics: steps, and the tokens the provider counted for the reply's steps."""
-    return {"message_type": "usage_statistics", "step_count": model_calls, "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+    return {
+        "message_type": "usage_statistics",
+        "step_count": model_calls,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
-STREAMED: dict[int | str, dict[str, Any]] = {200: {
-    "content": {"text/event-stream": {}},
-    "description": "with `streaming`: Server-Sent Events, one Letta message each, then [DONE]"}}
+STREAMED: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {"text/event-stream": {}},
+        "description": "with `streaming`: Server-Sent Events, one Letta message each, then [DONE]",
+    }
+}
 
 
 @router.post("/v1/agents/{agent_id}/messages", response_model=LettaResponseOut, tags=["messages"], responses=STREAMED)
-async def send_messages(agent_id: ScopedAgent, body: MessagesIn, principal: Caller,
-                        service: Service) -> LettaResponseOut | StreamingResponse:
+async def send_messages(
+    agent_id: ScopedAgent, body: MessagesIn, principal: Caller, service: Service
+) -> LettaResponseOut | StreamingResponse:
     """Run the agent on each message when it has a model (a `LettaResponse`); otherwise only record them.
     One message at a time per agent: a message to a busy agent waits up to the lease wait, then 409.
     With `streaming: true` the reply comes as Server-Sent Events (memvec.service.streaming)."""
@@ -166,24 +222,33 @@ async def send_messages(agent_id: ScopedAgent, body: MessagesIn, principal: Call
     async with service.agent_slot(agent_id):
         return await run_in_threadpool(_send, service, agent_id, principal, body)
 
-@router.post("/v1/agents/{agent_id}/messages/stream", tags=["messages"], response_class=StreamingResponse,
-          responses=STREAMED)
-async def stream_messages(agent_id: ScopedAgent, body: MessagesIn, principal: Caller,
-                          service: Service) -> StreamingResponse:
+
+@router.post(
+    "/v1/agents/{agent_id}/messages/stream", tags=["messages"], response_class=StreamingResponse, responses=STREAMED
+)
+async def stream_messages(
+    agent_id: ScopedAgent, body: MessagesIn, principal: Caller, service: Service
+) -> StreamingResponse:
     """Letta's streaming route: `/messages` with `streaming: true`."""
     in_scope(agent_id, principal)
     return await _streamed(service, agent_id, principal, body)
 
+
 @router.get("/v1/agents/{agent_id}/messages", response_model=list[dict[str, Any]], tags=["messages"])
-def list_messages(agent_id: ScopedAgent, principal: Caller, service: Service,
-                  after: Annotated[str | None, Query(description="cursor: a message id")] = None,
-                  before: Annotated[str | None, Query(description="cursor: a message id")] = None,
-                  limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                  order: Literal["asc", "desc"] = "desc") -> list[dict[str, Any]]:
+def list_messages(
+    agent_id: ScopedAgent,
+    principal: Caller,
+    service: Service,
+    after: Annotated[str | None, Query(description="cursor: a message id")] = None,
+    before: Annotated[str | None, Query(description="cursor: a message id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    order: Literal["asc", "desc"] = "desc",
+) -> list[dict[str, Any]]:
     """The agent's messages (its recall tier) as Letta messages, newest first unless `order=asc`."""
     visible_agent(agent_id, principal, service)
-    records = service.memory.recall(agent_id).list(limit=limit, newest_first=order == "desc",
-                                                   after=cursor(after), before=cursor(before))
+    records = service.memory.recall(agent_id).list(
+        limit=limit, newest_first=order == "desc", after=cursor(after), before=cursor(before)
+    )
     return [record_message(r) for r in records]
 
 
@@ -194,8 +259,14 @@ def list_consolidations(agent_id: ScopedAgent, principal: Caller, service: Servi
     visible_agent(agent_id, principal, service)
     return service.memory.consolidation_runs(agent_id)
 
-@router.post("/v1/agents/{agent_id}/consolidations", response_model=ConsolidationRun, status_code=201,
-          tags=["messages"], responses={204: {"description": "no new messages: nothing to consolidate"}})
+
+@router.post(
+    "/v1/agents/{agent_id}/consolidations",
+    response_model=ConsolidationRun,
+    status_code=201,
+    tags=["messages"],
+    responses={204: {"description": "no new messages: nothing to consolidate"}},
+)
 async def run_consolidation(agent_id: ScopedAgent, principal: Caller, service: Service) -> ConsolidationRun | Response:
     """memvec only: consolidate now with the agent's model: 201 with the run, or 204 when there are
     no new messages; 400 when the agent has no model. The model failing or answering anything but a
@@ -205,10 +276,11 @@ async def run_consolidation(agent_id: ScopedAgent, principal: Caller, service: S
         run = await run_in_threadpool(_consolidate, service, agent_id, principal)
     return run if run is not None else Response(status_code=204)
 
-@router.post("/v1/agents/{agent_id}/consolidations/{run_id}/undo", response_model=ConsolidationRun,
-          tags=["messages"])
-async def undo_consolidation(agent_id: ScopedAgent, run_id: Annotated[int, Path(ge=1, le=MAX_ID)], principal: Caller,
-                       service: Service) -> ConsolidationRun:
+
+@router.post("/v1/agents/{agent_id}/consolidations/{run_id}/undo", response_model=ConsolidationRun, tags=["messages"])
+async def undo_consolidation(
+    agent_id: ScopedAgent, run_id: Annotated[int, Path(ge=1, le=MAX_ID)], principal: Caller, service: Service
+) -> ConsolidationRun:
     """memvec only: revert a run whole; 409 when something it wrote changed since (undo that first)."""
     in_scope(agent_id, principal)
     async with service.agent_slot(agent_id):

@@ -16,9 +16,11 @@ from memvec.service.deps import Caller, Service, api_router
 
 router = api_router()
 
-CONNECTIONS = {"opened": "Connections this process opened to PostgreSQL (reconnects included)",
-               "failed": "Attempts to connect to PostgreSQL that failed",
-               "lost": "Connections found broken and replaced"}
+CONNECTIONS = {
+    "opened": "Connections this process opened to PostgreSQL (reconnects included)",
+    "failed": "Attempts to connect to PostgreSQL that failed",
+    "lost": "Connections found broken and replaced",
+}
 
 
 class StoreTotals:

@@ -56,8 +56,9 @@ class AgentCreate(Lenient):
     name: AgentName | None = Field(default=None, description="the agent's id too; default agent-<uuid>")
     memory_blocks: list[BlockIn] = Field(default_factory=list, max_length=32)
     model: str | None = Field(default=None, max_length=256, description="litellm model; None: a memory-only agent")
-    embedding: str | None = Field(default=None, max_length=256,
-                                  description="recorded; the home's embedding model is what embeds")
+    embedding: str | None = Field(
+        default=None, max_length=256, description="recorded; the home's embedding model is what embeds"
+    )
     context_window_limit: int | None = Field(default=None, ge=256, le=2_000_000)
     context_window: int | None = Field(default=None, ge=256, le=2_000_000, description="memvec's name for the limit")
     system: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
@@ -100,8 +101,15 @@ class BlockOut(BaseModel):
 
     @classmethod
     def with_id(cls, block_id: str, block: CoreBlock) -> BlockOut:
-        return cls(id=block_id, label=block.label, value=block.value, limit=block.limit,
-                   description=block.description or None, read_only=block.read_only, metadata=block.metadata)
+        return cls(
+            id=block_id,
+            label=block.label,
+            value=block.value,
+            limit=block.limit,
+            description=block.description or None,
+            read_only=block.read_only,
+            metadata=block.metadata,
+        )
 
 
 class BlockPatch(Lenient):
@@ -168,13 +176,16 @@ class PassageIn(Strict):
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     citation: Citation = Field(default_factory=Citation)
     created_at: datetime | None = None
-    expires_at: datetime | None = Field(default=None, description="memvec only: from then on the passage is "
-                                                                  "never returned, and it is purged")
-    valid_from: datetime | None = Field(default=None, description="memvec only: event time since when it holds "
-                                                                  "(default: created_at)")
+    expires_at: datetime | None = Field(
+        default=None, description="memvec only: from then on the passage is never returned, and it is purged"
+    )
+    valid_from: datetime | None = Field(
+        default=None, description="memvec only: event time since when it holds (default: created_at)"
+    )
     valid_to: datetime | None = Field(default=None, description="memvec only: event time until when it holds")
-    supersedes: int | None = Field(default=None, ge=1, le=MAX_ID,
-                                   description="memvec only: id of the current version this passage replaces")
+    supersedes: int | None = Field(
+        default=None, ge=1, le=MAX_ID, description="memvec only: id of the current version this passage replaces"
+    )
 
 
 class PassageUpdate(Strict):
@@ -184,10 +195,12 @@ class PassageUpdate(Strict):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS, description="default: the old version's")
     citation: Citation = Field(default_factory=Citation)
-    valid_from: datetime | None = Field(default=None, description="since when the new text holds (default: now; "
-                                                                  "not before the current version's)")
-    expires_at: datetime | None = Field(default=None, description="memvec only: the new version's deadline "
-                                                                  "(default: the current version's)")
+    valid_from: datetime | None = Field(
+        default=None, description="since when the new text holds (default: now; not before the current version's)"
+    )
+    expires_at: datetime | None = Field(
+        default=None, description="memvec only: the new version's deadline (default: the current version's)"
+    )
 
 
 class PassageBatch(Strict):
@@ -211,18 +224,35 @@ class PassageOut(BaseModel):
     supersedes: str | None = Field(default=None, description="the version this one replaced")
     superseded_by: str | None = Field(default=None, description="the version that replaced it (None: current)")
     untrusted: bool
-    created: bool = Field(default=True, description="false when the passage already existed (exact or near "
-                                                    "duplicate); it is the one returned")
-    duplicate_of: str | None = Field(default=None, description="not created: the passage it repeats (its tags and "
-                                                               "missing citation fields were merged into it)")
+    created: bool = Field(
+        default=True,
+        description="false when the passage already existed (exact or near duplicate); it is the one returned",
+    )
+    duplicate_of: str | None = Field(
+        default=None,
+        description="not created: the passage it repeats (its tags and missing citation fields were merged into it)",
+    )
 
     @classmethod
     def of(cls, record: Record, *, created: bool = True, duplicate_of: int | None = None) -> PassageOut:
-        return cls(id=str(record.id), text=record.text, agent=record.agent, tier=record.tier.value, role=record.role,
-                   tags=record.tags, citation=record.citation, created_at=record.created_at,
-                   expires_at=record.expires_at, valid_from=record.valid_from, valid_to=record.valid_to,
-                   supersedes=_id_or_none(record.supersedes), superseded_by=_id_or_none(record.superseded_by),
-                   untrusted=record.untrusted, created=created, duplicate_of=_id_or_none(duplicate_of))
+        return cls(
+            id=str(record.id),
+            text=record.text,
+            agent=record.agent,
+            tier=record.tier.value,
+            role=record.role,
+            tags=record.tags,
+            citation=record.citation,
+            created_at=record.created_at,
+            expires_at=record.expires_at,
+            valid_from=record.valid_from,
+            valid_to=record.valid_to,
+            supersedes=_id_or_none(record.supersedes),
+            superseded_by=_id_or_none(record.superseded_by),
+            untrusted=record.untrusted,
+            created=created,
+            duplicate_of=_id_or_none(duplicate_of),
+        )
 
 
 def _id_or_none(record_id: int | None) -> str | None:
@@ -247,9 +277,20 @@ class SearchResult(BaseModel):
 
     @classmethod
     def of(cls, hit: Hit) -> SearchResult:
-        return cls(id=str(hit.id), content=hit.text, timestamp=hit.created_at.isoformat(), tags=hit.tags,
-                   role=hit.role, citation=hit.citation, created_at=hit.created_at, valid_from=hit.valid_from,
-                   valid_to=hit.valid_to, untrusted=hit.untrusted, score=hit.score, scores=hit.scores)
+        return cls(
+            id=str(hit.id),
+            content=hit.text,
+            timestamp=hit.created_at.isoformat(),
+            tags=hit.tags,
+            role=hit.role,
+            citation=hit.citation,
+            created_at=hit.created_at,
+            valid_from=hit.valid_from,
+            valid_to=hit.valid_to,
+            untrusted=hit.untrusted,
+            score=hit.score,
+            scores=hit.scores,
+        )
 
 
 class SearchOut(BaseModel):
@@ -276,12 +317,18 @@ class MessageIn(Lenient):
 class MessagesIn(Lenient):
     messages: list[MessageIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
     input: str | list[TextPart] | None = Field(default=None, description="one user message (Letta's shorthand)")
-    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_META_CHARS,
-                                   description="memvec: the session cited on every message of this request")
-    streaming: bool = Field(default=False, description="answer Server-Sent Events as the reply happens "
-                                                       "(what /messages/stream always does)")
-    stream_tokens: bool = Field(default=False, description="with streaming: also the model's text in chunks "
-                                                           "as the provider streams it")
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_META_CHARS,
+        description="memvec: the session cited on every message of this request",
+    )
+    streaming: bool = Field(
+        default=False, description="answer Server-Sent Events as the reply happens (what /messages/stream always does)"
+    )
+    stream_tokens: bool = Field(
+        default=False, description="with streaming: also the model's text in chunks as the provider streams it"
+    )
 
     @model_validator(mode="after")
     def _one_form(self) -> MessagesIn:
@@ -302,7 +349,6 @@ class LettaResponseOut(BaseModel):
     usage: dict[str, Any]
     recorded: list[PassageOut] = Field(description="memvec: the records this request stored in the recall tier")
     traces: list[dict[str, Any]] = Field(default_factory=list, description="memvec: one trace per agent reply")
-
 
 
 class Deleted(BaseModel):
@@ -330,25 +376,31 @@ class ErrorOut(BaseModel):
 
 
 _ERROR_MEANINGS = {
-    400: "bad input", 401: "missing or invalid API key", 403: "the key may not create or import this agent",
+    400: "bad input",
+    401: "missing or invalid API key",
+    403: "the key may not create or import this agent",
     404: "no such agent, record or block (or one the key may not see)",
     409: "already exists, a refused core-memory edit, a passage version that is not current, or the agent is "
-         "replying on another server (retry)",
+    "replying on another server (retry)",
     408: "the request's headers or body did not arrive in time",
     413: "body over 16 MiB (or over what the route takes: none for bodyless routes, 8 KiB to sign in)",
-    422: "invalid request", 429: "this key has too many requests in flight; retry after Retry-After seconds",
-    502: "the agent's LLM provider failed", 503: "the store is unavailable; retry after Retry-After seconds",
+    422: "invalid request",
+    429: "this key has too many requests in flight; retry after Retry-After seconds",
+    502: "the agent's LLM provider failed",
+    503: "the store is unavailable; retry after Retry-After seconds",
 }
 # documented on every route: each error is `{"error": kind, "detail": ...}`
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorOut, "description": meaning} for status, meaning in _ERROR_MEANINGS.items()}
+    status: {"model": ErrorOut, "description": meaning} for status, meaning in _ERROR_MEANINGS.items()
+}
 
 
 class Health(BaseModel):
     """Without a valid key (on a server with keys) only `status` and `auth`: the rest is the operator's."""
 
     status: Literal["ok", "unavailable", "draining"] = Field(
-        description="unavailable: the store cannot be reached; draining: the server is shutting down (both HTTP 503)")
+        description="unavailable: the store cannot be reached; draining: the server is shutting down (both HTTP 503)"
+    )
     auth: bool
     version: str | None = Field(default=None, description="memvec's version")
     store: str | None = Field(default=None, description="the store's file or URL (no password)")

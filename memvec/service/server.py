@@ -35,9 +35,19 @@ QUICK_EXIT_S = 30.0  # a worker that exits by itself this soon after its first s
 MAX_RESTART_DELAY_S = 30.0
 
 
-def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int, log_level: str,
-               drain_s: float = 0.0, draining: threading.Event | None = None, reuse_port: bool = False,
-               header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
+def serve_http(
+    app: Any,
+    memory: Memory,
+    keys: KeyRing,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    drain_s: float = 0.0,
+    draining: threading.Event | None = None,
+    reuse_port: bool = False,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+) -> None:
     """Run an HTTP server (the REST service or MCP over HTTP) until SIGTERM or SIGINT, then save
     the indexes before the process exits, whichever signal stopped it. With `drain_s`, the first
     signal sets `draining` (health answers 503, so a balancer stops sending) and the server goes on
@@ -52,8 +62,15 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             if self.started:
-                server_log.info("listening on http://%s:%d: memvec %s, home %s, store %s, model %s", host, port,
-                                VERSION, memory.home, memory.store_location, memory.model_id)
+                server_log.info(
+                    "listening on http://%s:%d: memvec %s, home %s, store %s, model %s",
+                    host,
+                    port,
+                    VERSION,
+                    memory.home,
+                    memory.store_location,
+                    memory.model_id,
+                )
 
         # uvicorn re-raises the stopping signal after serve() returns, so SIGTERM would kill the
         # process before any code after run() (or a `with` block's exit) could save and close: the
@@ -83,8 +100,17 @@ def serve_http(app: Any, memory: Memory, keys: KeyRing, *, host: str, port: int,
 
     export_from_environment()  # OTLP traces, when OTEL_EXPORTER_OTLP_ENDPOINT names a collector
     _warn_if_open(keys, host)
-    server = SavingServer(uvicorn.Config(app, host=host, port=port, log_level=log_level, log_config=None,
-                                         access_log=False, http=with_header_timeout(header_timeout_s)))
+    server = SavingServer(
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            log_config=None,
+            access_log=False,
+            http=with_header_timeout(header_timeout_s),
+        )
+    )
     server.run(sockets=[_shared_socket(host, port)] if reuse_port else None)
 
 
@@ -98,8 +124,9 @@ def ensure_port_free(host: str, port: int) -> None:
             probe.bind((host.strip("[]"), port))
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise PortInUseError(f"{host}:{port} is already in use (another memvec serve?); stop it or "
-                                     "choose another --port") from exc
+                raise PortInUseError(
+                    f"{host}:{port} is already in use (another memvec serve?); stop it or choose another --port"
+                ) from exc
             raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
@@ -117,11 +144,11 @@ def _shared_socket(host: str, port: int) -> socket.socket:
 
 def _warn_if_open(keys: KeyRing, host: str) -> None:
     if keys.open:
-        server_log.warning("no API keys configured: anyone who can reach the server can read and write every "
-                           "agent")
+        server_log.warning("no API keys configured: anyone who can reach the server can read and write every agent")
         if not _is_loopback(host):
-            server_log.warning("serving without keys on %s, not only on this machine; set MEMVEC_API_KEYS or "
-                               "--keys-file", host)
+            server_log.warning(
+                "serving without keys on %s, not only on this machine; set MEMVEC_API_KEYS or --keys-file", host
+            )
     else:
         server_log.info("%d API key(s) configured", len(keys.keys))
 
@@ -185,7 +212,7 @@ def supervise(target: Callable[..., None], plans: Sequence[tuple[Any, ...]], *, 
 
 def _restart_delay(restarts: int) -> float:
     """Seconds before a worker's next start, doubling with each restart that failed again."""
-    return min(2.0 ** restarts, MAX_RESTART_DELAY_S)
+    return min(2.0**restarts, MAX_RESTART_DELAY_S)
 
 
 def _start_worker(n: int, process: Any, started: list[float], restarts: list[int]) -> None:

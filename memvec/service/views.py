@@ -10,8 +10,23 @@ from memvec.service.schemas import AgentOut, BlockOut, EmbeddingConfigOut, LlmCo
 from memvec.types import AgentSettings, AgentState, CoreBlock
 
 # litellm provider prefixes that Letta's LlmConfig names the same way
-_ENDPOINT_TYPES = {"openai", "anthropic", "google_ai", "google_vertex", "azure", "groq", "ollama", "vllm",
-                   "mistral", "together", "bedrock", "deepseek", "xai", "openrouter", "fireworks"}
+_ENDPOINT_TYPES = {
+    "openai",
+    "anthropic",
+    "google_ai",
+    "google_vertex",
+    "azure",
+    "groq",
+    "ollama",
+    "vllm",
+    "mistral",
+    "together",
+    "bedrock",
+    "deepseek",
+    "xai",
+    "openrouter",
+    "fireworks",
+}
 
 
 def endpoint_type(model: str | None) -> str:
@@ -32,15 +47,27 @@ def block_out(memory: Memory, agent: str, block: CoreBlock) -> BlockOut:
 def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
     blocks = blocks_out(memory, settings.name)
     return AgentOut(
-        id=settings.name, name=settings.name, agent_type=settings.agent_type, blocks=blocks,
+        id=settings.name,
+        name=settings.name,
+        agent_type=settings.agent_type,
+        blocks=blocks,
         memory=MemoryOut(blocks=blocks, agent_type=settings.agent_type),
-        llm_config=LlmConfigOut(model=settings.model or "", model_endpoint_type=endpoint_type(settings.model),
-                                context_window=settings.context_window),
+        llm_config=LlmConfigOut(
+            model=settings.model or "",
+            model_endpoint_type=endpoint_type(settings.model),
+            context_window=settings.context_window,
+        ),
         embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim),
-        system=settings.system or SYSTEM_INSTRUCTIONS, tags=settings.tags, model=settings.model,
-        embedding=settings.embedding, description=settings.description, metadata=settings.metadata,
-        message_ids=[str(i) for i in state.in_context], context_window=settings.context_window,
-        created_at=state.created_at)
+        system=settings.system or SYSTEM_INSTRUCTIONS,
+        tags=settings.tags,
+        model=settings.model,
+        embedding=settings.embedding,
+        description=settings.description,
+        metadata=settings.metadata,
+        message_ids=[str(i) for i in state.in_context],
+        context_window=settings.context_window,
+        created_at=state.created_at,
+    )
 
 
 def page(ids: Sequence[str], *, after: str | None, before: str | None, limit: int) -> slice:

@@ -40,15 +40,21 @@ def backup_store(store: object, dest: Path, *, memvec_version: str, model_key: s
     """Copy the store into the folder `dest` (new, or empty) and write its manifest last, so a
     folder with a manifest holds a whole copy."""
     if not isinstance(store, SQLiteStore):
-        raise InvalidInputError("memvec backup copies SQLite homes; back a PostgreSQL store up with pg_dump "
-                                "(docs/operations.md)")
+        raise InvalidInputError(
+            "memvec backup copies SQLite homes; back a PostgreSQL store up with pg_dump (docs/operations.md)"
+        )
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise InvalidInputError(f"backup destination {dest} must be a new or empty folder")
     dest.mkdir(parents=True, exist_ok=True)
     copy = dest / STORE_COPY
     store.copy_to(copy)
-    manifest = BackupManifest(memvec_version=memvec_version, created_at=datetime.now(UTC), bytes=copy.stat().st_size,
-                              sha256=_sha256(copy), **_contents(copy, model_key))
+    manifest = BackupManifest(
+        memvec_version=memvec_version,
+        created_at=datetime.now(UTC),
+        bytes=copy.stat().st_size,
+        sha256=_sha256(copy),
+        **_contents(copy, model_key),
+    )
     _write_synced(dest / MANIFEST_FILE, manifest.model_dump_json(indent=1))
     return manifest
 

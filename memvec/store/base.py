@@ -115,16 +115,26 @@ class Store(Protocol):
 
     def delete_many(self, agent: str, ids: Sequence[int]) -> int: ...
 
-    def expired_ids(self, agent: str, tier: Tier, now: datetime, created_before: datetime | None = None
-                    ) -> list[int]: ...
+    def expired_ids(
+        self, agent: str, tier: Tier, now: datetime, created_before: datetime | None = None
+    ) -> list[int]: ...
 
     def speakers_and_texts(self, agent: str, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
         """Role and text of each record found, by id (the ranker's reads)."""
         ...
 
-    def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
-                     newest_first: bool = False, filters: SearchFilters | None = None,
-                     after: int | None = None, before: int | None = None) -> list[Record]:
+    def list_records(
+        self,
+        agent: str,
+        tier: Tier,
+        *,
+        limit: int,
+        offset: int = 0,
+        newest_first: bool = False,
+        filters: SearchFilters | None = None,
+        after: int | None = None,
+        before: int | None = None,
+    ) -> list[Record]:
         """In time order; `after`/`before` are record ids (cursors: the records past/before that one)."""
         ...
 
@@ -152,8 +162,9 @@ class Store(Protocol):
 
     def documents(self, owner: str, *, include_replaced: bool = False) -> list[Document]: ...
 
-    def current_document(self, owner: str, *, name: str | None = None, content_hash: str | None = None
-                         ) -> Document | None:
+    def current_document(
+        self, owner: str, *, name: str | None = None, content_hash: str | None = None
+    ) -> Document | None:
         """The owner's current document of that name (or with that content hash)."""
         ...
 
@@ -205,8 +216,7 @@ class Store(Protocol):
 
     def count(self, agent: str, tier: Tier) -> int: ...
 
-    def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None
-              ) -> Iterator[tuple[int, str]]: ...
+    def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None) -> Iterator[tuple[int, str]]: ...
 
     def last_in_session(self, agent: str, tier: Tier, session_id: str) -> str | None: ...
 
@@ -214,11 +224,11 @@ class Store(Protocol):
 
     def changes_since(self, agent: str, tier: Tier, seq: int) -> list[Change]: ...
 
-    def embeddings(self, agent: str, tier: Tier, ids: Sequence[int] | None = None,
-                   *, batch: int = 4096) -> Iterator[EmbeddingBatch]: ...
+    def embeddings(
+        self, agent: str, tier: Tier, ids: Sequence[int] | None = None, *, batch: int = 4096
+    ) -> Iterator[EmbeddingBatch]: ...
 
-    def set_embeddings(self, ids: Sequence[int], vectors: npt.NDArray[np.float32],
-                       model_id: str) -> None: ...
+    def set_embeddings(self, ids: Sequence[int], vectors: npt.NDArray[np.float32], model_id: str) -> None: ...
 
     def partitions(self) -> list[tuple[str, Tier]]: ...
 
@@ -230,8 +240,9 @@ class Store(Protocol):
 
     def put_block(self, agent: str, block: CoreBlock, *, actor: str = "python", op: str = "put") -> None: ...
 
-    def compare_and_set_block(self, agent: str, label: str, expected: str, value: str, *,
-                              actor: str = "python", op: str = "edit") -> bool: ...
+    def compare_and_set_block(
+        self, agent: str, label: str, expected: str, value: str, *, actor: str = "python", op: str = "edit"
+    ) -> bool: ...
 
     def delete_block(self, agent: str, label: str, *, actor: str = "python") -> bool: ...
 
@@ -253,8 +264,9 @@ class Store(Protocol):
 
     def forget_block_history(self, agent: str, label: str | None = None) -> int: ...
 
-    def restore_blocks(self, agent: str, blocks: Sequence[CoreBlock], history: Sequence[BlockChange]
-                       ) -> dict[int, int]: ...
+    def restore_blocks(
+        self, agent: str, blocks: Sequence[CoreBlock], history: Sequence[BlockChange]
+    ) -> dict[int, int]: ...
 
     def restore_run(self, agent: str, run: ConsolidationRun) -> None: ...
 

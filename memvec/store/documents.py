@@ -14,8 +14,9 @@ from memvec.store.base import NewDocument
 from memvec.store.rows import format_time, parse_time
 from memvec.types import Document
 
-_COLUMNS = ("id, owner, name, content_hash, media_type, size_bytes, pages, title, chunks, created_at, "
-            "replaced_at, replaced_by")
+_COLUMNS = (
+    "id, owner, name, content_hash, media_type, size_bytes, pages, title, chunks, created_at, replaced_at, replaced_by"
+)
 
 
 class _SQL(Protocol):
@@ -27,11 +28,20 @@ class _SQL(Protocol):
 
 
 def _document(row: Any) -> Document:
-    return Document(id=row["id"], owner=row["owner"], name=row["name"], content_hash=row["content_hash"],
-                    media_type=row["media_type"], size_bytes=row["size_bytes"], pages=row["pages"],
-                    title=row["title"], chunks=row["chunks"], created_at=parse_time(row["created_at"]),
-                    replaced_at=parse_time(row["replaced_at"]) if row["replaced_at"] else None,
-                    replaced_by=row["replaced_by"])
+    return Document(
+        id=row["id"],
+        owner=row["owner"],
+        name=row["name"],
+        content_hash=row["content_hash"],
+        media_type=row["media_type"],
+        size_bytes=row["size_bytes"],
+        pages=row["pages"],
+        title=row["title"],
+        chunks=row["chunks"],
+        created_at=parse_time(row["created_at"]),
+        replaced_at=parse_time(row["replaced_at"]) if row["replaced_at"] else None,
+        replaced_by=row["replaced_by"],
+    )
 
 
 class DocumentStore:
@@ -39,22 +49,41 @@ class DocumentStore:
 
     def add_document_row(self: _SQL, doc: NewDocument) -> int:
         with self._write() as db:
-            rows = self._run(db, "INSERT INTO documents (owner, name, content_hash, media_type, size_bytes, text, "
-                                 "pages, title, chunks, blocks, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
-                                 "RETURNING id",
-                             (doc.owner, doc.name, doc.content_hash, doc.media_type, doc.size_bytes, doc.text,
-                              doc.pages, doc.title, doc.chunks, json.dumps(doc.blocks),
-                              format_time(doc.created_at))).fetchall()
+            rows = self._run(
+                db,
+                "INSERT INTO documents (owner, name, content_hash, media_type, size_bytes, text, "
+                "pages, title, chunks, blocks, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                "RETURNING id",
+                (
+                    doc.owner,
+                    doc.name,
+                    doc.content_hash,
+                    doc.media_type,
+                    doc.size_bytes,
+                    doc.text,
+                    doc.pages,
+                    doc.title,
+                    doc.chunks,
+                    json.dumps(doc.blocks),
+                    format_time(doc.created_at),
+                ),
+            ).fetchall()
             return int(rows[0]["id"])
 
     def replace_document(self: _SQL, old: int, new: int, at: datetime) -> int:
         """Mark document `old` replaced by `new` at `at`, and close its chunks' current versions there
         (in every agent holding a copy); returns how many chunks were closed."""
         with self._write() as db:
-            self._run(db, "UPDATE documents SET replaced_at = ?, replaced_by = ? WHERE id = ?",
-                      (format_time(at), new, old))
-            return int(self._run(db, "UPDATE records SET valid_to = ? WHERE document_id = ? AND valid_to IS NULL",
-                                 (format_time(at), old)).rowcount)
+            self._run(
+                db, "UPDATE documents SET replaced_at = ?, replaced_by = ? WHERE id = ?", (format_time(at), new, old)
+            )
+            return int(
+                self._run(
+                    db,
+                    "UPDATE records SET valid_to = ? WHERE document_id = ? AND valid_to IS NULL",
+                    (format_time(at), old),
+                ).rowcount
+            )
 
     def documents(self: _SQL, owner: str, *, include_replaced: bool = False) -> list[Document]:
         """The owner's documents, oldest first (current ones only unless `include_replaced`)."""
@@ -62,12 +91,16 @@ class DocumentStore:
         rows = self._query(f"SELECT {_COLUMNS} FROM documents WHERE owner = ?{current} ORDER BY id", (owner,))
         return [_document(r) for r in rows]
 
-    def current_document(self: _SQL, owner: str, *, name: str | None = None, content_hash: str | None = None
-                         ) -> Document | None:
+    def current_document(
+        self: _SQL, owner: str, *, name: str | None = None, content_hash: str | None = None
+    ) -> Document | None:
         """The owner's current document of that name, or with that content (an indexed lookup)."""
         column, value = ("name", name) if name is not None else ("content_hash", content_hash)
-        rows = self._query(f"SELECT {_COLUMNS} FROM documents WHERE owner = ? AND {column} = ? "
-                           "AND replaced_by IS NULL ORDER BY id LIMIT 1", (owner, value))
+        rows = self._query(
+            f"SELECT {_COLUMNS} FROM documents WHERE owner = ? AND {column} = ? "
+            "AND replaced_by IS NULL ORDER BY id LIMIT 1",
+            (owner, value),
+        )
         return _document(rows[0]) if rows else None
 
     def document(self: _SQL, document_id: int) -> Document | None:
@@ -88,16 +121,21 @@ class DocumentStore:
         rows = self._query("SELECT owner, name FROM documents WHERE id = ?", (document_id,))
         if not rows:
             return []
-        return [int(r["id"]) for r in self._query("SELECT id FROM documents WHERE owner = ? AND name = ? ORDER BY id",
-                                                  (rows[0]["owner"], rows[0]["name"]))]
+        return [
+            int(r["id"])
+            for r in self._query(
+                "SELECT id FROM documents WHERE owner = ? AND name = ? ORDER BY id", (rows[0]["owner"], rows[0]["name"])
+            )
+        ]
 
     def chunk_ids(self: _SQL, document_ids: Sequence[int]) -> dict[str, list[int]]:
         """The records citing any of the documents (every version), by agent."""
         if not document_ids:
             return {}
         marks = ",".join("?" * len(document_ids))
-        rows = self._query(f"SELECT agent, id FROM records WHERE document_id IN ({marks}) ORDER BY id",
-                           [int(i) for i in document_ids])
+        rows = self._query(
+            f"SELECT agent, id FROM records WHERE document_id IN ({marks}) ORDER BY id", [int(i) for i in document_ids]
+        )
         out: dict[str, list[int]] = {}
         for r in rows:
             out.setdefault(r["agent"], []).append(int(r["id"]))
@@ -106,5 +144,8 @@ class DocumentStore:
     def delete_document_rows(self: _SQL, document_ids: Sequence[int]) -> None:
         if document_ids:
             with self._write() as db:
-                self._run(db, f"DELETE FROM documents WHERE id IN ({','.join('?' * len(document_ids))})",
-                          [int(i) for i in document_ids])
+                self._run(
+                    db,
+                    f"DELETE FROM documents WHERE id IN ({','.join('?' * len(document_ids))})",
+                    [int(i) for i in document_ids],
+                )

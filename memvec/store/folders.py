@@ -28,9 +28,16 @@ class _SQL(Protocol):
 
 
 def _folder(row: Any, agents: list[str]) -> Folder:
-    return Folder(id=row["id"], name=row["name"], description=row["description"], instructions=row["instructions"],
-                  metadata=readable_metadata(json.loads(row["metadata"])), created_at=parse_time(row["created_at"]),
-                  updated_at=parse_time(row["updated_at"]), agents=agents)
+    return Folder(
+        id=row["id"],
+        name=row["name"],
+        description=row["description"],
+        instructions=row["instructions"],
+        metadata=readable_metadata(json.loads(row["metadata"])),
+        created_at=parse_time(row["created_at"]),
+        updated_at=parse_time(row["updated_at"]),
+        agents=agents,
+    )
 
 
 class FolderStore:
@@ -42,16 +49,28 @@ class FolderStore:
         taken = self._query("SELECT id FROM folders WHERE name = ? AND id <> ?", (folder.name, folder.id))
         if taken:
             raise NameTakenError(f"a folder named {folder.name!r} exists already ({taken[0]['id']})")
-        values = (folder.name, folder.description, folder.instructions, json.dumps(folder.metadata),
-                  format_time(folder.updated_at))
+        values = (
+            folder.name,
+            folder.description,
+            folder.instructions,
+            json.dumps(folder.metadata),
+            format_time(folder.updated_at),
+        )
         with self._write() as db:
             if create:
-                self._run(db, "INSERT INTO folders (name, description, instructions, metadata, updated_at, id, "
-                              "created_at) VALUES (?,?,?,?,?,?,?)",
-                          (*values, folder.id, format_time(folder.created_at)))
+                self._run(
+                    db,
+                    "INSERT INTO folders (name, description, instructions, metadata, updated_at, id, "
+                    "created_at) VALUES (?,?,?,?,?,?,?)",
+                    (*values, folder.id, format_time(folder.created_at)),
+                )
             else:
-                self._run(db, "UPDATE folders SET name = ?, description = ?, instructions = ?, metadata = ?, "
-                              "updated_at = ? WHERE id = ?", (*values, folder.id))
+                self._run(
+                    db,
+                    "UPDATE folders SET name = ?, description = ?, instructions = ?, metadata = ?, "
+                    "updated_at = ? WHERE id = ?",
+                    (*values, folder.id),
+                )
 
     def folders(self: _SQL) -> list[Folder]:
         rows = self._query(f"SELECT {_COLUMNS} FROM folders ORDER BY created_at, id")
@@ -62,28 +81,34 @@ class FolderStore:
         return _folder(rows[0], self.folder_agents(folder_id)) if rows else None
 
     def folder_agents(self: _SQL, folder_id: str) -> list[str]:
-        rows = self._query("SELECT agent FROM folder_attachments WHERE folder_id = ? ORDER BY attached_at, agent",
-                           (folder_id,))
+        rows = self._query(
+            "SELECT agent FROM folder_attachments WHERE folder_id = ? ORDER BY attached_at, agent", (folder_id,)
+        )
         return [r["agent"] for r in rows]
 
     def agent_folders(self: _SQL, agent: str) -> list[str]:
-        rows = self._query("SELECT folder_id FROM folder_attachments WHERE agent = ? ORDER BY attached_at, folder_id",
-                           (agent,))
+        rows = self._query(
+            "SELECT folder_id FROM folder_attachments WHERE agent = ? ORDER BY attached_at, folder_id", (agent,)
+        )
         return [r["folder_id"] for r in rows]
 
     def attach_folder(self: _SQL, folder_id: str, agent: str, at: datetime) -> bool:
         """False: it was attached already."""
         with self._write() as db:
-            if self._run(db, "SELECT 1 FROM folder_attachments WHERE folder_id = ? AND agent = ?",
-                         (folder_id, agent)).fetchall():
+            if self._run(
+                db, "SELECT 1 FROM folder_attachments WHERE folder_id = ? AND agent = ?", (folder_id, agent)
+            ).fetchall():
                 return False
             self._run(db, "INSERT INTO folder_attachments VALUES (?, ?, ?)", (folder_id, agent, format_time(at)))
             return True
 
     def detach_folder(self: _SQL, folder_id: str, agent: str) -> bool:
         with self._write() as db:
-            return bool(self._run(db, "DELETE FROM folder_attachments WHERE folder_id = ? AND agent = ?",
-                                  (folder_id, agent)).rowcount)
+            return bool(
+                self._run(
+                    db, "DELETE FROM folder_attachments WHERE folder_id = ? AND agent = ?", (folder_id, agent)
+                ).rowcount
+            )
 
     def delete_folder_row(self: _SQL, folder_id: str) -> None:
         with self._write() as db:

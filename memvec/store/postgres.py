@@ -112,9 +112,16 @@ class PostgresStore(SQLStore):
         connect_timeout = max(1, round(timeout))
         # min_size 1: a connection kept warm; the pool refills in the background after a restart
         self.pool: ConnectionPool[Any] = ConnectionPool(
-            url, min_size=1, max_size=pool_size, open=False, timeout=timeout, name="memvec",
-            check=ConnectionPool.check_connection, reconnect_timeout=24 * 3600,
-            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": connect_timeout})
+            url,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            timeout=timeout,
+            name="memvec",
+            check=ConnectionPool.check_connection,
+            reconnect_timeout=24 * 3600,
+            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": connect_timeout},
+        )
         self.pool.open(wait=False)
         try:
             self._migrate()
@@ -124,8 +131,11 @@ class PostgresStore(SQLStore):
 
     def connection_stats(self) -> dict[str, int]:
         stats = self.pool.get_stats()
-        return {"opened": stats.get("connections_num", 0), "failed": stats.get("connections_errors", 0),
-                "lost": stats.get("connections_lost", 0)}
+        return {
+            "opened": stats.get("connections_num", 0),
+            "failed": stats.get("connections_errors", 0),
+            "lost": stats.get("connections_lost", 0),
+        }
 
     def _migrate(self) -> None:
         with self._connection() as db, db.transaction():
@@ -148,8 +158,9 @@ class PostgresStore(SQLStore):
             with self.pool.connection() as db:
                 yield db
         except PoolTimeout as exc:
-            raise StoreUnavailableError(f"PostgreSQL is unavailable: no connection within {self.timeout:g} s "
-                                        f"({_reason(self.pool)})") from exc
+            raise StoreUnavailableError(
+                f"PostgreSQL is unavailable: no connection within {self.timeout:g} s ({_reason(self.pool)})"
+            ) from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(f"PostgreSQL connection lost: {str(exc).strip()}") from _Broken(exc)
         except psycopg.Error as exc:
@@ -194,9 +205,11 @@ class PostgresStore(SQLStore):
         self.pool.close()
 
     def storage_bytes(self) -> int:
-        rows = self._query("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS n FROM pg_class c "
-                           "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
-                           "AND c.relkind = 'r'")
+        rows = self._query(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS n FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
+            "AND c.relkind = 'r'"
+        )
         return int(rows[0]["n"])
 
 

@@ -13,8 +13,10 @@ from memvec.limits import MAX_METADATA_DEPTH, json_depth_exceeds
 from memvec.store.base import EmbeddingBatch
 from memvec.types import AgentSettings, Citation, DocumentCitation, Record, SearchFilters, Tier
 
-RECORD_COLUMNS = ("id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted, "
-                  "expires_at, valid_from, valid_to, supersedes, superseded_by, document")
+RECORD_COLUMNS = (
+    "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted, "
+    "expires_at, valid_from, valid_to, supersedes, superseded_by, document"
+)
 # event time: when a version held. valid_from NULL (rows from before versions) means its record time.
 VALID_FROM = "COALESCE(valid_from, created_at)"
 # a current version: never superseded, and not ended (valid_to, when set, still ahead)
@@ -36,8 +38,10 @@ def readable_metadata(value: Any) -> dict[str, Any]:
     too deep to validate, is replaced by a note, so the agent or block stays readable and deletable."""
     if isinstance(value, dict) and not json_depth_exceeds(value, MAX_METADATA_DEPTH):
         return value
-    return {"memvec_note": f"the stored metadata nests more than {MAX_METADATA_DEPTH} levels deep and is "
-                           "hidden; set new metadata to replace it"}
+    return {
+        "memvec_note": f"the stored metadata nests more than {MAX_METADATA_DEPTH} levels deep and is "
+        "hidden; set new metadata to replace it"
+    }
 
 
 def settings_from_json(raw: str) -> AgentSettings:
@@ -53,13 +57,25 @@ def row_to_record(row: Any) -> Record:
     """A row with the RECORD_COLUMNS, by name (sqlite3.Row or a psycopg dict row)."""
     created_at = parse_time(row["created_at"])
     return Record(
-        id=row["id"], agent=row["agent"], tier=Tier(row["tier"]), text=row["text"], role=row["role"],
-        tags=json.loads(row["tags"]), created_at=created_at, untrusted=bool(row["untrusted"]),
+        id=row["id"],
+        agent=row["agent"],
+        tier=Tier(row["tier"]),
+        text=row["text"],
+        role=row["role"],
+        tags=json.loads(row["tags"]),
+        created_at=created_at,
+        untrusted=bool(row["untrusted"]),
         expires_at=_time_or_none(row["expires_at"]),
-        valid_from=_time_or_none(row["valid_from"]) or created_at, valid_to=_time_or_none(row["valid_to"]),
-        supersedes=row["supersedes"], superseded_by=row["superseded_by"],
-        citation=Citation(session_id=row["session_id"], turn_id=row["turn_id"], source_url=row["source_url"],
-                          document=DocumentCitation.model_validate_json(row["document"]) if row["document"] else None),
+        valid_from=_time_or_none(row["valid_from"]) or created_at,
+        valid_to=_time_or_none(row["valid_to"]),
+        supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"],
+        citation=Citation(
+            session_id=row["session_id"],
+            turn_id=row["turn_id"],
+            source_url=row["source_url"],
+            document=DocumentCitation.model_validate_json(row["document"]) if row["document"] else None,
+        ),
     )
 
 
@@ -98,8 +114,7 @@ def filter_sql(filters: SearchFilters | None, *, now: datetime | None = None) ->
     if filters.tags:
         marks = ",".join([mark] * len(filters.tags))
         having = f"HAVING COUNT(DISTINCT tag) = {len(set(filters.tags))}" if filters.tag_match == "all" else ""
-        clauses.append(f"id IN (SELECT record_id FROM record_tags WHERE tag IN ({marks}) "
-                       f"GROUP BY record_id {having})")
+        clauses.append(f"id IN (SELECT record_id FROM record_tags WHERE tag IN ({marks}) GROUP BY record_id {having})")
         params += filters.tags
     return (" AND " + " AND ".join(clauses), params) if clauses else ("", [])
 
@@ -118,6 +133,12 @@ def embedding_batch(rows: Sequence[Any]) -> EmbeddingBatch:
             models.append(row["embedding_model"])
         else:
             models.append(None)
-    return EmbeddingBatch(ids=ids, vectors=vectors, texts=[r["text"] for r in rows], models=models,
-                          contexts=[r["context"] for r in rows], created_at=[r["created_at"] for r in rows],
-                          sessions=[r["session_id"] for r in rows])
+    return EmbeddingBatch(
+        ids=ids,
+        vectors=vectors,
+        texts=[r["text"] for r in rows],
+        models=models,
+        contexts=[r["context"] for r in rows],
+        created_at=[r["created_at"] for r in rows],
+        sessions=[r["session_id"] for r in rows],
+    )

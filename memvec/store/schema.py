@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, """
+    (
+        1,
+        """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
     CREATE TABLE records (
@@ -52,8 +54,11 @@ MIGRATIONS: list[tuple[int, str]] = [
         updated_at TEXT NOT NULL,
         PRIMARY KEY (agent, label)
     );
-    """),
-    (2, """
+    """,
+    ),
+    (
+        2,
+        """
     ALTER TABLE records ADD COLUMN untrusted INTEGER NOT NULL DEFAULT 0;
 
     CREATE TABLE agents (
@@ -65,16 +70,25 @@ MIGRATIONS: list[tuple[int, str]] = [
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL
     );
-    """),
-    (3, """
+    """,
+    ),
+    (
+        3,
+        """
     -- index-only text: what precedes a record in its session (see memvec.embed.base.embed_records)
     ALTER TABLE records ADD COLUMN context TEXT;
-    """),
-    (4, """
+    """,
+    ),
+    (
+        4,
+        """
     -- free-form JSON a client attaches to a block (Letta's block metadata)
     ALTER TABLE core_blocks ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
-    """),
-    (5, """
+    """,
+    ),
+    (
+        5,
+        """
     -- every change of a core block, with the whole block before and after it (memvec.store.blocks)
     CREATE TABLE block_history (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -88,13 +102,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         undone_by INTEGER
     );
     CREATE INDEX block_history_by_label ON block_history (agent, label, seq);
-    """),
-    (6, """
+    """,
+    ),
+    (
+        6,
+        """
     -- a record past expires_at is never returned and is purged (memvec.engine.engine.Engine.sweep)
     ALTER TABLE records ADD COLUMN expires_at TEXT;
     CREATE INDEX records_by_expiry ON records (agent, tier, expires_at);
-    """),
-    (7, """
+    """,
+    ),
+    (
+        7,
+        """
     -- versions of a passage (memvec.store.sql.SQLStore._close_version): event time valid_from/valid_to
     -- apart from record time created_at (valid_from NULL: created_at),
     -- a superseded version keeps its row, linked both ways
@@ -103,8 +123,11 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE records ADD COLUMN supersedes INTEGER;
     ALTER TABLE records ADD COLUMN superseded_by INTEGER;
     CREATE INDEX records_by_validity ON records (agent, tier, valid_to);
-    """),
-    (8, """
+    """,
+    ),
+    (
+        8,
+        """
     -- sleep-time consolidation runs (memvec.engine.consolidation): what each added, superseded and
     -- edited, as JSON, so a run can be reviewed and undone whole
     CREATE TABLE consolidation_runs (
@@ -117,21 +140,33 @@ MIGRATIONS: list[tuple[int, str]] = [
         undone_at TEXT
     );
     CREATE INDEX consolidation_runs_by_agent ON consolidation_runs (agent, id);
-    """),
-    (9, """
+    """,
+    ),
+    (
+        9,
+        """
     -- one writer per agent across servers: the reply loop holds its agent's lease (memvec.engine.lease)
     CREATE TABLE agent_leases (agent TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TEXT NOT NULL);
-    """),
-    (10, """
+    """,
+    ),
+    (
+        10,
+        """
     -- archival near-repeats found by an indexed lookup (memvec.index.duplicates.content_key)
     ALTER TABLE records ADD COLUMN near_key TEXT;
     CREATE INDEX records_by_near_key ON records (agent, tier, near_key);
-    """),
-    (11, """
+    """,
+    ),
+    (
+        11,
+        """
     -- the memory browser's signed-out sessions, until their cookie would have expired anyway
     CREATE TABLE revoked_sessions (nonce TEXT PRIMARY KEY, expires_at TEXT NOT NULL);
-    """),
-    (12, """
+    """,
+    ),
+    (
+        12,
+        """
     -- shared blocks (memvec.store.shared_blocks): a block owned by `~block-<hex>`, attached to agents
     CREATE TABLE block_attachments (
         agent TEXT NOT NULL,
@@ -141,8 +176,11 @@ MIGRATIONS: list[tuple[int, str]] = [
         PRIMARY KEY (agent, label)
     );
     CREATE INDEX block_attachments_by_owner ON block_attachments (owner, agent);
-    """),
-    (13, """
+    """,
+    ),
+    (
+        13,
+        """
     -- documents (memvec.store.documents): a file's text, whose chunks are archival records citing it
     CREATE TABLE documents (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -182,12 +220,15 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE records ADD COLUMN document_id INTEGER;
     ALTER TABLE records ADD COLUMN document TEXT;
     CREATE INDEX records_by_document ON records (document_id);
-    """),
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
-_UNCOMMENTED = {1: "records, their tags, the change log and core blocks",
-                2: "records' untrusted flag and agents' settings and state"}
+_UNCOMMENTED = {
+    1: "records, their tags, the change log and core blocks",
+    2: "records' untrusted flag and agents' settings and state",
+}
 
 
 def describe(version: int) -> str:

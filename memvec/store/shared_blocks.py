@@ -35,8 +35,10 @@ class SharedBlockStore:
 
     def shared_blocks(self: _SQL) -> list[tuple[str, CoreBlock]]:
         """Every shared block with its owner name, oldest first."""
-        rows = self._query(f"SELECT agent, {BLOCK_COLUMNS} FROM core_blocks WHERE agent LIKE ? ORDER BY updated_at, "
-                           "agent", (f"{SHARED_OWNER_PREFIX}%",))
+        rows = self._query(
+            f"SELECT agent, {BLOCK_COLUMNS} FROM core_blocks WHERE agent LIKE ? ORDER BY updated_at, agent",
+            (f"{SHARED_OWNER_PREFIX}%",),
+        )
         return [(r["agent"], block_of_row(r)) for r in rows]
 
     def block_owner(self: _SQL, agent: str, label: str) -> str:
@@ -46,9 +48,12 @@ class SharedBlockStore:
     def attachments(self: _SQL, agent: str) -> dict[str, str]:
         """The shared blocks attached to the agent: label -> owner, in the order attached (one whose
         block is gone, its creation undone, is no attachment)."""
-        rows = self._query("SELECT a.label, a.owner FROM block_attachments a JOIN core_blocks b "
-                           "ON b.agent = a.owner AND b.label = a.label WHERE a.agent = ? "
-                           "ORDER BY a.attached_at, a.owner", (agent,))
+        rows = self._query(
+            "SELECT a.label, a.owner FROM block_attachments a JOIN core_blocks b "
+            "ON b.agent = a.owner AND b.label = a.label WHERE a.agent = ? "
+            "ORDER BY a.attached_at, a.owner",
+            (agent,),
+        )
         return {r["label"]: r["owner"] for r in rows}
 
     def block_holders(self: _SQL, owner: str) -> list[str]:
@@ -64,25 +69,38 @@ class SharedBlockStore:
             if found is None:
                 raise NotFoundError(f"no shared block {owner.removeprefix(SHARED_OWNER_PREFIX)!r}")
             label = found["label"]
-            held = self._run(db, "SELECT a.owner FROM block_attachments a JOIN core_blocks b ON b.agent = a.owner "
-                                 "AND b.label = a.label WHERE a.agent = ? AND a.label = ?", (agent, label)).fetchone()
-            self._run(db, "DELETE FROM block_attachments WHERE agent = ? AND label = ? AND owner <> ?",
-                      (agent, label, owner if held is None else held["owner"]))  # what a gone block left
+            held = self._run(
+                db,
+                "SELECT a.owner FROM block_attachments a JOIN core_blocks b ON b.agent = a.owner "
+                "AND b.label = a.label WHERE a.agent = ? AND a.label = ?",
+                (agent, label),
+            ).fetchone()
+            self._run(
+                db,
+                "DELETE FROM block_attachments WHERE agent = ? AND label = ? AND owner <> ?",
+                (agent, label, owner if held is None else held["owner"]),
+            )  # what a gone block left
             if held is not None and held["owner"] == owner:
                 return False
-            own = self._run(db, "SELECT 1 AS x FROM core_blocks WHERE agent = ? AND label = ?",
-                            (agent, label)).fetchone()
+            own = self._run(
+                db, "SELECT 1 AS x FROM core_blocks WHERE agent = ? AND label = ?", (agent, label)
+            ).fetchone()
             if held is not None or own is not None:
-                raise CoreMemoryError(f"agent {agent!r} already has a block labelled {label!r}: "
-                                      "detach or delete it first")
-            self._run(db, "INSERT INTO block_attachments (agent, label, owner, attached_at) VALUES (?,?,?,?)",
-                      (agent, label, owner, format_time(datetime.now(UTC))))
+                raise CoreMemoryError(
+                    f"agent {agent!r} already has a block labelled {label!r}: detach or delete it first"
+                )
+            self._run(
+                db,
+                "INSERT INTO block_attachments (agent, label, owner, attached_at) VALUES (?,?,?,?)",
+                (agent, label, owner, format_time(datetime.now(UTC))),
+            )
             return True
 
     def detach_block(self: _SQL, agent: str, owner: str) -> bool:
         with self._write() as db:
-            return bool(self._run(db, "DELETE FROM block_attachments WHERE agent = ? AND owner = ?",
-                                  (agent, owner)).rowcount)
+            return bool(
+                self._run(db, "DELETE FROM block_attachments WHERE agent = ? AND owner = ?", (agent, owner)).rowcount
+            )
 
     def delete_shared_block(self: _SQL, owner: str) -> bool:
         """Delete a shared block, its history and every attachment of it."""

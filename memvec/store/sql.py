@@ -44,7 +44,8 @@ RECORD_INSERT = (
     "embedding, embedding_model, untrusted, context, expires_at, valid_from, valid_to, supersedes, near_key, "
     "document_id, document) "
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-    "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id")
+    "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id"
+)
 LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
 
 
@@ -114,16 +115,22 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as db:
-            self._run(db, f"INSERT INTO {self.META_TABLE} VALUES (?, ?) "
-                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+            self._run(
+                db,
+                f"INSERT INTO {self.META_TABLE} VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
 
     # -- browser sessions -----------------------------------------------------------------
     def revoke_session(self, nonce: str, expires_at: datetime) -> None:
         """Remember a signed-out session until it would have expired (and forget the expired ones)."""
         with self._write() as db:
             self._run(db, "DELETE FROM revoked_sessions WHERE expires_at < ?", (format_time(datetime.now(UTC)),))
-            self._run(db, "INSERT INTO revoked_sessions VALUES (?, ?) ON CONFLICT (nonce) DO NOTHING",
-                      (nonce, format_time(expires_at)))
+            self._run(
+                db,
+                "INSERT INTO revoked_sessions VALUES (?, ?) ON CONFLICT (nonce) DO NOTHING",
+                (nonce, format_time(expires_at)),
+            )
 
     def session_revoked(self, nonce: str) -> bool:
         return bool(self._query("SELECT 1 FROM revoked_sessions WHERE nonce = ?", (nonce,)))
@@ -132,9 +139,12 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
     def existing_ids(self, agent: str, tier: Tier, keys: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         for start in range(0, len(keys), CHUNK):
-            chunk = list(keys[start:start + CHUNK])
-            rows = self._query(f"SELECT dedup_key, id FROM records WHERE agent = ? AND tier = ? "
-                               f"AND dedup_key IN ({marks(len(chunk))})", [agent, tier.value, *chunk])
+            chunk = list(keys[start : start + CHUNK])
+            rows = self._query(
+                f"SELECT dedup_key, id FROM records WHERE agent = ? AND tier = ? "
+                f"AND dedup_key IN ({marks(len(chunk))})",
+                [agent, tier.value, *chunk],
+            )
             found.update({r["dedup_key"]: int(r["id"]) for r in rows})
         return found
 
@@ -152,16 +162,39 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
             inherited = self._close_version(db, rec, valid_from)
             expires_at = expires_at or inherited
         # fetchall, not fetchone: SQLite finishes a RETURNING statement only once its rows are read
-        returned = self._run(db, RECORD_INSERT, (
-            rec.agent, rec.tier.value, rec.text, row.dedup_key, rec.role, rec.citation.session_id,
-            rec.citation.turn_id, rec.citation.source_url, json.dumps(rec.tags), format_time(row.created_at),
-            np.asarray(row.embedding, dtype=np.float32).tobytes(), row.model_id, row.untrusted,
-            row.context, _time(expires_at), format_time(valid_from), _time(rec.valid_to),
-            rec.supersedes, row.near_key, document.document_id if document else None,
-            document.model_dump_json() if document else None)).fetchall()
+        returned = self._run(
+            db,
+            RECORD_INSERT,
+            (
+                rec.agent,
+                rec.tier.value,
+                rec.text,
+                row.dedup_key,
+                rec.role,
+                rec.citation.session_id,
+                rec.citation.turn_id,
+                rec.citation.source_url,
+                json.dumps(rec.tags),
+                format_time(row.created_at),
+                np.asarray(row.embedding, dtype=np.float32).tobytes(),
+                row.model_id,
+                row.untrusted,
+                row.context,
+                _time(expires_at),
+                format_time(valid_from),
+                _time(rec.valid_to),
+                rec.supersedes,
+                row.near_key,
+                document.document_id if document else None,
+                document.model_dump_json() if document else None,
+            ),
+        ).fetchall()
         if not returned:
-            existing = self._run(db, "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
-                                 (rec.agent, rec.tier.value, row.dedup_key)).fetchone()
+            existing = self._run(
+                db,
+                "SELECT id FROM records WHERE agent = ? AND tier = ? AND dedup_key = ?",
+                (rec.agent, rec.tier.value, row.dedup_key),
+            ).fetchone()
             if rec.supersedes is not None:
                 raise VersionConflictError(f"passage {existing['id']} is current and has this text already")
             return int(existing["id"]), False
@@ -179,48 +212,70 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
         its id), so the unique key holds among current versions only: the text may come back. A new
         version beginning before the old one did would give the old one an interval that ends before
         it starts: refused."""
-        old = self._run(db, f"SELECT tier, superseded_by, valid_from, created_at, expires_at FROM records "
-                            f"WHERE id = ? AND {self.ROW_HINT}agent = ?", (rec.supersedes, rec.agent)).fetchone()
+        old = self._run(
+            db,
+            f"SELECT tier, superseded_by, valid_from, created_at, expires_at FROM records "
+            f"WHERE id = ? AND {self.ROW_HINT}agent = ?",
+            (rec.supersedes, rec.agent),
+        ).fetchone()
         if old is None or old["tier"] != rec.tier.value:
             raise NotFoundError(f"agent {rec.agent!r} has no {rec.tier.value} record {rec.supersedes}")
         if old["superseded_by"] is not None:
-            raise VersionConflictError(f"record {rec.supersedes} was superseded by {old['superseded_by']}; "
-                                       "update the current version")
+            raise VersionConflictError(
+                f"record {rec.supersedes} was superseded by {old['superseded_by']}; update the current version"
+            )
         old_from = parse_time(old["valid_from"] or old["created_at"])
         if valid_from < old_from:
-            raise InvalidInputError(f"valid_from {valid_from.isoformat()} is before the current version's "
-                                    f"({old_from.isoformat()}): a new version begins when or after the old one did")
-        self._run(db, "UPDATE records SET valid_to = ?, dedup_key = dedup_key || ? WHERE id = ?",
-                  (format_time(valid_from), f"\x1f#{rec.supersedes}", rec.supersedes))
+            raise InvalidInputError(
+                f"valid_from {valid_from.isoformat()} is before the current version's "
+                f"({old_from.isoformat()}): a new version begins when or after the old one did"
+            )
+        self._run(
+            db,
+            "UPDATE records SET valid_to = ?, dedup_key = dedup_key || ? WHERE id = ?",
+            (format_time(valid_from), f"\x1f#{rec.supersedes}", rec.supersedes),
+        )
         return parse_time(old["expires_at"]) if old["expires_at"] else None
 
     def merge_into(self, agent: str, record_id: int, tags: Sequence[str], citation: Citation) -> None:
         """A repeat of record `record_id` was inserted: add its tags and the citation fields the record lacks."""
         with self._write() as db:
-            row = self._run(db, f"SELECT tags, session_id, turn_id, source_url FROM records WHERE id = ? "
-                                f"AND {self.ROW_HINT}agent = ?", (record_id, agent)).fetchone()
+            row = self._run(
+                db,
+                f"SELECT tags, session_id, turn_id, source_url FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?",
+                (record_id, agent),
+            ).fetchone()
             if row is None:
                 return
             known = json.loads(row["tags"])
             added = [tag for tag in tags if tag not in known]
-            fill = {field: value for field, value in citation.model_dump().items()
-                    if value is not None and row[field] is None}
+            fill = {
+                field: value
+                for field, value in citation.model_dump().items()
+                if value is not None and row[field] is None
+            }
             if not added and not fill:
                 return
             for tag in added:
                 self._run(db, "INSERT INTO record_tags VALUES (?, ?)", (record_id, tag))
             columns = "".join(f", {field} = ?" for field in fill)
-            self._run(db, f"UPDATE records SET tags = ?{columns} WHERE id = ?",
-                      (json.dumps(known + added), *fill.values(), record_id))
+            self._run(
+                db,
+                f"UPDATE records SET tags = ?{columns} WHERE id = ?",
+                (json.dumps(known + added), *fill.values(), record_id),
+            )
 
     def delete_many(self, agent: str, ids: Sequence[int]) -> int:
         """Delete the agent's records among `ids` in one transaction (each logged); returns how many."""
         deleted = 0
         with self._write() as db:
             for start in range(0, len(ids), CHUNK):
-                chunk = [int(i) for i in ids[start:start + CHUNK]]
-                rows = self._run(db, f"SELECT id, tier FROM records WHERE id IN ({marks(len(chunk))}) "
-                                     f"AND {self.ROW_HINT}agent = ?", [*chunk, agent]).fetchall()
+                chunk = [int(i) for i in ids[start : start + CHUNK]]
+                rows = self._run(
+                    db,
+                    f"SELECT id, tier FROM records WHERE id IN ({marks(len(chunk))}) AND {self.ROW_HINT}agent = ?",
+                    [*chunk, agent],
+                ).fetchall()
                 found = [int(r["id"]) for r in rows]
                 if found:
                     self._run(db, f"DELETE FROM records WHERE id IN ({marks(len(found))})", found)
@@ -232,9 +287,11 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
     def get(self, agent: str, ids: Sequence[int]) -> list[Record]:
         by_id: dict[int, Record] = {}
         for start in range(0, len(ids), CHUNK):
-            chunk = [int(i) for i in ids[start:start + CHUNK]]
-            rows = self._query(f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({marks(len(chunk))}) "
-                               f"AND {self.ROW_HINT}agent = ?", [*chunk, agent])
+            chunk = [int(i) for i in ids[start : start + CHUNK]]
+            rows = self._query(
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE id IN ({marks(len(chunk))}) AND {self.ROW_HINT}agent = ?",
+                [*chunk, agent],
+            )
             by_id.update({int(r["id"]): row_to_record(r) for r in rows})
         return [by_id[int(i)] for i in ids if int(i) in by_id]
 
@@ -242,44 +299,64 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
         """Role and text of records, by id: what the ranker reads of the store."""
         out: dict[int, tuple[str | None, str]] = {}
         for start in range(0, len(ids), CHUNK):
-            chunk = [int(i) for i in ids[start:start + CHUNK]]
-            rows = self._query(f"SELECT id, role, text FROM records WHERE id IN "
-                               f"({marks(len(chunk))}) AND {self.ROW_HINT}agent = ?", [*chunk, agent])
+            chunk = [int(i) for i in ids[start : start + CHUNK]]
+            rows = self._query(
+                f"SELECT id, role, text FROM records WHERE id IN ({marks(len(chunk))}) AND {self.ROW_HINT}agent = ?",
+                [*chunk, agent],
+            )
             out.update({int(r["id"]): (r["role"], r["text"]) for r in rows})
         return out
 
-    def list_records(self, agent: str, tier: Tier, *, limit: int, offset: int = 0,
-                     newest_first: bool = False, filters: SearchFilters | None = None,
-                     after: int | None = None, before: int | None = None) -> list[Record]:
+    def list_records(
+        self,
+        agent: str,
+        tier: Tier,
+        *,
+        limit: int,
+        offset: int = 0,
+        newest_first: bool = False,
+        filters: SearchFilters | None = None,
+        after: int | None = None,
+        before: int | None = None,
+    ) -> list[Record]:
         where, params = filter_sql(filters, now=datetime.now(UTC))
         order = "DESC" if newest_first else "ASC"
         for cursor, past in ((after, not newest_first), (before, newest_first)):
             if cursor is not None:
                 clause, values = self._cursor_clause(agent, cursor, later=past)
                 where, params = f"{where} AND {clause}", [*params, *values]
-        rows = self._query(f"SELECT {RECORD_COLUMNS} FROM records WHERE agent = ? AND tier = ?{where} "
-                           f"ORDER BY created_at {order}, id {order} LIMIT ? OFFSET ?",
-                           [agent, tier.value, *params, limit, offset])
+        rows = self._query(
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE agent = ? AND tier = ?{where} "
+            f"ORDER BY created_at {order}, id {order} LIMIT ? OFFSET ?",
+            [agent, tier.value, *params, limit, offset],
+        )
         return [row_to_record(r) for r in rows]
 
     def _cursor_clause(self, agent: str, record_id: int, *, later: bool) -> tuple[str, list[Any]]:
         """Rows after (or before) a record in (created_at, id) order; a cursor record that is gone
         (deleted meanwhile) falls back to its id alone."""
-        rows = self._query(f"SELECT created_at FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?",
-                           (record_id, agent))
+        rows = self._query(
+            f"SELECT created_at FROM records WHERE id = ? AND {self.ROW_HINT}agent = ?", (record_id, agent)
+        )
         sign = ">" if later else "<"
         if not rows:
             return f"id {sign} ?", [record_id]
-        return (f"(created_at {sign} ? OR (created_at = ? AND id {sign} ?))",
-                [rows[0]["created_at"], rows[0]["created_at"], record_id])
+        return (
+            f"(created_at {sign} ? OR (created_at = ? AND id {sign} ?))",
+            [rows[0]["created_at"], rows[0]["created_at"], record_id],
+        )
 
     def expired_ids(self, agent: str, tier: Tier, now: datetime, created_before: datetime | None = None) -> list[int]:
         """Records past their expires_at at `now`, or (a tier's retention) created before `created_before`."""
-        rows = self._query("SELECT id FROM records WHERE agent = ? AND tier = ? AND expires_at <= ?",
-                           (agent, tier.value, format_time(now)))
+        rows = self._query(
+            "SELECT id FROM records WHERE agent = ? AND tier = ? AND expires_at <= ?",
+            (agent, tier.value, format_time(now)),
+        )
         if created_before is not None:
-            rows += self._query("SELECT id FROM records WHERE agent = ? AND tier = ? AND created_at < ?",
-                                (agent, tier.value, format_time(created_before)))
+            rows += self._query(
+                "SELECT id FROM records WHERE agent = ? AND tier = ? AND created_at < ?",
+                (agent, tier.value, format_time(created_before)),
+            )
         return sorted({int(r["id"]) for r in rows})
 
     def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters, *, all_versions: bool = False) -> Ids:
@@ -295,10 +372,12 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
         found: dict[str, int] = {}
         unique = sorted(set(keys))
         for start in range(0, len(unique), CHUNK):
-            chunk = unique[start:start + CHUNK]
-            rows = self._query(f"SELECT near_key, MIN(id) AS id FROM records WHERE agent = ? AND tier = ? "
-                               f"AND near_key IN ({marks(len(chunk))}) AND {CURRENT} GROUP BY near_key",
-                               [agent, tier.value, *chunk, format_time(now)])
+            chunk = unique[start : start + CHUNK]
+            rows = self._query(
+                f"SELECT near_key, MIN(id) AS id FROM records WHERE agent = ? AND tier = ? "
+                f"AND near_key IN ({marks(len(chunk))}) AND {CURRENT} GROUP BY near_key",
+                [agent, tier.value, *chunk, format_time(now)],
+            )
             found.update({r["near_key"]: int(r["id"]) for r in rows})
         return found
 
@@ -310,14 +389,18 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
         where, params = filter_sql(filters, now=datetime.now(UTC))
         # a fixed order whichever index the planner picks (the token baseline's ties at its cut depend on
         # it): session then id, what records_by_session gave before another index could serve this query
-        rows = self._query(f"SELECT id, text FROM records WHERE agent = ? AND tier = ?{where} "
-                           "ORDER BY session_id, id", [agent, tier.value, *params])
+        rows = self._query(
+            f"SELECT id, text FROM records WHERE agent = ? AND tier = ?{where} ORDER BY session_id, id",
+            [agent, tier.value, *params],
+        )
         return ((int(r["id"]), str(r["text"])) for r in rows)
 
     def last_in_session(self, agent: str, tier: Tier, session_id: str) -> str | None:
         """Text of the latest record of a session (the context of the next one)."""
-        rows = self._query("SELECT text FROM records WHERE agent = ? AND tier = ? AND session_id = ? "
-                           "ORDER BY id DESC LIMIT 1", (agent, tier.value, session_id))
+        rows = self._query(
+            "SELECT text FROM records WHERE agent = ? AND tier = ? AND session_id = ? ORDER BY id DESC LIMIT 1",
+            (agent, tier.value, session_id),
+        )
         return str(rows[0]["text"]) if rows else None
 
     # -- change log and embeddings --------------------------------------------------------
@@ -326,12 +409,15 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
         return int(rows[0]["seq"] or 0)
 
     def changes_since(self, agent: str, tier: Tier, seq: int) -> list[Change]:
-        rows = self._query("SELECT seq, record_id, op FROM changes WHERE agent = ? AND tier = ? AND seq > ? "
-                           "ORDER BY seq", (agent, tier.value, seq))
+        rows = self._query(
+            "SELECT seq, record_id, op FROM changes WHERE agent = ? AND tier = ? AND seq > ? ORDER BY seq",
+            (agent, tier.value, seq),
+        )
         return [Change(int(r["seq"]), int(r["record_id"]), r["op"]) for r in rows]
 
-    def embeddings(self, agent: str, tier: Tier, ids: Sequence[int] | None = None,
-                   *, batch: int = 4096) -> Iterator[EmbeddingBatch]:
+    def embeddings(
+        self, agent: str, tier: Tier, ids: Sequence[int] | None = None, *, batch: int = 4096
+    ) -> Iterator[EmbeddingBatch]:
         """Stored embeddings (with text, for re-embedding), in id order, `batch` rows at a time."""
         if ids is None:
             yield from self._all_embeddings(agent, tier, batch)
@@ -339,41 +425,53 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
         wanted = sorted(int(i) for i in ids)
         step = min(batch, CHUNK)
         for start in range(0, len(wanted), step):
-            chunk = wanted[start:start + step]
-            rows = self._query(f"SELECT {EMBEDDING_COLUMNS} FROM records WHERE id IN ({marks(len(chunk))}) "
-                               f"AND {self.ROW_HINT}agent = ? AND {self.ROW_HINT}tier = ? ORDER BY id",
-                               [*chunk, agent, tier.value])
+            chunk = wanted[start : start + step]
+            rows = self._query(
+                f"SELECT {EMBEDDING_COLUMNS} FROM records WHERE id IN ({marks(len(chunk))}) "
+                f"AND {self.ROW_HINT}agent = ? AND {self.ROW_HINT}tier = ? ORDER BY id",
+                [*chunk, agent, tier.value],
+            )
             if rows:
                 yield embedding_batch(rows)
 
     def _all_embeddings(self, agent: str, tier: Tier, batch: int) -> Iterator[EmbeddingBatch]:
         last = 0
-        while rows := self._query(f"SELECT {EMBEDDING_COLUMNS} FROM records WHERE agent = ? AND tier = ? "
-                                  "AND id > ? ORDER BY id LIMIT ?", (agent, tier.value, last, batch)):
+        while rows := self._query(
+            f"SELECT {EMBEDDING_COLUMNS} FROM records WHERE agent = ? AND tier = ? AND id > ? ORDER BY id LIMIT ?",
+            (agent, tier.value, last, batch),
+        ):
             last = int(rows[-1]["id"])
             yield embedding_batch(rows)
 
     def set_embeddings(self, ids: Sequence[int], vectors: npt.NDArray[np.float32], model_id: str) -> None:
         with self._write() as db:
             for record_id, vector in zip(ids, vectors, strict=True):
-                self._run(db, "UPDATE records SET embedding = ?, embedding_model = ? WHERE id = ?",
-                          (np.asarray(vector, dtype=np.float32).tobytes(), model_id, int(record_id)))
+                self._run(
+                    db,
+                    "UPDATE records SET embedding = ?, embedding_model = ? WHERE id = ?",
+                    (np.asarray(vector, dtype=np.float32).tobytes(), model_id, int(record_id)),
+                )
 
     def partitions(self) -> list[tuple[str, Tier]]:
         rows = self._query("SELECT DISTINCT agent, tier FROM changes ORDER BY agent, tier")
         return [(r["agent"], Tier(r["tier"])) for r in rows]
 
     def agents(self) -> list[str]:
-        rows = self._query("SELECT DISTINCT agent AS name FROM records UNION SELECT agent FROM core_blocks "
-                           "WHERE agent NOT LIKE ? UNION SELECT name FROM agents ORDER BY 1",
-                           (f"{SHARED_OWNER_PREFIX}%",))
+        rows = self._query(
+            "SELECT DISTINCT agent AS name FROM records UNION SELECT agent FROM core_blocks "
+            "WHERE agent NOT LIKE ? UNION SELECT name FROM agents ORDER BY 1",
+            (f"{SHARED_OWNER_PREFIX}%",),
+        )
         return [r["name"] for r in rows]
 
     def has_agent(self, name: str) -> bool:
         """The one definition of "an agent exists": it has settings, core blocks or records (as `agents`)."""
-        rows = self._query("SELECT 1 AS found FROM agents WHERE name = ? UNION ALL "
-                           "SELECT 1 FROM core_blocks WHERE agent = ? UNION ALL "
-                           "SELECT 1 FROM records WHERE agent = ? LIMIT 1", (name, name, name))
+        rows = self._query(
+            "SELECT 1 AS found FROM agents WHERE name = ? UNION ALL "
+            "SELECT 1 FROM core_blocks WHERE agent = ? UNION ALL "
+            "SELECT 1 FROM records WHERE agent = ? LIMIT 1",
+            (name, name, name),
+        )
         return bool(rows)
 
     # -- agents (settings and conversation state) -----------------------------------------
@@ -382,20 +480,31 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
         if not rows:
             return None
         r = rows[0]
-        state = AgentState(summary=r["summary"], in_context=json.loads(r["in_context"]), turn=r["turn"],
-                           created_at=parse_time(r["created_at"]))
+        state = AgentState(
+            summary=r["summary"],
+            in_context=json.loads(r["in_context"]),
+            turn=r["turn"],
+            created_at=parse_time(r["created_at"]),
+        )
         return settings_from_json(r["settings"]), state
 
     def put_agent(self, settings: AgentSettings, state: AgentState | None = None) -> None:
         """Create or update an agent's settings (and its state, when given)."""
         now = format_time(datetime.now(UTC))
         with self._write() as db:
-            self._run(db, "INSERT INTO agents (name, settings, created_at, updated_at) VALUES (?, ?, ?, ?) "
-                          "ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, "
-                          "updated_at = excluded.updated_at", (settings.name, settings.model_dump_json(), now, now))
+            self._run(
+                db,
+                "INSERT INTO agents (name, settings, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, "
+                "updated_at = excluded.updated_at",
+                (settings.name, settings.model_dump_json(), now, now),
+            )
             if state is not None:
-                self._run(db, "UPDATE agents SET summary = ?, in_context = ?, turn = ?, updated_at = ? WHERE name = ?",
-                          (state.summary, json.dumps(state.in_context), state.turn, now, settings.name))
+                self._run(
+                    db,
+                    "UPDATE agents SET summary = ?, in_context = ?, turn = ?, updated_at = ? WHERE name = ?",
+                    (state.summary, json.dumps(state.in_context), state.turn, now, settings.name),
+                )
 
     def agent_names(self) -> list[str]:
         return [r["name"] for r in self._query("SELECT name FROM agents ORDER BY name")]

@@ -39,8 +39,13 @@ class SQLiteStore(SQLStore):
             self._db.row_factory = sqlite3.Row
             # secure_delete: freed pages are zeroed, so deleted or forgotten text leaves no trace in the
             # file (some builds default to it, not all)
-            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "secure_delete=ON",
-                           f"busy_timeout={int(timeout * 1000)}"):
+            for pragma in (
+                "journal_mode=WAL",
+                "synchronous=FULL",
+                "foreign_keys=ON",
+                "secure_delete=ON",
+                f"busy_timeout={int(timeout * 1000)}",
+            ):
                 self._db.execute(f"PRAGMA {pragma}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open store {path}: {exc}") from exc
@@ -98,22 +103,29 @@ class SQLiteStore(SQLStore):
 
     def _migrate(self) -> None:
         with self._write() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
-                       "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
             applied = {r[0] for r in db.execute("SELECT version FROM schema_migrations")}
             if applied and max(applied) > LATEST_VERSION:
-                raise StoreError(f"store {self.path} has schema version {max(applied)}; this memvec "
-                                 f"knows up to {LATEST_VERSION}. Upgrade memvec.")
+                raise StoreError(
+                    f"store {self.path} has schema version {max(applied)}; this memvec "
+                    f"knows up to {LATEST_VERSION}. Upgrade memvec."
+                )
             if applied and max(applied) < LATEST_VERSION:  # an older memvec's home: say what changes
-                log.warning("store %s: upgrading its schema from version %d to %d (CHANGELOG.md); a memvec "
-                            "older than this one cannot open it afterwards", self.path, max(applied), LATEST_VERSION)
+                log.warning(
+                    "store %s: upgrading its schema from version %d to %d (CHANGELOG.md); a memvec "
+                    "older than this one cannot open it afterwards",
+                    self.path,
+                    max(applied),
+                    LATEST_VERSION,
+                )
             for version, script in MIGRATIONS:
                 if version in applied:
                     continue
                 for statement in filter(str.strip, script.split(";")):
                     db.execute(statement)
-                db.execute("INSERT INTO schema_migrations VALUES (?, ?)",
-                           (version, format_time(datetime.now(UTC))))
+                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version, format_time(datetime.now(UTC))))
 
     def close(self) -> None:
         with self._lock:

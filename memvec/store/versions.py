@@ -33,12 +33,16 @@ class VersionStore:
 
     def next_end(self: _SQL, agent: str, tier: Tier, now: datetime) -> datetime | None:
         """The earliest `valid_to` still ahead of `now` (when the set of current versions next changes)."""
-        rows = self._query("SELECT MIN(valid_to) AS at FROM records WHERE agent = ? AND tier = ? AND valid_to > ?",
-                           (agent, tier.value, format_time(now)))
+        rows = self._query(
+            "SELECT MIN(valid_to) AS at FROM records WHERE agent = ? AND tier = ? AND valid_to > ?",
+            (agent, tier.value, format_time(now)),
+        )
         return parse_time(rows[0]["at"]) if rows and rows[0]["at"] else None
 
     def closed_ids(self: _SQL, agent: str, tier: Tier, now: datetime) -> Ids:
         """Versions that are not current at `now` (superseded or ended): what a plain search leaves out."""
-        rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ? AND valid_to IS NOT NULL "
-                           f"AND NOT {CURRENT}", (agent, tier.value, format_time(now)))
+        rows = self._query(
+            f"SELECT id FROM records WHERE agent = ? AND tier = ? AND valid_to IS NOT NULL AND NOT {CURRENT}",
+            (agent, tier.value, format_time(now)),
+        )
         return np.fromiter((r["id"] for r in rows), dtype=np.int64, count=len(rows))

@@ -40,9 +40,18 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         request_id = getattr(record, "request_id", "")
         fields = " ".join(f"{name}={getattr(record, name)}" for name in TEXT_FIELDS if hasattr(record, name))
-        line = " ".join(part for part in (_utc(record), record.levelname, record.name,
-                                          f"[{request_id}]" if request_id else "", record.getMessage(),
-                                          fields) if part)
+        line = " ".join(
+            part
+            for part in (
+                _utc(record),
+                record.levelname,
+                record.name,
+                f"[{request_id}]" if request_id else "",
+                record.getMessage(),
+                fields,
+            )
+            if part
+        )
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
@@ -52,8 +61,12 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id and the line's fields."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {"time": _utc(record), "level": record.levelname, "logger": record.name,
-                               "message": record.getMessage()}
+        out: dict[str, Any] = {
+            "time": _utc(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         if getattr(record, "request_id", ""):
             out["request_id"] = record.request_id  # type: ignore[attr-defined]
         out.update({name: getattr(record, name) for name in FIELDS if hasattr(record, name)})

@@ -37,14 +37,16 @@ def request_span(name: str, carrier: dict[str, str], **attributes: Any) -> Abstr
         return nullcontext()
     from opentelemetry import propagate
 
-    return _tracer.start_as_current_span(name, context=propagate.extract(carrier), kind=_trace.SpanKind.SERVER,
-                                         attributes=attributes)
+    return _tracer.start_as_current_span(
+        name, context=propagate.extract(carrier), kind=_trace.SpanKind.SERVER, attributes=attributes
+    )
 
 
 def export_from_environment() -> bool:
     """Set up OTLP export when the environment names an endpoint; returns whether it did."""
-    if _trace is None or not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-                              or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+    if _trace is None or not (
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    ):
         return False
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -52,13 +54,16 @@ def export_from_environment() -> bool:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
-        log.warning("an OTLP endpoint is set but OpenTelemetry's SDK is not installed: no traces are "
-                    "exported (pip install 'memvec[traces]')")
+        log.warning(
+            "an OTLP endpoint is set but OpenTelemetry's SDK is not installed: no traces are "
+            "exported (pip install 'memvec[traces]')"
+        )
         return False
-    provider = TracerProvider(resource=Resource.create(
-        {"service.name": os.environ.get("OTEL_SERVICE_NAME", "memvec")}))
+    provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "memvec")}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     _trace.set_tracer_provider(provider)
-    log.info("exporting traces with OTLP to %s", os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-             or os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"])
+    log.info(
+        "exporting traces with OTLP to %s",
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"],
+    )
     return True

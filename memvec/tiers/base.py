@@ -17,27 +17,70 @@ class TierView:
         self._engine = engine
         self.agent = agent
 
-    def _insert_one(self, text: str, *, role: str | None = None, tags: Sequence[str] = (),
-                    session_id: str | None = None, turn_id: str | int | None = None,
-                    source_url: str | None = None, created_at: datetime | None = None,
-                    expires_at: datetime | None = None, **version: Any) -> InsertResult:
+    def _insert_one(
+        self,
+        text: str,
+        *,
+        role: str | None = None,
+        tags: Sequence[str] = (),
+        session_id: str | None = None,
+        turn_id: str | int | None = None,
+        source_url: str | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        **version: Any,
+    ) -> InsertResult:
         """`version`: valid_from, valid_to, supersedes (see NewRecord)."""
-        record = NewRecord.model_validate({
-            "agent": self.agent, "tier": self.tier, "text": text, "role": role, "tags": list(tags),
-            "created_at": created_at, "expires_at": expires_at, **version,
-            "citation": {"session_id": session_id, "turn_id": turn_id, "source_url": source_url}})
+        record = NewRecord.model_validate(
+            {
+                "agent": self.agent,
+                "tier": self.tier,
+                "text": text,
+                "role": role,
+                "tags": list(tags),
+                "created_at": created_at,
+                "expires_at": expires_at,
+                **version,
+                "citation": {"session_id": session_id, "turn_id": turn_id, "source_url": source_url},
+            }
+        )
         return self._engine.insert([record])[0]
 
     def _search(self, query: str, *, k: int, mode: Any, filters: dict[str, Any], **fusion: Any) -> list[Hit]:
-        return self._engine.search(SearchRequest.model_validate({
-            "agent": self.agent, "tier": self.tier, "query": query, "k": k, "mode": mode,
-            "filters": SearchFilters.model_validate(filters), **fusion}))
+        return self._engine.search(
+            SearchRequest.model_validate(
+                {
+                    "agent": self.agent,
+                    "tier": self.tier,
+                    "query": query,
+                    "k": k,
+                    "mode": mode,
+                    "filters": SearchFilters.model_validate(filters),
+                    **fusion,
+                }
+            )
+        )
 
-    def _list(self, *, limit: int, offset: int, newest_first: bool, filters: dict[str, Any] | None = None,
-              after: int | None = None, before: int | None = None) -> list[Record]:
-        return self._engine.list_records(self.agent, self.tier, limit=limit, offset=offset, newest_first=newest_first,
-                                         filters=SearchFilters.model_validate(filters or {}),
-                                         after=after, before=before)
+    def _list(
+        self,
+        *,
+        limit: int,
+        offset: int,
+        newest_first: bool,
+        filters: dict[str, Any] | None = None,
+        after: int | None = None,
+        before: int | None = None,
+    ) -> list[Record]:
+        return self._engine.list_records(
+            self.agent,
+            self.tier,
+            limit=limit,
+            offset=offset,
+            newest_first=newest_first,
+            filters=SearchFilters.model_validate(filters or {}),
+            after=after,
+            before=before,
+        )
 
     def get(self, record_id: int) -> Record:
         """The record of this agent's tier (NotFoundError when it is in another tier, or absent)."""

@@ -36,8 +36,10 @@ class CoreMemory:
 
     def shared_ids(self) -> dict[str, str]:
         """The labels of the agent's blocks that are shared blocks, with their ids."""
-        return {label: owner.removeprefix(SHARED_OWNER_PREFIX)
-                for label, owner in self._store.attachments(self.agent).items()}
+        return {
+            label: owner.removeprefix(SHARED_OWNER_PREFIX)
+            for label, owner in self._store.attachments(self.agent).items()
+        }
 
     def get(self, label: str) -> CoreBlock:
         for block in self.blocks():
@@ -105,6 +107,7 @@ class CoreMemory:
 
     def insert(self, label: str, text: str, *, line: int = -1) -> CoreBlock:
         """Insert `text` as a line before line `line` (0-based; -1: at the end), as Letta's memory_insert."""
+
         def apply(value: str) -> str:
             lines = value.split("\n") if value else []
             if not -1 <= line <= len(lines):
@@ -137,7 +140,8 @@ class CoreMemory:
             if len(value) > block.limit:
                 raise CoreMemoryError(
                     f"block {label!r} would hold {len(value)} characters; its limit is {block.limit} "
-                    f"({block.limit - len(block.value)} left). Shorten or replace existing content first.")
+                    f"({block.limit - len(block.value)} left). Shorten or replace existing content first."
+                )
             owner = self._owner(label)
             if self._store.compare_and_set_block(owner, label, block.value, value, actor=self._actor(owner), op=op):
                 return block.model_copy(update={"value": value})
@@ -147,6 +151,7 @@ class CoreMemory:
         """The blocks as they go into a prompt, each with its fill level."""
         parts = []
         for block in self.blocks():
-            parts.append(f'<{block.label} characters="{len(block.value)}/{block.limit}">\n'
-                         f"{block.value}\n</{block.label}>")
+            parts.append(
+                f'<{block.label} characters="{len(block.value)}/{block.limit}">\n{block.value}\n</{block.label}>'
+            )
         return "\n".join(parts)

@@ -31,9 +31,16 @@ class Documents:
         self._engine = engine
         self.agent = agent
 
-    def add(self, source: str | os.PathLike[str], content: str | bytes | None = None, *,
-            media_type: str | None = None, tags: Sequence[str] = (), chunk_overlap: int = DEFAULT_OVERLAP,
-            metadata: dict[str, Any] | None = None) -> DocumentReport:
+    def add(
+        self,
+        source: str | os.PathLike[str],
+        content: str | bytes | None = None,
+        *,
+        media_type: str | None = None,
+        tags: Sequence[str] = (),
+        chunk_overlap: int = DEFAULT_OVERLAP,
+        metadata: dict[str, Any] | None = None,
+    ) -> DocumentReport:
         """Add the file `source` (read from disk when `content` is None; else `source` is its name and
         `content` its text or bytes). The format comes from `media_type`, else the name's extension,
         else the first bytes: plain text, Markdown, HTML or PDF (UnreadableDocumentError otherwise).
@@ -43,10 +50,14 @@ class Documents:
         item = self._input(source, content, media_type, tags, chunk_overlap, metadata)
         return add_document(self._engine, item)
 
-    def add_many(self, sources: Sequence[str | os.PathLike[str] | tuple[str, str | bytes]
-                                         | tuple[str, str | bytes, dict[str, Any]]], *,
-                 media_type: str | None = None, tags: Sequence[str] = (), chunk_overlap: int = DEFAULT_OVERLAP
-                 ) -> builtins.list[DocumentReport | MemvecError]:
+    def add_many(
+        self,
+        sources: Sequence[str | os.PathLike[str] | tuple[str, str | bytes] | tuple[str, str | bytes, dict[str, Any]]],
+        *,
+        media_type: str | None = None,
+        tags: Sequence[str] = (),
+        chunk_overlap: int = DEFAULT_OVERLAP,
+    ) -> builtins.list[DocumentReport | MemvecError]:
         """Add many files (paths, or (name, content) or (name, content, metadata)) as `add` does, their
         chunks embedded together
         (the batched path: much faster than one `add` each). A file that cannot be read gets its error
@@ -65,8 +76,15 @@ class Documents:
         done: Iterator[DocumentReport | MemvecError] = iter(add_documents(self._engine, readable))
         return [next(done) if isinstance(i, DocumentInput) else i for i in items]
 
-    def _input(self, source: str | os.PathLike[str], content: str | bytes | None, media_type: str | None,
-               tags: Sequence[str], overlap: int, metadata: dict[str, Any] | None = None) -> DocumentInput:
+    def _input(
+        self,
+        source: str | os.PathLike[str],
+        content: str | bytes | None,
+        media_type: str | None,
+        tags: Sequence[str],
+        overlap: int,
+        metadata: dict[str, Any] | None = None,
+    ) -> DocumentInput:
         if content is None:
             path = Path(source)
             if not path.is_file():
@@ -81,8 +99,15 @@ class Documents:
             kept = _METADATA.validate_python(metadata or {})
         except ValidationError as exc:
             raise InvalidInputError(f"{name}: metadata: {describe_validation_error(exc)}") from exc
-        return DocumentInput(owner=self.agent, name=name.strip(), data=data, media_type=media_type, tags=list(tags),
-                             overlap=overlap, metadata=kept)
+        return DocumentInput(
+            owner=self.agent,
+            name=name.strip(),
+            data=data,
+            media_type=media_type,
+            tags=list(tags),
+            overlap=overlap,
+            metadata=kept,
+        )
 
     def list(self, *, include_replaced: bool = False) -> list[Document]:
         """The agent's documents, oldest first (with the versions changed files replaced, if asked)."""
@@ -115,8 +140,11 @@ class Documents:
             raise InvalidInputError(f"record {record.id} is not a document's chunk")
         if not 0 <= context <= 100:
             raise InvalidInputError("context is 0 to 100 chunks either side")
-        return [r for r in self.chunks(cited.document_id) if r.citation.document is not None
-                and abs(r.citation.document.chunk - cited.chunk) <= context]
+        return [
+            r
+            for r in self.chunks(cited.document_id)
+            if r.citation.document is not None and abs(r.citation.document.chunk - cited.chunk) <= context
+        ]
 
     def delete(self, document_id: int) -> int:
         """Delete the document, every earlier version of its file, and all their chunks (from the store

@@ -23,12 +23,25 @@ class Folders:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def create(self, name: str, *, description: str | None = None, instructions: str | None = None,
-               metadata: dict[str, Any] | None = None) -> Folder:
+    def create(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        instructions: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Folder:
         """A new empty folder (NameTakenError when another has the name)."""
         now = datetime.now(UTC)
-        folder = Folder(id=f"source-{uuid.uuid4()}", name=name, description=description, instructions=instructions,
-                        metadata=metadata or {}, created_at=now, updated_at=now)
+        folder = Folder(
+            id=f"source-{uuid.uuid4()}",
+            name=name,
+            description=description,
+            instructions=instructions,
+            metadata=metadata or {},
+            created_at=now,
+            updated_at=now,
+        )
         self._engine.store.put_folder(folder, create=True)
         return folder
 
@@ -47,8 +60,9 @@ class Folders:
     def modify(self, folder_id: str, changes: dict[str, Any]) -> Folder:
         """Change its name, description, instructions or metadata (the chunks already copied keep
         citing the old name)."""
-        updated = Folder.model_validate({**self.get(folder_id).model_dump(), **changes,
-                                         "updated_at": datetime.now(UTC)})
+        updated = Folder.model_validate(
+            {**self.get(folder_id).model_dump(), **changes, "updated_at": datetime.now(UTC)}
+        )
         self._engine.store.put_folder(updated, create=False)
         return updated
 
@@ -56,8 +70,15 @@ class Folders:
         """Delete the folder, its files and every agent's copies of their chunks; returns how many chunks."""
         return folders.delete(self._engine, folder_id)
 
-    def upload(self, folder_id: str, name: str, data: bytes, *, media_type: str | None = None,
-               duplicate_handling: str = "replace") -> DocumentReport:
+    def upload(
+        self,
+        folder_id: str,
+        name: str,
+        data: bytes,
+        *,
+        media_type: str | None = None,
+        duplicate_handling: str = "replace",
+    ) -> DocumentReport:
         """Add a file to the folder (and so to every agent it is attached to). The same content again
         adds nothing. A file of the same name with other content: `replace` it (the old chunks stay
         as closed versions), `skip` it, `error` (InvalidInputError), or add it with a `suffix`ed name."""
@@ -75,8 +96,10 @@ class Folders:
             return DocumentReport(document=same_name, created=False)
         if same_name is not None and duplicate_handling == "suffix":
             name = _free_name(name, {d.name for d in self._engine.store.documents(owner)})
-        return add_document(self._engine, DocumentInput(owner=owner, name=name, data=data, media_type=media_type,
-                                                        folder=(folder.id, folder.name)))
+        return add_document(
+            self._engine,
+            DocumentInput(owner=owner, name=name, data=data, media_type=media_type, folder=(folder.id, folder.name)),
+        )
 
     def files(self, folder_id: str) -> builtins.list[Document]:
         self.get(folder_id)

@@ -12,30 +12,78 @@ from memvec.types import Hit, InsertResult, NewRecord, Record, SearchMode, Tier
 class RecallMemory(TierView):
     tier = Tier.RECALL
 
-    def append(self, role: str, text: str, *, session_id: str | None = None,
-               turn_id: str | int | None = None, source_url: str | None = None,
-               tags: Sequence[str] = (), created_at: datetime | None = None,
-               expires_at: datetime | None = None) -> InsertResult:
-        return self._insert_one(text, role=role, tags=tags, session_id=session_id, turn_id=turn_id,
-                                source_url=source_url, created_at=created_at, expires_at=expires_at)
+    def append(
+        self,
+        role: str,
+        text: str,
+        *,
+        session_id: str | None = None,
+        turn_id: str | int | None = None,
+        source_url: str | None = None,
+        tags: Sequence[str] = (),
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+    ) -> InsertResult:
+        return self._insert_one(
+            text,
+            role=role,
+            tags=tags,
+            session_id=session_id,
+            turn_id=turn_id,
+            source_url=source_url,
+            created_at=created_at,
+            expires_at=expires_at,
+        )
 
     def append_many(self, records: Sequence[NewRecord]) -> list[InsertResult]:
         return self._engine.insert(records)
 
-    def search(self, query: str, *, k: int = 10, mode: SearchMode | str = SearchMode.HYBRID,
-               roles: Sequence[str] = (), start: datetime | None = None, end: datetime | None = None,
-               session_id: str | None = None, rerank: bool | None = None, dates_in_query: bool = False,
-               reference_time: datetime | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: SearchMode | str = SearchMode.HYBRID,
+        roles: Sequence[str] = (),
+        start: datetime | None = None,
+        end: datetime | None = None,
+        session_id: str | None = None,
+        rerank: bool | None = None,
+        dates_in_query: bool = False,
+        reference_time: datetime | None = None,
+    ) -> list[Hit]:
         """`rerank=False` ranks hybrid hits by fusion alone (default: the learned ranker, when the
         home's model has one). `dates_in_query`: only messages from the period the query names
         ("what did I say yesterday"), resolved against `reference_time` (default now)."""
         filters = {"roles": list(roles), "start": start, "end": end, "session_id": session_id}
-        return self._search(query, k=k, mode=mode, filters=filters, rerank=rerank, dates_in_query=dates_in_query,
-                            reference_time=reference_time)
+        return self._search(
+            query,
+            k=k,
+            mode=mode,
+            filters=filters,
+            rerank=rerank,
+            dates_in_query=dates_in_query,
+            reference_time=reference_time,
+        )
 
-    def list(self, *, limit: int = 50, offset: int = 0, newest_first: bool = False,
-             roles: Sequence[str] = (), start: datetime | None = None,
-             end: datetime | None = None, after: int | None = None, before: int | None = None) -> list[Record]:
+    def list(
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        newest_first: bool = False,
+        roles: Sequence[str] = (),
+        start: datetime | None = None,
+        end: datetime | None = None,
+        after: int | None = None,
+        before: int | None = None,
+    ) -> list[Record]:
         """Messages in time order (oldest first unless `newest_first`); `after`/`before` are record-id cursors."""
-        return self._list(limit=limit, offset=offset, newest_first=newest_first,
-                          filters={"roles": list(roles), "start": start, "end": end}, after=after, before=before)
+        return self._list(
+            limit=limit,
+            offset=offset,
+            newest_first=newest_first,
+            filters={"roles": list(roles), "start": start, "end": end},
+            after=after,
+            before=before,
+        )

@@ -45,8 +45,11 @@ class SharedBlocks:
 
     def list(self, *, label: str | None = None) -> list[SharedBlock]:
         """Every shared block (of one label), oldest first, with its holders."""
-        return [self._shared(owner, block) for owner, block in self._store.shared_blocks()
-                if label is None or block.label == label]
+        return [
+            self._shared(owner, block)
+            for owner, block in self._store.shared_blocks()
+            if label is None or block.label == label
+        ]
 
     def get(self, block_id: str) -> SharedBlock:
         owner = owner_of(block_id)
@@ -59,8 +62,9 @@ class SharedBlocks:
         its holders address it by that label)."""
         current = self.get(block_id)
         if changes.get("label", current.label) != current.label:
-            raise InvalidInputError("a shared block keeps its label (its holders address it by it): renaming "
-                                    "is not supported")
+            raise InvalidInputError(
+                "a shared block keeps its label (its holders address it by it): renaming is not supported"
+            )
         block = CoreBlock.model_validate({**current.model_dump(exclude={"id", "agents"}), **changes})
         self._store.put_block(owner_of(block_id), block, actor=self.actor, op="put")
         return SharedBlock(**block.model_dump(), id=block_id, agents=current.agents)
@@ -82,5 +86,6 @@ class SharedBlocks:
         return self._store.detach_block(agent, owner_of(block_id))
 
     def _shared(self, owner: str, block: CoreBlock) -> SharedBlock:
-        return SharedBlock(**block.model_dump(), id=owner.removeprefix(SHARED_OWNER_PREFIX),
-                           agents=self._store.block_holders(owner))
+        return SharedBlock(
+            **block.model_dump(), id=owner.removeprefix(SHARED_OWNER_PREFIX), agents=self._store.block_holders(owner)
+        )

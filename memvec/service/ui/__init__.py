@@ -48,8 +48,14 @@ def is_ui(request: Request) -> bool:
 def error_page(request: Request, status: int, kind: str, detail: Any) -> HTMLResponse:
     """An error as a page of the browser (the API answers the same errors as JSON)."""
     viewer = read(request.app.state.service.keys, request.cookies.get(SESSION_COOKIE))
-    message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if isinstance(e, dict) and "loc" in e
-                        else str(e) for e in detail) if isinstance(detail, list) else str(detail)
+    message = (
+        "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if isinstance(e, dict) and "loc" in e else str(e)
+            for e in detail
+        )
+        if isinstance(detail, list)
+        else str(detail)
+    )
     return page(request, viewer, "error.html", status=status, status_code=status, kind=kind, message=message)
 
 
@@ -61,8 +67,12 @@ async def sign_in_first(request: Request, _: Exception) -> Response:
 
 
 async def csrf_refused(request: Request, _: Exception) -> Response:
-    return error_page(request, 403, "csrf_refused", "This form came without its session's token, so nothing "
-                                                    "was changed. Reload the page and try again.")
+    return error_page(
+        request,
+        403,
+        "csrf_refused",
+        "This form came without its session's token, so nothing was changed. Reload the page and try again.",
+    )
 
 
 router = APIRouter(route_class=OffLoopBodyRoute)
@@ -70,12 +80,20 @@ router = APIRouter(route_class=OffLoopBodyRoute)
 
 @router.get("/ui/static/ui.css", include_in_schema=False)
 def stylesheet() -> Response:
-    return Response(STYLESHEET, media_type="text/css",
-                    headers={**PAGE_HEADERS, "Cache-Control": "public, max-age=3600"})
+    return Response(
+        STYLESHEET, media_type="text/css", headers={**PAGE_HEADERS, "Cache-Control": "public, max-age=3600"}
+    )
 
 
-PAGES = (pages_session.router, pages_agents.router, pages_agent.router, pages_records.router,
-         pages_documents.router, pages_search.router, pages_health.router)
+PAGES = (
+    pages_session.router,
+    pages_agents.router,
+    pages_agent.router,
+    pages_records.router,
+    pages_documents.router,
+    pages_search.router,
+    pages_health.router,
+)
 
 
 def install(app: FastAPI) -> None:

@@ -56,4 +56,4 @@ class Paging:
         return self.size + 1
 
     def trimmed(self, items: list[Item]) -> tuple[list[Item], Paging]:
-        return items[:self.size], Paging(self.number, self.size, has_next=len(items) > self.size)
+        return items[: self.size], Paging(self.number, self.size, has_next=len(items) > self.size)

@@ -33,28 +33,51 @@ def diff_lines(old: str, new: str) -> list[tuple[str, str]]:
 def agent_page(request: Request, agent_id: PageAgent, viewer: PageViewer, service: Service) -> HTMLResponse:
     settings, state = seen_agent(agent_id, viewer, service)
     memory = service.memory
-    return page(request, viewer, "agent.html", agent=settings, state=state, row=agent_row(memory, settings),
-                blocks=memory.core(agent_id).blocks(), shared=memory.core(agent_id).shared_ids(),
-                runs=len(memory.consolidation_runs(agent_id)))
+    return page(
+        request,
+        viewer,
+        "agent.html",
+        agent=settings,
+        state=state,
+        row=agent_row(memory, settings),
+        blocks=memory.core(agent_id).blocks(),
+        shared=memory.core(agent_id).shared_ids(),
+        runs=len(memory.consolidation_runs(agent_id)),
+    )
+
 
 @router.post("/ui/agents/{agent_id}/blocks/{label}", include_in_schema=False)
-def edit_block(agent_id: PageAgent, label: Label, viewer: PageViewer, service: Service,
-               csrf_token: CsrfField = None,
-               value: Annotated[str, Form(max_length=MAX_TEXT_CHARS)] = "") -> Response:
+def edit_block(
+    agent_id: PageAgent,
+    label: Label,
+    viewer: PageViewer,
+    service: Service,
+    csrf_token: CsrfField = None,
+    value: Annotated[str, Form(max_length=MAX_TEXT_CHARS)] = "",
+) -> Response:
     check_csrf(viewer, csrf_token)
     seen_agent(agent_id, viewer, service)
     # browsers send CRLF line breaks from a textarea; the block keeps what the user typed
     service.memory.core(agent_id, actor=viewer.principal.actor).rewrite(label, value.replace("\r\n", "\n"))
     return RedirectResponse(f"/ui/agents/{agent_id}#block-{label}", status_code=303)
 
+
 @router.get("/ui/agents/{agent_id}/blocks/{label}/history", include_in_schema=False)
-def block_history(request: Request, agent_id: PageAgent, label: Label, viewer: PageViewer,
-                  service: Service) -> HTMLResponse:
+def block_history(
+    request: Request, agent_id: PageAgent, label: Label, viewer: PageViewer, service: Service
+) -> HTMLResponse:
     seen_agent(agent_id, viewer, service)
     changes = service.memory.core(agent_id).history(label)[-HISTORY_SHOWN:][::-1]
     diffs = [diff_lines(c.old.value if c.old else "", c.new.value if c.new else "") for c in changes]
-    return page(request, viewer, "block_history.html", agent_id=agent_id, label=label,
-                changes=list(zip(changes, diffs, strict=True)))
+    return page(
+        request,
+        viewer,
+        "block_history.html",
+        agent_id=agent_id,
+        label=label,
+        changes=list(zip(changes, diffs, strict=True)),
+    )
+
 
 @router.get("/ui/agents/{agent_id}/consolidations", include_in_schema=False)
 def consolidations(request: Request, agent_id: PageAgent, viewer: PageViewer, service: Service) -> HTMLResponse:

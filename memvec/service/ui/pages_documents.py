@@ -25,14 +25,28 @@ def documents_page(request: Request, agent_id: PageAgent, viewer: PageViewer, se
     memory = service.memory
     own = memory.documents(agent_id).list(include_replaced=True)
     folders = [(folder, memory.folders().files(folder.id)) for folder in memory.folders().of_agent(agent_id)]
-    return page(request, viewer, "documents.html", agent_id=agent_id,
-                own=[d for d in own if d.replaced_by is None], replaced=[d for d in own if d.replaced_by],
-                folders=folders)
+    return page(
+        request,
+        viewer,
+        "documents.html",
+        agent_id=agent_id,
+        own=[d for d in own if d.replaced_by is None],
+        replaced=[d for d in own if d.replaced_by],
+        folders=folders,
+    )
+
 
 @router.get("/ui/agents/{agent_id}/documents/{document_id}", include_in_schema=False)
-def document_page(request: Request, agent_id: PageAgent, document_id: DocumentId, viewer: PageViewer,
-                  service: Service) -> HTMLResponse:
+def document_page(
+    request: Request, agent_id: PageAgent, document_id: DocumentId, viewer: PageViewer, service: Service
+) -> HTMLResponse:
     seen_agent(agent_id, viewer, service)
     documents = service.memory.documents(agent_id)
-    return page(request, viewer, "document.html", agent_id=agent_id, document=documents.get(document_id),
-                chunks=documents.chunks(document_id))
+    return page(
+        request,
+        viewer,
+        "document.html",
+        agent_id=agent_id,
+        document=documents.get(document_id),
+        chunks=documents.chunks(document_id),
+    )

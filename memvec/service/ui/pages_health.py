@@ -31,28 +31,52 @@ def _model(memory: Memory) -> dict[str, str]:
     return {"name": split_model_id(memory.model_id)[1], "backend": backend_of(memory.model_id) or "built in"}
 
 
-def _health_page(request: Request, viewer: Viewer, memory: Memory, paging: Paging,
-                 report: VerifyReport | None = None) -> HTMLResponse:
+def _health_page(
+    request: Request, viewer: Viewer, memory: Memory, paging: Paging, report: VerifyReport | None = None
+) -> HTMLResponse:
     model = _model(memory)
     try:
         agents = _visible_agents(memory, viewer)
     except StoreUnavailableError as exc:
-        return page(request, viewer, "health.html", status=503, store_ok=False, store_error=str(exc), memory=memory,
-                    model=model, usage=memory.index_usage(), tiers=[], paging=paging, report=None, agents=0)
-    shown, paging = paging.trimmed(agents[paging.offset:paging.offset + paging.fetch])
-    return page(request, viewer, "health.html", store_ok=True, store_error="", memory=memory, model=model,
-                usage=memory.index_usage(), tiers=memory.partition_stats(set(shown)), paging=paging, report=report,
-                agents=len(agents))
+        return page(
+            request,
+            viewer,
+            "health.html",
+            status=503,
+            store_ok=False,
+            store_error=str(exc),
+            memory=memory,
+            model=model,
+            usage=memory.index_usage(),
+            tiers=[],
+            paging=paging,
+            report=None,
+            agents=0,
+        )
+    shown, paging = paging.trimmed(agents[paging.offset : paging.offset + paging.fetch])
+    return page(
+        request,
+        viewer,
+        "health.html",
+        store_ok=True,
+        store_error="",
+        memory=memory,
+        model=model,
+        usage=memory.index_usage(),
+        tiers=memory.partition_stats(set(shown)),
+        paging=paging,
+        report=report,
+        agents=len(agents),
+    )
 
 
 @router.get("/ui/health", include_in_schema=False)
-def health_page(request: Request, viewer: PageViewer, service: Service, page_number: PageNumber = 1
-                ) -> HTMLResponse:
+def health_page(request: Request, viewer: PageViewer, service: Service, page_number: PageNumber = 1) -> HTMLResponse:
     return _health_page(request, viewer, service.memory, Paging(page_number, AGENTS_PER_PAGE))
 
+
 @router.post("/ui/health/verify", include_in_schema=False)
-def verify(request: Request, viewer: PageViewer, service: Service, csrf_token: CsrfField = None
-           ) -> HTMLResponse:
+def verify(request: Request, viewer: PageViewer, service: Service, csrf_token: CsrfField = None) -> HTMLResponse:
     """Check the saved indexes of every agent the key may see against the store."""
     check_csrf(viewer, csrf_token)
     memory = service.memory

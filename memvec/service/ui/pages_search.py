@@ -30,9 +30,15 @@ class Bar:
 
 
 # (label, MethodScores field, scaled against the best hit shown rather than absolute)
-PARTS = (("vector", "vector", False), ("BM25", "bm25", True), ("session (vector)", "session_vector", False),
-         ("session (BM25)", "session_bm25", True), ("fused", "fused", True), ("ranker", "ranker", True),
-         ("token", "token", True))
+PARTS = (
+    ("vector", "vector", False),
+    ("BM25", "bm25", True),
+    ("session (vector)", "session_vector", False),
+    ("session (BM25)", "session_bm25", True),
+    ("fused", "fused", True),
+    ("ranker", "ranker", True),
+    ("token", "token", True),
+)
 
 
 def _length(value: float, low: float, high: float, relative: bool) -> float:
@@ -46,8 +52,14 @@ def _length(value: float, low: float, high: float, relative: bool) -> float:
 def score_bars(hits: list[Hit]) -> list[list[Bar]]:
     """Each hit's score parts; the fused score is the hit's score when no ranker re-ordered."""
     # a record outside any session is its own session: its "session" parts would repeat its own scores
-    values = [{field: getattr(hit.scores, field) for _, field, _ in PARTS
-               if hit.citation.session_id or not field.startswith("session")} for hit in hits]
+    values = [
+        {
+            field: getattr(hit.scores, field)
+            for _, field, _ in PARTS
+            if hit.citation.session_id or not field.startswith("session")
+        }
+        for hit in hits
+    ]
     for hit, parts in zip(hits, values, strict=True):
         if parts["fused"] is None and parts["ranker"] is None and parts["vector"] is not None:
             parts["fused"] = hit.score
@@ -64,15 +76,31 @@ def score_bars(hits: list[Hit]) -> list[list[Bar]]:
 
 
 @router.get("/ui/agents/{agent_id}/search", include_in_schema=False)
-def search_page(request: Request, agent_id: PageAgent, viewer: PageViewer, service: Service,
-                q: Annotated[str, Query(max_length=4096)] = "", tier: Tier = Tier.ARCHIVAL,
-                mode: SearchMode = SearchMode.HYBRID, k: Annotated[int, Query(ge=1, le=100)] = 10,
-                ) -> HTMLResponse:
+def search_page(
+    request: Request,
+    agent_id: PageAgent,
+    viewer: PageViewer,
+    service: Service,
+    q: Annotated[str, Query(max_length=4096)] = "",
+    tier: Tier = Tier.ARCHIVAL,
+    mode: SearchMode = SearchMode.HYBRID,
+    k: Annotated[int, Query(ge=1, le=100)] = 10,
+) -> HTMLResponse:
     seen_agent(agent_id, viewer, service)
     hits: list[Hit] = []
     if q.strip():
         hits = service.memory.search(SearchRequest(agent=agent_id, tier=tier, query=q, k=k, mode=mode))
     fenced = [fence(hit.text, record_id=hit.id) if hit.untrusted else None for hit in hits]
-    return page(request, viewer, "search.html", agent_id=agent_id, q=q, tier=tier.value, mode=mode.value, k=k,
-                results=list(zip(hits, score_bars(hits), fenced, strict=True)), tiers=[t.value for t in Tier],
-                modes=[m.value for m in SearchMode])
+    return page(
+        request,
+        viewer,
+        "search.html",
+        agent_id=agent_id,
+        q=q,
+        tier=tier.value,
+        mode=mode.value,
+        k=k,
+        results=list(zip(hits, score_bars(hits), fenced, strict=True)),
+        tiers=[t.value for t in Tier],
+        modes=[m.value for m in SearchMode],
+    )

@@ -41,8 +41,9 @@ def _local(target: str) -> str:
 
 def _sign_in_page(request: Request, next_page: str, *, error: str = "", status: int = 200) -> HTMLResponse:
     nonce = secrets.token_urlsafe(18)
-    response = page(request, None, "login.html", status=status, login_token=nonce, next_page=_local(next_page),
-                    error=error)
+    response = page(
+        request, None, "login.html", status=status, login_token=nonce, next_page=_local(next_page), error=error
+    )
     set_cookie(response, request, LOGIN_COOKIE, nonce, LOGIN_SECONDS)
     return response
 
@@ -51,9 +52,11 @@ def _sign_in_page(request: Request, next_page: str, *, error: str = "", status: 
 def home() -> RedirectResponse:
     return RedirectResponse("/ui/agents", status_code=303)
 
+
 @router.get("/ui", include_in_schema=False)
 def ui_home() -> RedirectResponse:
     return RedirectResponse("/ui/agents", status_code=303)
+
 
 @router.get("/ui/login", include_in_schema=False)
 def sign_in_form(request: Request, service: Service, next_page: NextPage = "/ui/agents") -> Response:
@@ -61,10 +64,15 @@ def sign_in_form(request: Request, service: Service, next_page: NextPage = "/ui/
         return RedirectResponse(_local(next_page), status_code=303)
     return _sign_in_page(request, next_page)
 
+
 @router.post("/ui/login", include_in_schema=False)
-def sign_in(request: Request, service: Service, api_key: Annotated[str, Form(max_length=4096)] = "",
-            login_token: Annotated[str, Form(max_length=64)] = "",
-            next_page: Annotated[str, Form(max_length=2048)] = "/ui/agents") -> Response:
+def sign_in(
+    request: Request,
+    service: Service,
+    api_key: Annotated[str, Form(max_length=4096)] = "",
+    login_token: Annotated[str, Form(max_length=64)] = "",
+    next_page: Annotated[str, Form(max_length=2048)] = "/ui/agents",
+) -> Response:
     expected = request.cookies.get(LOGIN_COOKIE, "")
     if not expected or not hmac.compare_digest(expected, login_token):
         return _sign_in_page(request, next_page, error="The sign-in form expired; please try again.", status=403)
@@ -75,9 +83,9 @@ def sign_in(request: Request, service: Service, api_key: Annotated[str, Form(max
     clear_cookie(response, request, LOGIN_COOKIE)
     return response
 
+
 @router.post("/ui/logout", include_in_schema=False)
-def sign_out(request: Request, viewer: PageViewer, service: Service,
-             csrf_token: CsrfField = None) -> Response:
+def sign_out(request: Request, viewer: PageViewer, service: Service, csrf_token: CsrfField = None) -> Response:
     check_csrf(viewer, csrf_token)
     if viewer.nonce:  # on every server of the store: a copied cookie no longer works either
         service.memory.revoke_session(viewer.nonce, datetime.fromtimestamp(viewer.expires, UTC))

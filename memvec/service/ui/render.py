@@ -20,7 +20,7 @@ from memvec.service.ui.session import SESSION_COOKIE, SESSION_SECONDS, Viewer, s
 
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'",
+    "frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",  # pages show memory that may be forgotten; never keep them in a cache
@@ -38,8 +38,13 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined,
-                      autoescape=select_autoescape(["html"], default=True), trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        undefined=StrictUndefined,
+        autoescape=select_autoescape(["html"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["when"] = _when
     env.filters["number"] = _number
     return env
@@ -48,8 +53,7 @@ def _environment() -> Environment:
 ENVIRONMENT = _environment()
 
 
-def page(request: Request, viewer: Viewer | None, template: str, *, status: int = 200,
-         **context: Any) -> HTMLResponse:
+def page(request: Request, viewer: Viewer | None, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
     """A rendered page with the browser's security headers (and the session cookie, when new)."""
     html = ENVIRONMENT.get_template(template).render(viewer=viewer, path=request.url.path, **context)
     response = HTMLResponse(html, status_code=status, headers=PAGE_HEADERS)

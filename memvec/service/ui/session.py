@@ -101,8 +101,13 @@ def read(keys: KeyRing, cookie: str | None, *, now: float | None = None) -> View
     if not hmac.compare_digest(_sign(secret, f"{version}.{nonce}.{expires}.{owner}"), signature):
         return None
     principal = keys.principal(key) if key else Principal()
-    return Viewer(principal or Principal(frozenset()), csrf_token(secret, nonce), signed_in=key is not None,
-                  nonce=nonce, expires=int(expires))
+    return Viewer(
+        principal or Principal(frozenset()),
+        csrf_token(secret, nonce),
+        signed_in=key is not None,
+        nonce=nonce,
+        expires=int(expires),
+    )
 
 
 def viewer_of(request: Request, keys: KeyRing, revoked: Callable[[str], bool]) -> Viewer:
@@ -125,8 +130,9 @@ def check_csrf(viewer: Viewer, presented: str | None) -> None:
 
 
 def set_cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
-    response.set_cookie(name, value, max_age=max_age, path=COOKIE_PATH, httponly=True, samesite="strict",
-                        secure=_is_https(request))
+    response.set_cookie(
+        name, value, max_age=max_age, path=COOKIE_PATH, httponly=True, samesite="strict", secure=_is_https(request)
+    )
 
 
 def clear_cookie(response: Response, request: Request, name: str) -> None:
