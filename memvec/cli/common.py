@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     pass
 
 
+# the exit codes (memvec.cli.main.run maps errors to them)
+EXIT_INTERNAL, EXIT_INPUT, EXIT_VERIFY, EXIT_UNAVAILABLE, EXIT_NOT_FOUND, EXIT_PORT_IN_USE = 1, 2, 3, 4, 5, 6
 TIER = click.Choice([t.value for t in Tier])
 
 
