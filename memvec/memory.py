@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
@@ -27,23 +26,18 @@ from memvec.embed.queries import MicroBatcher, QueryCache
 from memvec.engine.consolidation import apply_run, undo_run
 from memvec.engine.engine import Engine
 from memvec.engine.lease import agent_lease
-from memvec.engine.partition_index import PartitionIndex, verify_on_disk
+from memvec.engine.maintenance import describe_partitions, rebuild_partitions, verify_partitions
 from memvec.engine.transfer import export_agent, import_agents
-from memvec.errors import AgentExistsError, IndexFileError, InvalidInputError, ModelMismatchError, NotFoundError
+from memvec.errors import AgentExistsError, InvalidInputError, ModelMismatchError, NotFoundError
 from memvec.exchange.consolidation import ConsolidationProposal, ConsolidationRun
 from memvec.exchange.export import AgentExport, ImportReport
 from memvec.exchange.reports import (
-    IndexBehind,
     IndexUsage,
-    NotLoaded,
-    OldFormat,
     PartitionStats,
     RebuildReport,
     Stats,
-    VerifyProblem,
     VerifyReport,
 )
-from memvec.index.files import MANIFEST_FILE, Manifest, read_manifest
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.store.backup import BackupManifest, backup_store, restore_store
@@ -426,28 +420,7 @@ class Memory:
         return self._rebuild_with(self._engine.embedder, agent)
 
     def _rebuild_with(self, embedder: Embedder, agent: str | None) -> list[RebuildReport]:
-        reports = []
-        for part_agent, tier in self._partitions(agent):
-            started = time.perf_counter()
-            index = PartitionIndex(
-                part_agent,
-                tier,
-                store=self._store,
-                embedder=embedder,
-                directory=self._engine.index_dir(part_agent, tier),
-                settings=self.index_settings,
-            )
-            reembedded = index.rebuild()
-            reports.append(
-                RebuildReport(
-                    agent=part_agent,
-                    tier=tier,
-                    records=len(index),
-                    reembedded=reembedded,
-                    seconds=time.perf_counter() - started,
-                )
-            )
-            self._engine.unload(part_agent, tier)
+        reports = rebuild_partitions(self._engine, embedder, self._partitions(agent), self.index_settings)
         if embedder.model_id != self.model_id:
             self._store.set_meta(MODEL_META_KEY, embedder.model_id)
             self.model_id = embedder.model_id
@@ -463,27 +436,7 @@ class Memory:
             for part_agent, tier in self._partitions(agent):
                 self._engine.tier_index(part_agent, tier).save()
         self.save()
-        report = VerifyReport(problems=[], behind=[])
-        for part_agent, tier in self._partitions(agent):
-            directory = self._engine.index_dir(part_agent, tier)
-            if not (directory / MANIFEST_FILE).exists() and not any(directory.glob("*.npz")):
-                report.not_loaded.append(NotLoaded(agent=part_agent, tier=tier))
-                continue
-            check = verify_on_disk(
-                part_agent,
-                tier,
-                store=self._store,
-                model_id=self.model_id,
-                directory=self._engine.index_dir(part_agent, tier),
-            )
-            if check.old_format:
-                report.old_format.append(OldFormat(agent=part_agent, tier=tier, detail=check.old_format))
-            report.problems += [VerifyProblem(agent=part_agent, tier=tier, problem=p) for p in check.problems]
-            if check.behind and not check.problems:
-                report.behind.append(
-                    IndexBehind(agent=part_agent, tier=tier, changes=check.behind, saved_at_change=check.saved_at)
-                )
-        return report
+        return verify_partitions(self._engine, self._partitions(agent), model_id=self.model_id)
 
     def index_usage(self) -> IndexUsage:
         return self._engine.index_usage()
@@ -533,30 +486,7 @@ class Memory:
     def partition_stats(self, agents: Collection[str] | None = None) -> list[PartitionStats]:
         """Each tier's records and saved index (kind, size, the change it was saved at) vs the store's
         last change, for `agents` (None: every agent), listing the home's partitions once."""
-        parts = []
-        existing = set(self._store.agents())  # a deleted agent's change log outlives it
-        for owner, tier in self._store.partitions():
-            if owner not in existing or (agents is not None and owner not in agents):
-                continue
-            directory = self._engine.index_dir(owner, tier)
-            try:
-                manifest: Manifest | None = read_manifest(directory)
-            except IndexFileError:
-                manifest = None
-            parts.append(
-                PartitionStats(
-                    agent=owner,
-                    tier=tier,
-                    records=self._store.count(owner, tier),
-                    model_id=manifest.model_id if manifest else None,
-                    dim=manifest.dim if manifest else None,
-                    index_kind=manifest.index_kind if manifest else None,
-                    index_bytes=sum(p.stat().st_size for p in directory.glob("*.npz")) if directory.exists() else 0,
-                    last_change=self._store.last_change(owner, tier),
-                    indexed_change=manifest.last_change if manifest else None,
-                )
-            )
-        return parts
+        return describe_partitions(self._engine, agents)
 
     # -- lifecycle ------------------------------------------------------------------------
     def save(self) -> None:

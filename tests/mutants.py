@@ -288,9 +288,9 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "stats lists deleted agents",
-        "memvec/memory.py",
-        "            if owner not in existing or (agents",
-        "            if (agents",
+        "memvec/engine/maintenance.py",
+        "        if owner not in existing or (agents",
+        "        if (agents",
         "tests/test_cli_mistakes.py",
     ),
     (
@@ -1179,9 +1179,9 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "verify calls a partition it never loaded broken",
-        "memvec/memory.py",
-        '            if not (directory / MANIFEST_FILE).exists() and not any(directory.glob("*.npz")):',
-        "            if False:",
+        "memvec/engine/maintenance.py",
+        '        if not (directory / MANIFEST_FILE).exists() and not any(directory.glob("*.npz")):',
+        "        if False:",
         "tests/test_cluster.py::test_verify_on_a_member_that_never_served_an_agent_says_not_loaded",
     ),
     (

