@@ -67,6 +67,8 @@ class History:
     forgotten: list[tuple[int, str, str]] = field(default_factory=list)  # (id, agent, text) of acked forgets
     block_edits: list[tuple[str, str, str]] = field(default_factory=list)  # (agent, label, value)
     undos: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # undos sent and never answered (a killed server): each may have committed or not
+    undos_unsure: Counter[tuple[str, str]] = field(default_factory=Counter)
     statuses: Counter[int] = field(default_factory=Counter)
     server_errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -229,10 +231,13 @@ class Client(threading.Thread):
         if self.edits[agent] <= 0:  # only its own edits: undoing the block's creation would delete it
             return
         self.edits[agent] -= 1  # even unanswered: the undo may have committed
+        with self.history.lock:  # unsure until answered: a kill may commit it unanswered
+            self.history.undos_unsure[(agent, self.label)] += 1
         response = http.post(f"{url}/v1/agents/{agent}/core-memory/blocks/{self.label}/undo")
-        if self._answer(response, "undo"):
-            with self.history.lock:
-                self.history.undos[(agent, self.label)] += 1
+        answered = self._answer(response, "undo")
+        with self.history.lock:
+            self.history.undos_unsure[(agent, self.label)] -= 1
+            self.history.undos[(agent, self.label)] += answered
 
 
 def run(setup: Setup, root: Path, *, clients: int = 6, seconds: float = 8.0, seed: int = 1) -> dict[str, Any]:
@@ -361,15 +366,20 @@ def _all_pages(api: httpx.Client, path: str, params: dict[str, str]) -> list[dic
 def _check_blocks(api: httpx.Client, history: History) -> list[str]:
     problems = []
     edits = Counter(history.block_edits)
-    for agent, label in {(a, lab) for a, lab, _ in history.block_edits} | set(history.undos):
+    for agent, label in (
+        {(a, lab) for a, lab, _ in history.block_edits} | set(history.undos) | set(history.undos_unsure)
+    ):
         changes = api.get(f"/v1/agents/{agent}/core-memory/blocks/{label}/history").json()
         logged = Counter((agent, label, c["new"]["value"]) for c in changes if c["op"] != "undo" and c["new"])
         for edit, count in edits.items():
             if edit[:2] == (agent, label) and logged[edit] != count:
                 problems.append(f"block edit {edit} acknowledged {count} times, in the history {logged[edit]}")
         undone = sum(1 for c in changes if c["op"] == "undo")
-        if undone != history.undos[(agent, label)]:
-            problems.append(f"{agent}/{label}: {history.undos[(agent, label)]} undos acknowledged, {undone} logged")
+        acknowledged, unsure = history.undos[(agent, label)], history.undos_unsure[(agent, label)]
+        if not acknowledged <= undone <= acknowledged + unsure:
+            problems.append(
+                f"{agent}/{label}: {acknowledged} undos acknowledged ({unsure} unanswered), {undone} logged"
+            )
     return problems
 
 

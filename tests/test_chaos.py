@@ -21,3 +21,25 @@ def test_no_acknowledged_write_is_lost_or_merged(setup: Setup, tmp_path: Path) -
     acknowledged = report["acknowledged"]
     assert min(acknowledged.values()) > 0, acknowledged  # every kind of write was exercised
     assert not any(status >= 500 for status in report["statuses"])
+
+
+@pytest.mark.parametrize(
+    ("acknowledged", "unanswered", "logged", "holds"),
+    [(1, 0, 1, True), (1, 0, 0, False), (0, 1, 1, True), (0, 1, 0, True), (0, 1, 2, False), (2, 1, 1, False)],
+)
+def test_undos_are_checked_between_those_acknowledged_and_those_also_unanswered(
+    acknowledged: int, unanswered: int, logged: int, holds: bool
+) -> None:
+    """An undo the server committed but never answered (it was killed) may be in the log; an
+    acknowledged one must be, and no more than were sent may be."""
+    import httpx
+
+    from benchmarks.chaos import History, _check_blocks
+
+    changes = [{"op": "undo", "new": None}] * logged
+    api = httpx.Client(
+        base_url="http://chaos", transport=httpx.MockTransport(lambda _: httpx.Response(200, json=changes))
+    )
+    history = History()
+    history.undos[("ana", "c0")], history.undos_unsure[("ana", "c0")] = acknowledged, unanswered
+    assert (_check_blocks(api, history) == []) is holds
