@@ -14,11 +14,11 @@ import hashlib
 import re
 from pathlib import Path
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import HTTPException, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 
-from memvec.service.body import OffLoopBodyRoute
+from memvec.service.deps import api_router
 
 STATIC_PREFIX = "/docs/static"
 _FILES = {
@@ -51,7 +51,7 @@ def _with_policy(page: HTMLResponse) -> HTMLResponse:
     return HTMLResponse(body, headers={"Content-Security-Policy": policy, "X-Content-Type-Options": "nosniff"})
 
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 
 # /docs, /redoc and their files; the app must be made with docs_url=None and redoc_url=None

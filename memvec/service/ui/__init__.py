@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.requests import cookie_parser
 
 from memvec.service.auth import KeyRing
-from memvec.service.body import OffLoopBodyRoute
+from memvec.service.deps import api_router
 from memvec.service.ui import (
     pages_agent,
     pages_agents,
@@ -75,7 +75,7 @@ async def csrf_refused(request: Request, _: Exception) -> Response:
     )
 
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 
 @router.get("/ui/static/ui.css", include_in_schema=False)

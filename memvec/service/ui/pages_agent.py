@@ -6,18 +6,17 @@ from __future__ import annotations
 import difflib
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Path, Request
+from fastapi import Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import Service
+from memvec.service.deps import Service, api_router
 from memvec.service.ui.deps import CsrfField, PageAgent, PageViewer, seen_agent
 from memvec.service.ui.pages_agents import agent_row
 from memvec.service.ui.render import page
 from memvec.service.ui.session import check_csrf
 from memvec.types import LABEL_PATTERN, MAX_TEXT_CHARS
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 Label = Annotated[str, Path(pattern=LABEL_PATTERN)]
 HISTORY_SHOWN = 100

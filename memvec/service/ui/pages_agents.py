@@ -8,20 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
+from fastapi import File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from memvec.exchange.agentfile import import_document, parse_document, read_document
 from memvec.memory import Memory
-from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import Service
+from memvec.service.deps import Service, api_router
 from memvec.service.ui.deps import CsrfField, PageAgent, PageNumber, PageViewer, Paging, seen_agent
 from memvec.service.ui.render import page
 from memvec.service.ui.session import check_csrf
 from memvec.types import AGENT_PATTERN, AgentSettings
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 
 @dataclass(frozen=True)

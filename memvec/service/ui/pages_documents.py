@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request
+from fastapi import Path, Request
 from fastapi.responses import HTMLResponse
 
-from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import Service
+from memvec.service.deps import Service, api_router
 from memvec.service.ui.deps import PageAgent, PageViewer, seen_agent
 from memvec.service.ui.render import page
 from memvec.types import MAX_ID
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 DocumentId = Annotated[int, Path(ge=1, le=MAX_ID)]
 

@@ -3,20 +3,19 @@ the store's change log, and a verify button (the agents the viewer's key may see
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse
 
 from memvec.embed import backend_of, split_model_id
 from memvec.errors import StoreUnavailableError
 from memvec.exchange.reports import VerifyReport
 from memvec.memory import Memory
-from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import Service
+from memvec.service.deps import Service, api_router
 from memvec.service.ui.deps import CsrfField, PageNumber, PageViewer, Paging
 from memvec.service.ui.render import page
 from memvec.service.ui.session import Viewer, check_csrf
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 # each agent's tier rows read its saved manifests from disk (~1 ms an agent): 20 keep a page fast
 AGENTS_PER_PAGE = 20

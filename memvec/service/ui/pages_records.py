@@ -6,17 +6,16 @@ from __future__ import annotations
 import itertools
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import Service
+from memvec.service.deps import Service, api_router
 from memvec.service.ui.deps import CsrfField, PageAgent, PageNumber, PageViewer, Paging, seen_agent
 from memvec.service.ui.render import page
 from memvec.service.ui.session import check_csrf
 from memvec.types import MAX_ID, Record, Tag
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 PassageId = Annotated[int, Path(ge=1, le=MAX_ID)]
 TagFilter = Annotated[Tag | None, Query()]

@@ -7,17 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse
 
 from memvec.guard import fence
-from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import Service
+from memvec.service.deps import Service, api_router
 from memvec.service.ui.deps import PageAgent, PageViewer, seen_agent
 from memvec.service.ui.render import page
 from memvec.types import Hit, SearchMode, SearchRequest, Tier
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 
 @dataclass(frozen=True)

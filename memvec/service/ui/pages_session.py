@@ -8,11 +8,10 @@ from datetime import UTC, datetime
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from memvec.service.body import OffLoopBodyRoute
-from memvec.service.deps import Service
+from memvec.service.deps import Service, api_router
 from memvec.service.ui.deps import CsrfField, PageViewer
 from memvec.service.ui.render import page
 from memvec.service.ui.session import (
@@ -25,7 +24,7 @@ from memvec.service.ui.session import (
     set_cookie,
 )
 
-router = APIRouter(route_class=OffLoopBodyRoute)
+router = api_router(include_in_schema=False)
 
 LOGIN_SECONDS = 600
 NextPage = Annotated[str, Query(max_length=2048, alias="next")]
