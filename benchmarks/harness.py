@@ -13,10 +13,10 @@ import numpy as np
 from benchmarks.datasets import Task
 from memvec import Memory, NewRecord
 from memvec.embed import Embedder
-from memvec.embed.base import Vectors, l2_normalize
+from memvec.embed.base import ForwardsTokenizer, Vectors, l2_normalize
 
 
-class MeasuredEmbedder:
+class MeasuredEmbedder(ForwardsTokenizer):
     """Wraps an embedder: counts seconds spent embedding and caches query vectors on demand."""
 
     def __init__(self, inner: Embedder, *, cache_queries: bool = True, cache_documents: bool = False) -> None:
@@ -26,6 +26,9 @@ class MeasuredEmbedder:
         self.seconds = 0.0
         self._queries: dict[str, Vectors] = {}
         self._documents: dict[str, Vectors] = {}
+
+    def wrapped_embedder(self) -> Embedder:
+        return self.inner
 
     @property
     def model_id(self) -> str:

@@ -85,6 +85,12 @@ class IndexSettings(BaseModel):
     )
     index_dates: bool = Field(default=True, description="index each record's date (e.g. '8 May 2023') for BM25")
     vector_context: bool = Field(default=True, description="embed a record with its context too (see embed_records)")
+    long_text_windows: bool = Field(
+        default=True,
+        description="embed a record longer than the model's window past the window too (the rest in equal "
+        "windows, added to the first window's vector at a quarter weight) instead of its first window only; "
+        "records embedded before keep their vectors",
+    )
     save_every: int = Field(
         default=2_000,
         ge=1,

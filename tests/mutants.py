@@ -20,6 +20,20 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
     (
+        "a long record is read to its first window only",
+        "memvec/embed/base.py",
+        "        rest = spans.get(i, [])[window:]\n",
+        "        rest = []\n",
+        "tests/test_long_records.py",
+    ),
+    (
+        "a long record's rest outweighs its first window",
+        "memvec/embed/base.py",
+        "TAIL_WEIGHT = 0.25\n",
+        "TAIL_WEIGHT = 1.0\n",
+        "tests/test_long_records.py",
+    ),
+    (
         "a per-document search repeats a document",
         "memvec/search/per_document.py",
         "            if cited.document_id in seen:\n                continue\n",

@@ -62,6 +62,9 @@ def test_quick_families_and_documents(tmp_path: Path) -> None:
     assert files["scores"]["default"]["n"] == 10 and files["scores"]["default"]["ndcg@10"] > 0.5
     assert files["chunks"] > files["documents"] and 0 < files["ratio_to_model"] <= 1
     assert results["documents"]["pdf"]["pages"] == 3
+    records, cut = results["documents"]["records"], results["documents"]["records_first_window"]
+    assert (records["windows"], cut["windows"]) == (True, False) and records["longer_than_window"] > 0.3
+    assert "first window only" in report
     chats = results["families"]["LongMemEval_S"]["scores"]
     assert chats["default"]["overall"]["n"] == 1 and set(chats["default"]["overall"]) >= {"ndcg@10", "session_all@5"}
 

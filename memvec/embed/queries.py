@@ -16,10 +16,10 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from memvec.embed.base import Embedder, Spans, Vectors, batch_invariant, embed_queries, tokenizer_of
+from memvec.embed.base import Embedder, ForwardsTokenizer, Vectors, batch_invariant, embed_queries
 
 
-class _Delegate:
+class _Delegate(ForwardsTokenizer):
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
 
@@ -41,16 +41,8 @@ class _Delegate:
     def batch_invariant(self) -> bool:
         return batch_invariant(self.inner)
 
-    @property
-    def max_tokens(self) -> int | None:
-        found = tokenizer_of(self.inner)
-        return None if found is None else found[1]
-
-    def token_spans(self, texts: Sequence[str]) -> Spans:
-        found = tokenizer_of(self.inner)
-        if found is None:
-            raise TypeError(f"{self.inner.model_id} has no tokenizer")
-        return found[0](texts)
+    def wrapped_embedder(self) -> Embedder:
+        return self.inner
 
     def close(self) -> None:
         close_inner = getattr(self.inner, "close", None)

@@ -90,7 +90,7 @@ def embedded(engine: Engine, documents: list[tuple[ParsedDocument, list[Chunk]]]
     flat_contexts = (
         [c for group in contexts for c in group] if engine.index_settings.vector_context else [None] * len(flat_texts)
     )
-    vectors = embed_records(engine.embedder, flat_texts, flat_contexts)
+    vectors = embed_records(engine.embedder, flat_texts, flat_contexts, windows=False)  # chunks fit the window
     out, start = [], 0
     for (parsed, chunks), group_texts, group_contexts in zip(documents, texts, contexts, strict=True):
         out.append(Chunked(parsed, chunks, group_texts, group_contexts, vectors[start : start + len(chunks)]))

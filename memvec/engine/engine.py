@@ -170,7 +170,12 @@ class Engine:
         contexts = self._contexts(agent, tier, list(records))
         if vectors is None:
             vector_contexts = contexts if self.index_settings.vector_context else [None] * len(contexts)
-            vectors = embed_records(self.embedder, [record.text for record in records], vector_contexts)
+            vectors = embed_records(
+                self.embedder,
+                [record.text for record in records],
+                vector_contexts,
+                windows=self.index_settings.long_text_windows,
+            )
         now = datetime.now(UTC)
         return [
             PreparedRecord(

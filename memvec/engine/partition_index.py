@@ -212,7 +212,8 @@ class PartitionIndex:
         vectors = batch.vectors
         if stale:
             contexts = [batch.contexts[i] if self.settings.vector_context else None for i in stale]
-            fresh = embed_records(self.embedder, [batch.texts[i] for i in stale], contexts)
+            texts = [batch.texts[i] for i in stale]
+            fresh = embed_records(self.embedder, texts, contexts, windows=self.settings.long_text_windows)
             self.store.set_embeddings([int(batch.ids[i]) for i in stale], fresh, self.embedder.model_id)
             if vectors.shape[1] != self.embedder.dim:
                 vectors = np.zeros((len(batch.ids), self.embedder.dim), dtype=np.float32)
