@@ -29,6 +29,7 @@ from memvec.embed import DEFAULT_MODEL_NAME, Embedder, load_embedder, qualified_
 MODES: dict[str, dict[str, Any]] = {
     "default": {"mode": "hybrid"},
     "fusion alone": {"mode": "hybrid", "rerank": False},
+    "sessions spread": {"mode": "hybrid", "spread_sessions": True},  # opt-in: the first 5 from many sessions
     "bm25": {"mode": "bm25"},
     "vector": {"mode": "vector"},
     "token": {"mode": "token"},

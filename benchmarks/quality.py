@@ -29,6 +29,7 @@ MODES: dict[str, dict[str, Any]] = {
     "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf", "rerank": False},
     "hybrid, no ranker": {"mode": "hybrid", "rerank": False},
     "hybrid (default)": {"mode": "hybrid"},
+    "hybrid, sessions spread": {"mode": "hybrid", "spread_sessions": True},  # opt-in
 }
 
 

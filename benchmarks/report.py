@@ -18,7 +18,16 @@ from benchmarks.metrics import hit_at_k
 from memvec.embed import Embedder
 
 CONVEX_WEIGHTS = ["hybrid w=0.3", "hybrid w=0.5", "hybrid w=0.7"]
-SHOWN_MODES = ["token", "bm25", "vector", *CONVEX_WEIGHTS, "hybrid-rrf", "hybrid, no ranker", "hybrid (default)"]
+SHOWN_MODES = [
+    "token",
+    "bm25",
+    "vector",
+    *CONVEX_WEIGHTS,
+    "hybrid-rrf",
+    "hybrid, no ranker",
+    "hybrid (default)",
+    "hybrid, sessions spread",
+]
 
 
 def recall_curves(

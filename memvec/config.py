@@ -48,6 +48,13 @@ class SearchSettings(BaseModel):
         "ranker shipped in the package, when it was fitted for the home's "
         "model and the fusion (convex; else plain fusion)",
     )
+    session_spread: float = Field(
+        default=0.2,
+        ge=0.0,
+        le=1.0,
+        description="hybrid with spread_sessions: how much lower a turn scores, among the first hits, for each "
+        "turn of its session picked before it (scores: fused, 0-1, or the ranker's)",
+    )
     session_weight: float | None = Field(
         default=None,
         ge=0.0,

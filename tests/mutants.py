@@ -20,6 +20,27 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
     (
+        "a search asked to spread sessions ranks by fusion alone as usual",
+        "memvec/search/hybrid.py",
+        "    if spread:\n        order = spread_sessions(order, found.fused,",
+        "    if False:\n        order = spread_sessions(order, found.fused,",
+        "tests/test_spread.py",
+    ),
+    (
+        "the ranker ignores a request to spread sessions",
+        "memvec/search/hybrid.py",
+        "    if spread:\n        order = spread_sessions(order, learned,",
+        "    if False:\n        order = spread_sessions(order, learned,",
+        "tests/test_stable_top_k.py",
+    ),
+    (
+        "sessions spread over every hit, not the first ones",
+        "memvec/search/spread.py",
+        "    for _ in range(min(head, len(left))):",
+        "    for _ in range(len(left)):",
+        "tests/test_spread.py",
+    ),
+    (
         "a long record is read to its first window only",
         "memvec/embed/base.py",
         "        rest = spans.get(i, [])[window:]\n",

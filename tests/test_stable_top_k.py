@@ -74,10 +74,20 @@ def top_ids(mem: Memory, query: str, k: int, **options: object) -> list[int]:
     return [hit.id for hit in mem.search(request)]
 
 
-SEARCHES = [{}, {"rerank": False}, {"fusion": "rrf"}, {"mode": "bm25"}, {"mode": "vector"}]
+SEARCHES = [
+    {},
+    {"rerank": False},
+    {"fusion": "rrf"},
+    {"mode": "bm25"},
+    {"mode": "vector"},
+    {"spread_sessions": True},
+    {"rerank": False, "spread_sessions": True},
+]
 
 
-@pytest.mark.parametrize("options", SEARCHES, ids=["default", "fusion", "rrf", "bm25", "vector"])
+@pytest.mark.parametrize(
+    "options", SEARCHES, ids=["default", "fusion", "rrf", "bm25", "vector", "spread", "fusion-spread"]
+)
 def test_the_top_ten_is_the_same_at_k_10_and_k_100_with_the_real_model(real_memory: Memory, options: dict) -> None:
     fill(real_memory, 600, seed=3)
     for query in QUERIES:
@@ -95,6 +105,19 @@ def test_the_ranker_orders_its_depth_and_scores_never_rise(real_memory: Memory) 
         # past the ranker's depth the hits keep fusion's order
         fused = [h.scores.fused for h in hits[50:]]
         assert fused == sorted(fused, reverse=True)
+
+
+def test_the_ranker_spreads_sessions_over_the_first_hits_when_asked(real_memory: Memory) -> None:
+    fill(real_memory, 300, seed=5)
+    changed = 0
+    for query in QUERIES:
+        plain = real_memory.recall("a").search(query, k=10)
+        spread = real_memory.recall("a").search(query, k=10, spread_sessions=True)
+        assert all(h.scores.ranker is not None for h in spread)
+        sessions = [[h.citation.session_id for h in hits[:5]] for hits in (plain, spread)]
+        assert len(set(sessions[1])) >= len(set(sessions[0])), query
+        changed += sessions[0] != sessions[1]
+    assert changed
 
 
 @settings(max_examples=15, deadline=None)

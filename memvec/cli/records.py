@@ -228,6 +228,9 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 @click.option("--reference-time", type=TIMESTAMP, help="What --dates-in-query resolves against (default: now).")
 @click.option("--per-document", is_flag=True, help="The best chunk of each document only (-k documents).")
 @click.option(
+    "--spread-sessions", is_flag=True, help="The first 5 hits spread over sessions (a question about several)."
+)
+@click.option(
     "--queries",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help='Batch mode: JSONL of {"id", "query"}; prints one {"id", "hits"} line per query.',
@@ -255,6 +258,7 @@ def search(
     dates_in_query: bool,
     reference_time: datetime | None,
     per_document: bool,
+    spread_sessions: bool,
     queries: Path | None,
     as_json: bool,
 ) -> None:
@@ -289,6 +293,7 @@ def search(
                 "dates_in_query": dates_in_query,
                 "reference_time": reference_time,
                 "per_document": per_document,
+                "spread_sessions": spread_sessions,
             }
         )
 

@@ -18,6 +18,7 @@ from memvec.index.tokenize import plain_tokens
 from memvec.search.fuse import convex, rrf
 from memvec.search.parts import SearchableTier
 from memvec.search.rerank import Candidates, Matrix, Ranker, candidate_context, feature_matrix
+from memvec.search.spread import spread_sessions
 from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
 
 Ids = npt.NDArray[np.int64]
@@ -128,12 +129,16 @@ def _hybrid(
 ) -> Ranked:
     found = _fuse(index, request, settings, scope, query_vector, ranker)
     order = np.lexsort((found.union, -found.fused))
+    spread = settings.session_spread if request.spread_sessions else 0.0
     if found.ranker is not None:
-        return _rerank(index, request, found, order[: max(found.ranker.depth, request.k)], found.ranker, query_vector)
+        top = order[: max(found.ranker.depth, request.k)]
+        return _rerank(index, request, found, top, found.ranker, query_vector, spread)
+    if spread:
+        order = spread_sessions(order, found.fused, index.sessions.rows_for(found.union), spread)
     order = order[: request.k]
     return Ranked(
         found.union[order],
-        found.fused[order],
+        np.minimum.accumulate(found.fused[order]) if spread and len(order) else found.fused[order],
         vector=found.vector[order],
         bm25=found.bm25[order],
         session_vector=found.session_vector[order],
@@ -237,12 +242,18 @@ def candidate_table(
 
 
 def _rerank(
-    index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, ranker: Ranker, query_vector: Scores
+    index: SearchableTier,
+    request: SearchRequest,
+    found: _Fused,
+    top: Ids,
+    ranker: Ranker,
+    query_vector: Scores,
+    spread: float = 0.0,
 ) -> Ranked:
     """The ranker re-orders the best `ranker.depth` fused candidates, whatever k is asked (so the top
     hits do not depend on k: their features are read among those candidates only); hits past that
     depth follow in fusion's order. A hit's score is the ranker's, capped at the score of the hit
-    above it, so scores never rise down the list."""
+    above it, so scores never rise down the list. `spread`: the first hits spread over sessions."""
     head = min(ranker.depth, len(top))
     ids, features = _featured(index, request, found, top[:head], query_vector)
     learned = ranker.score(features, request.tier.value)
@@ -251,7 +262,10 @@ def _rerank(
             learned, ranker.score(_featured(index, request, found, top, query_vector)[1][head:], request.tier.value)
         ]
         ids = found.union[top]
-    order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))][: request.k]
+    order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))]
+    if spread:
+        order = spread_sessions(order, learned, index.sessions.rows_for(ids), spread)
+    order = order[: request.k]
     shown = np.minimum.accumulate(learned[order]) if len(order) else learned[order]
     return Ranked(
         ids[order],

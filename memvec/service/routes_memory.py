@@ -74,6 +74,9 @@ def ranking(
         datetime | None, Query(description="what relative time expressions are resolved against (default: now)")
     ] = None,
     per_document: Annotated[bool, Query(description="the best chunk of each document only (top_k documents)")] = False,
+    spread_sessions: Annotated[
+        bool, Query(description="the first 5 hits spread over sessions, for a question about several conversations")
+    ] = False,
 ) -> dict[str, object]:
     """Search options shared by both search endpoints (None: the server's defaults)."""
     return {
@@ -84,6 +87,7 @@ def ranking(
         "dates_in_query": dates_in_query,
         "reference_time": reference_time,
         "per_document": per_document,
+        "spread_sessions": spread_sessions,
     }
 
 

@@ -51,10 +51,13 @@ class RecallMemory(TierView):
         rerank: bool | None = None,
         dates_in_query: bool = False,
         reference_time: datetime | None = None,
+        spread_sessions: bool = False,
     ) -> list[Hit]:
         """`rerank=False` ranks hybrid hits by fusion alone (default: the learned ranker, when the
         home's model has one). `dates_in_query`: only messages from the period the query names
-        ("what did I say yesterday"), resolved against `reference_time` (default now)."""
+        ("what did I say yesterday"), resolved against `reference_time` (default now).
+        `spread_sessions`: the first hits come from as many conversations as earn a place (a
+        question about several sessions; memvec.search.spread)."""
         filters = {"roles": list(roles), "start": start, "end": end, "session_id": session_id}
         return self._search(
             query,
@@ -64,6 +67,7 @@ class RecallMemory(TierView):
             rerank=rerank,
             dates_in_query=dates_in_query,
             reference_time=reference_time,
+            spread_sessions=spread_sessions,
         )
 
     def list(
