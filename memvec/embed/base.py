@@ -56,9 +56,9 @@ def embed_records(
 
 Owners = npt.NDArray[np.int64]
 # How much the text past a record's first window adds to its vector, per window's worth of tokens.
-# The first window leads (a title and an opening say most of what a record is about): on SciFact,
-# vector alone, nDCG@10 with the rest averaged in at equal weight fell on fold 0 (0.714 -> 0.695);
-# 0.25 was best there and, held out on folds 1-4, 0.645 -> 0.651 (benchmarks/results/documents.md).
+# The first window leads: a title and an opening say most of what a record is about, and an even
+# average over the windows ranked SciFact's abstracts worse than a quarter weight did
+# (docs/benchmarks.md, "Long records").
 TAIL_WEIGHT = 0.25
 
 
