@@ -22,15 +22,15 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a search asked to spread sessions ranks by fusion alone as usual",
         "memvec/search/hybrid.py",
-        "    if spread:\n        order = spread_sessions(order, found.fused,",
-        "    if False:\n        order = spread_sessions(order, found.fused,",
+        "    order = _first_k(index, found.union, order, found.fused, spread, request.k)",
+        "    order = _first_k(index, found.union, order, found.fused, 0.0, request.k)",
         "tests/test_spread.py",
     ),
     (
         "the ranker ignores a request to spread sessions",
         "memvec/search/hybrid.py",
-        "    if spread:\n        order = spread_sessions(order, learned,",
-        "    if False:\n        order = spread_sessions(order, learned,",
+        "    order = _first_k(index, ids, order, learned, spread, request.k)",
+        "    order = _first_k(index, ids, order, learned, 0.0, request.k)",
         "tests/test_stable_top_k.py",
     ),
     (

@@ -133,9 +133,7 @@ def _hybrid(
     if found.ranker is not None:
         top = order[: max(found.ranker.depth, request.k)]
         return _rerank(index, request, found, top, found.ranker, query_vector, spread)
-    if spread:
-        order = spread_sessions(order, found.fused, index.sessions.rows_for(found.union), spread)
-    order = order[: request.k]
+    order = _first_k(index, found.union, order, found.fused, spread, request.k)
     return Ranked(
         found.union[order],
         np.minimum.accumulate(found.fused[order]) if spread and len(order) else found.fused[order],
@@ -263,9 +261,7 @@ def _rerank(
         ]
         ids = found.union[top]
     order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))]
-    if spread:
-        order = spread_sessions(order, learned, index.sessions.rows_for(ids), spread)
-    order = order[: request.k]
+    order = _first_k(index, ids, order, learned, spread, request.k)
     shown = np.minimum.accumulate(learned[order]) if len(order) else learned[order]
     return Ranked(
         ids[order],
@@ -277,6 +273,14 @@ def _rerank(
         session_vector=found.session_vector[top][order],
         session_bm25=found.session_bm25[top][order],
     )
+
+
+def _first_k(index: SearchableTier, ids: Ids, order: Ids, scores: Scores, spread: float, k: int) -> Ids:
+    """The first k positions of `order` (into `ids` and `scores`), the first hits spread over
+    sessions when `spread` is set."""
+    if spread:
+        order = spread_sessions(order, scores, index.sessions.rows_for(ids), spread)
+    return order[:k]
 
 
 def _featured(
