@@ -93,7 +93,7 @@ def family_tasks(longmemeval_path: Path, scifact_path: Path, size: str) -> dict[
     documents = scifact.task(scifact_path, None if size == "full" else {0})
     if size == "quick":
         questions = [longmemeval.smaller(q) for q in questions[:1]]
-        documents = scifact.smaller(documents, queries=20, docs=300)
+        documents = scifact.smaller(documents, queries=12, docs=120)
     return {
         LONGMEMEVAL.name: (LONGMEMEVAL, [longmemeval.task(q) for q in questions]),
         SCIFACT.name: (SCIFACT, [documents]),
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument(
-        "--quick", action="store_true", help="a smoke run (one question on part of its haystack, 20 claims)"
+        "--quick", action="store_true", help="a smoke run (one question on part of its haystack, 12 claims)"
     )
     size.add_argument("--full", action="store_true", help="every question and claim (long)")
     parser.add_argument("--longmemeval", type=Path, default=longmemeval.DEFAULT_PATH)

@@ -24,7 +24,7 @@ from benchmarks.speed import synthetic_texts
 
 LEVELS = (1, 8, 32)
 WORKERS = (1, 2)
-WORKER_START_S = 8.0  # the other workers load the model meanwhile
+WORKERS_START_TIMEOUT_S = 60.0
 
 
 def free_port() -> int:
@@ -82,6 +82,15 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path | None = 
             pass
         time.sleep(0.05)
     raise TimeoutError(f"{url} did not become healthy")
+
+
+def wait_listening(log: Path, workers: int, timeout: float = WORKERS_START_TIMEOUT_S) -> None:
+    """Until every worker has said it listens (each logs it once its model is loaded)."""
+    deadline = time.monotonic() + timeout
+    while log.read_text(errors="replace").count("listening on") < workers:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fewer than {workers} workers listening: {log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.1)
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:
@@ -161,9 +170,10 @@ def _workers(home: Path, model: str, seconds: float, search: Any) -> list[dict[s
     """Searches/s at 8 and 32 clients with 1 and 2 `serve --workers` on the same home, side by side."""
     rows = []
     for workers in WORKERS:
-        process, url = start_server(home, ["--model", model], ["--workers", str(workers)])
+        log = home.parent / f"serve-{workers}-workers.log"
+        process, url = start_server(home, ["--model", model], ["--workers", str(workers)], stderr_path=log)
         try:
-            time.sleep(WORKER_START_S if workers > 1 else 0)  # health answered once one worker was up
+            wait_listening(log, workers)  # health answered once one worker was up
             rows += [{"workers": workers, **run_level(url, c, seconds, search, 200)} for c in (8, 32)]
         finally:
             stop_server(process)

@@ -1312,6 +1312,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_onnx.py",
     ),
     (
+        "processes starting at once each export the model",
+        "memvec/embed/onnx_export.py",
+        "fcntl.flock(lock, fcntl.LOCK_EX)",
+        "fcntl.flock(lock, fcntl.LOCK_SH)",
+        "tests/test_onnx.py",
+    ),
+    (
         "a refused int8 export is fatal, not fp32",
         "memvec/embed/__init__.py",
         "        except QuantizationRefusedError as exc:",

@@ -57,7 +57,7 @@ def test_quick_families_and_documents(tmp_path: Path) -> None:
         assert heading in report
     documents = results["families"]["SciFact"]["scores"]
     assert documents["bm25"]["overall"]["ndcg@10"] > documents["token"]["overall"]["ndcg@10"]
-    assert documents["default"]["overall"]["n"] == 20
+    assert documents["default"]["overall"]["n"] == 12
     files = results["documents"]["files"][0]
     assert files["scores"]["default"]["n"] == 10 and files["scores"]["default"]["ndcg@10"] > 0.5
     assert files["chunks"] > files["documents"] and 0 < files["ratio_to_model"] <= 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +159,28 @@ def test_an_int8_graph_that_disagrees_with_fp32_is_refused_once_and_the_home_emb
     assert not exports
     with Memory.open(tmp_path / "home", embedder=embedder) as memory:
         assert memory.model_id == "onnx:all-MiniLM-L6-v2" and memory._engine.ranker is not None
+
+
+def test_two_processes_starting_at_once_export_the_model_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm_int8: Embedder
+) -> None:
+    _, spec = exported_model(packaged_minilm_path(), "int8")  # the real export, from the user's cache
+    monkeypatch.setenv("MEMVEC_CACHE", str(tmp_path / "cache"))
+    exports: list[Path] = []
+    waiting: list[threading.Thread] = []
+
+    def export(model_dir: Path, layout: object, out: Path, *rest: object) -> None:
+        exports.append(out)
+        if len(exports) == 1:  # a second start arrives while the first is exporting, and must wait for it
+            waiting.append(threading.Thread(target=exported_model, args=(packaged_minilm_path(), "int8")))
+            waiting[0].start()
+            waiting[0].join(timeout=0.5)
+        (out / onnx_export.SPEC_FILE).write_text(spec.model_dump_json())
+
+    monkeypatch.setattr(onnx_export, "_export", export)
+    assert exported_model(packaged_minilm_path(), "int8")[1] == spec
+    waiting[0].join(timeout=30)
+    assert not waiting[0].is_alive() and len(exports) == 1, exports
 
 
 def test_unsupported_modules_are_refused(tmp_path: Path) -> None:

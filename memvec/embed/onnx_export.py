@@ -12,12 +12,13 @@ the model's declared layout (:mod:`memvec.embed.st_layout`).
 Torch is imported only here and only when an export is needed. The result lives under
 ``<cache>/onnx/<content hash>-opset<N>-<quantization>/`` (``MEMVEC_CACHE``, default
 ``$XDG_CACHE_HOME/memvec`` or ``~/.cache/memvec``), so every home on the machine reuses it; it is
-written to a temporary folder and renamed into place, so a failed or concurrent export never leaves
-a half-written model behind.
+written to a temporary folder and renamed into place, so a failed export never leaves a half-written
+model behind, and under a file lock, so processes starting at once on a fresh machine export it once.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import inspect
 import json
@@ -127,32 +128,54 @@ def exported_model(model_dir: Path, quantization: Quantization) -> tuple[Path, O
         raise QuantizationRefusedError(refused.read_text())
     if not (target / SPEC_FILE).is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
-        # a warning because it is the one line a first run should show (the CLI configures no logging):
-        # this start takes seconds where every later one takes a tenth of one
-        log.warning(
-            "first use of %s on ONNX Runtime (%s): exporting and checking it once, ~15 s on 2 cores; "
-            "later starts load %s",
-            model_dir,
-            quantization,
-            target,
-        )
-        started = time.perf_counter()
-        try:
-            try:
-                _export(model_dir, layout, scratch, quantization, fingerprint)
-            except QuantizationRefusedError as exc:
-                _write_quietly(refused, str(exc))
-                raise
-            try:
-                os.rename(scratch, target)
-            except OSError:
-                if not (target / SPEC_FILE).is_file():  # not another process's complete export: a real failure
-                    raise
-            log.info("exported %s in %.1f s", model_dir, time.perf_counter() - started)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        with _export_lock(target):  # two processes starting on a fresh machine export once, not twice
+            if refused.is_file():
+                raise QuantizationRefusedError(refused.read_text())
+            if not (target / SPEC_FILE).is_file():
+                _export_into(model_dir, layout, target, refused, quantization, fingerprint)
     return target, OnnxSpec.model_validate_json((target / SPEC_FILE).read_text())
+
+
+@contextmanager
+def _export_lock(target: Path) -> Iterator[None]:
+    """Held while one process exports ``target``; others wait, then find the export done."""
+    locks = cache_root() / "locks"  # beside the exports, not among them: a lock file is not a model
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"onnx-{target.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _export_into(
+    model_dir: Path, layout: ModelLayout, target: Path, refused: Path, quantization: Quantization, fingerprint: str
+) -> None:
+    scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
+    # a warning because it is the one line a first run should show (the CLI configures no logging):
+    # this start takes seconds where every later one takes a tenth of one
+    log.warning(
+        "first use of %s on ONNX Runtime (%s): exporting and checking it once, ~15 s on 2 cores; later starts load %s",
+        model_dir,
+        quantization,
+        target,
+    )
+    started = time.perf_counter()
+    try:
+        try:
+            _export(model_dir, layout, scratch, quantization, fingerprint)
+        except QuantizationRefusedError as exc:
+            _write_quietly(refused, str(exc))
+            raise
+        try:
+            os.rename(scratch, target)
+        except OSError:
+            if not (target / SPEC_FILE).is_file():  # not another process's complete export: a real failure
+                raise
+        log.info("exported %s in %.1f s", model_dir, time.perf_counter() - started)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _export(model_dir: Path, layout: ModelLayout, out: Path, quantization: Quantization, fingerprint: str) -> None:
