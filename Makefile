@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos train-ranker screenshots
+.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer train-ranker screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -88,12 +88,18 @@ bench-compact: install
 bench-ablation: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.ablation $(BENCH_ARGS)
 
-# Refit the learned rankers on the LoCoMo dev conversations (deterministic: the same files again) and report
-# them leave-one-conversation-out: memvec/search/ranker.json and benchmarks/results/ranker.{md,json} for the
-# default model, ranker-all-mpnet-base-v2.* for the quality profile's (~5 min).
+# Refit the learned rankers (deterministic: the same files again) and report them on LoCoMo leave-one-
+# conversation-out: memvec/search/ranker.json (LoCoMo, LongMemEval_S dev questions, SciFact dev folds) and
+# benchmarks/results/ranker.{md,json} for the default model, ranker-all-mpnet-base-v2.* (LoCoMo only) for the
+# quality profile's (~35 min on a fresh machine, ~5 once benchmarks/ranker_data.py has cached the candidates).
 train-ranker: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.train_ranker $(BENCH_ARGS)
-	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.train_ranker --model onnx-int8:all-mpnet-base-v2 $(BENCH_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.train_ranker --model onnx-int8:all-mpnet-base-v2 --families locomo $(BENCH_ARGS)
+
+# Does the second stage transfer? Fitted on each family, on the others and on all, each held out by group
+# (benchmarks/results/transfer.md; shares train-ranker's cached candidates).
+bench-transfer: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.transfer $(BENCH_ARGS)
 
 # Upper bounds on LoCoMo (ceiling, deeper k, oracle fusion weight) from the raw per-method scores (~3 min).
 bench-headroom: install

@@ -1,15 +1,21 @@
-"""`make train-ranker`: fit the learned ranker on the LoCoMo dev conversations and report it
-leave-one-conversation-out (every number is from a conversation the model was not fitted on).
+"""`make train-ranker`: fit the learned ranker and report it on LoCoMo leave-one-conversation-out
+(every number is from a conversation the model was not fitted on).
 
-For each conversation and tier (recall: the turns; archival: the observation facts) every question
-is searched, and the best `DEPTH` fused candidates are kept with their features, computed by the
-engine exactly as a search computes them; a candidate is relevant when it cites the question's
-evidence. The model is a LightGBM ensemble of small boosted trees per tier (binary objective, one
-thread, fixed seed: the same data give the same file), written in memvec's own node-table format
-so that search needs no training library. The shipped file is fitted on all dev
-conversations; the report compares the held-out rankings with plain fusion.
+Questions come from `benchmarks.ranker_data`: each question's best `DEPTH` fused candidates with
+their features, computed by the engine exactly as a search computes them; a candidate is relevant
+when it cites the question's evidence. The model is a LightGBM ensemble of small boosted trees per
+kind of record (binary objective, one thread, fixed seed: the same data give the same file), written
+in memvec's own node-table format so that search needs no training library:
+- recall: conversation turns, fitted on LoCoMo's five dev conversations and the LongMemEval_S dev
+  questions (not those `make bench` reports);
+- archival: passages in sessions, fitted on LoCoMo's observation facts;
+- documents: archival records without sessions, fitted on SciFact's training claims of folds 1-4
+  (fold 0 is `make bench`'s).
+`--families locomo` fits the first two on LoCoMo alone (the quality profile's ranker: its vectors
+for the other families would take hours on 2 cores). `python -m benchmarks.transfer` reports every
+family held out by group and each one ranked by trees fitted on the others.
 
-    python -m benchmarks.train_ranker [--locomo PATH] [--model ID] [--out memvec/search/ranker.json]
+    python -m benchmarks.train_ranker [--locomo PATH] [--model ID] [--families LIST] [--out memvec/search/ranker.json]
 """
 
 from __future__ import annotations
@@ -17,26 +23,25 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from benchmarks.datasets import DEFAULT_LOCOMO, Task, load_locomo, locomo_archival_task, locomo_recall_task
-from benchmarks.harness import load_task
+from benchmarks import longmemeval, ranker_data, scifact
+from benchmarks.datasets import DEFAULT_LOCOMO
 from benchmarks.metrics import summarize
-from memvec import SearchRequest
+from benchmarks.ranker_data import DEPTH, SESSION_WEIGHT, Question, dev_questions
 from memvec.config import SearchSettings
 from memvec.embed import load_embedder, split_model_id
 from memvec.embed.locate import DEFAULT_MODEL_ALIASES
 from memvec.search.rerank import FEATURES, RANKER_FILE, RANKER_VERSION, Ranker, context_support, probabilities
 from memvec.search.trees import TreeEnsemble, from_nested_trees
 
-DEPTH = 50
-TIERS = ("recall", "archival")
+TIERS = ("recall", "archival")  # the tiers LoCoMo's report covers
+MODELS = ("recall", "archival", "documents")  # the kinds of record a shipped ranker may have trees for
+FAMILIES = ("locomo", "longmemeval", "scifact")
 # Small trees, a slow rate and large leaves: the dev set is five conversations, and a ranker that
 # learned their quirks would not carry over (chosen leave-one-conversation-out, not tuned further).
 TREE_PARAMS: dict[str, Any] = {
@@ -65,50 +70,8 @@ MONOTONE = {
     "other_speaker_named": -1,
 }
 DEFAULT_MODEL = "onnx-int8:all-MiniLM-L6-v2"
-# The first stage's session weight the rankers are fitted over (and search then uses with them): among
-# 0.5, 1, 2, 3 and 5 the best mean of R@10 and MRR@10 over both tiers on conversations 1, 3, 5, ranked
-# held out, and confirmed on 2, 4 (benchmarks/results/ablation.md); fusion alone is best at 1.0.
-SESSION_WEIGHT = 2.0
 ROOT = Path(__file__).resolve().parents[1]
 Matrix = npt.NDArray[np.float64]
-
-
-@dataclass
-class Question:
-    conversation: str
-    tier: str
-    features: Matrix
-    keys: list[str]  # each candidate's citation key, best fused first
-    evidence: set[str]
-    context: dict[str, float]  # what kind of records the candidates are (rerank.CONTEXT)
-
-
-def questions_of(task: Task, conversation: str, embedder: Any, search: dict[str, Any] | None = None) -> list[Question]:
-    """Every question's candidates and features; `search`: settings other than the defaults."""
-    agent = re.sub(r"[^A-Za-z0-9_.-]", "-", task.name)
-    out = []
-    with tempfile.TemporaryDirectory() as tmp:
-        # the candidates come from fusion alone: the shipped ranker (perhaps stale, or being replaced) is not read
-        mem = load_task(
-            Path(tmp),
-            embedder,
-            task,
-            agent,
-            search={"session_weight": SESSION_WEIGHT, **(search or {}), "rerank": False},
-        )
-        try:
-            for query in task.queries:
-                request = SearchRequest.model_validate({"agent": agent, "tier": task.tier, "query": query.text})
-                ids, features, context = mem._engine.candidate_features(request, DEPTH)
-                by_id = {r.id: r.citation.turn_id or "" for r in mem._store.get(agent, ids.tolist())}
-                out.append(
-                    Question(
-                        conversation, task.tier, features, [by_id.get(int(i), "") for i in ids], query.evidence, context
-                    )
-                )
-        finally:
-            mem.close()
-    return out
 
 
 def labels(questions: list[Question]) -> tuple[Matrix, Matrix]:
@@ -117,23 +80,29 @@ def labels(questions: list[Question]) -> tuple[Matrix, Matrix]:
     return x, y
 
 
-def fit_tier(questions: list[Question], features: tuple[str, ...] = FEATURES) -> TreeEnsemble:
+def fit_tier(
+    questions: list[Question], features: tuple[str, ...] = FEATURES, weights: list[float] | None = None
+) -> TreeEnsemble:
     """Boosted trees on one tier's candidates, relevant (cites the evidence) or not, over
-    `features` (a subset of FEATURES, in their order, for the ablation)."""
+    `features` (a subset of FEATURES, in their order, for the ablation); `weights`: one a question
+    (its candidates share it), else all alike."""
     import lightgbm  # training only: search evaluates the trees itself
 
     x, y = labels(questions)
     x = x[:, [FEATURES.index(name) for name in features]]
     params = {**TREE_PARAMS, "monotone_constraints": [MONOTONE.get(name, 0) for name in features]}
-    booster = lightgbm.train(params, lightgbm.Dataset(x, y, params={"verbose": -1}), num_boost_round=ROUNDS)
+    row_weights = None if weights is None else np.repeat(weights, [len(q.keys) for q in questions])
+    data = lightgbm.Dataset(x, y, weight=row_weights, params={"verbose": -1})
+    booster = lightgbm.train(params, data, num_boost_round=ROUNDS)
     return from_nested_trees([tree["tree_structure"] for tree in booster.dump_model()["tree_info"]])
 
 
 def fit(questions: list[Question], models: tuple[str, ...]) -> Ranker:
-    """One model per tier, each fitted on that tier's questions, and the kind of candidate sets it
-    then ranks (those like its questions' candidate sets)."""
-    tiers = {tier: fit_tier([q for q in questions if q.tier == tier]) for tier in TIERS}
-    support = {tier: context_support([q.context for q in questions if q.tier == tier]) for tier in TIERS}
+    """Trees for each kind of record the questions hold (`MODELS`), each fitted on its questions, and
+    the kind of candidate sets it then ranks (those like its questions' candidate sets)."""
+    kinds = [kind for kind in MODELS if any(q.tier == kind for q in questions)]
+    tiers = {kind: fit_tier([q for q in questions if q.tier == kind]) for kind in kinds}
+    support = {kind: context_support([q.context for q in questions if q.tier == kind]) for kind in kinds}
     return Ranker(
         version=RANKER_VERSION,
         features=FEATURES,
@@ -285,28 +254,25 @@ def report_markdown(result: dict[str, Any], ranker: Ranker) -> str:
             )
         lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
     splits = {
-        tier: np.bincount(model.feature[model.feature >= 0], minlength=len(ranker.features))
-        for tier, model in ranker.tiers.items()
+        kind: np.bincount(ranker.tiers[kind].feature[ranker.tiers[kind].feature >= 0], minlength=len(ranker.features))
+        for kind in MODELS
+        if kind in ranker.tiers
     }
     lines += [
         "",
-        "Splits on each feature in the shipped models (all five conversations):",
+        f"Splits on each feature in the shipped models (fitted on {', '.join(result['families'])}: "
+        "`benchmarks/ranker_data.py` says which part of each):",
         "",
-        "| feature | recall | archival |",
-        "| --- | --- | --- |",
+        "| feature | " + " | ".join(splits) + " |",
+        "| --- |" + " --- |" * len(splits),
     ]
-    lines += [f"| {name} | {splits['recall'][n]} | {splits['archival'][n]} |" for n, name in enumerate(ranker.features)]
+    lines += [
+        f"| {name} | " + " | ".join(str(counts[n]) for counts in splits.values()) + " |"
+        for n, name in enumerate(ranker.features)
+    ]
     if "ablation" in result:
         lines += ablation_markdown(result["ablation"])
     return "\n".join(lines) + "\n"
-
-
-def dev_questions(samples: list[dict[str, Any]], embedder: Any, search: dict[str, Any] | None = None) -> list[Question]:
-    questions = []
-    for sample in samples:
-        for make in (locomo_recall_task, locomo_archival_task):
-            questions += questions_of(make(sample), sample["sample_id"], embedder, search)
-    return questions
 
 
 def fold_rankers(samples: list[dict[str, Any]], embedder: Any) -> dict[str, Ranker]:
@@ -337,9 +303,35 @@ def ranker_file(model_id: str) -> str:
     return "ranker-" + re.sub(r"[^A-Za-z0-9_.-]", "-", Path(name).name) + ".json"
 
 
+def shipped_questions(args: argparse.Namespace, embedder: Any, locomo: list[Question]) -> list[Question]:
+    """What the shipped file is fitted on: LoCoMo, and the other families' dev parts when asked."""
+    questions = list(locomo)
+    if "longmemeval" in args.families:
+        questions += ranker_data.longmemeval_questions(args.longmemeval, embedder)
+    if "scifact" in args.families:
+        dev = {f"{ranker_data.SCIFACT_GROUP} {fold}" for fold in ranker_data.SCIFACT_DEV_FOLDS}
+        questions += [q for q in ranker_data.scifact_questions(args.scifact, embedder) if q.conversation in dev]
+    return questions
+
+
+def families(text: str) -> tuple[str, ...]:
+    chosen = tuple(name.strip() for name in text.split(",") if name.strip())
+    if "locomo" not in chosen or not set(chosen) <= set(FAMILIES):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of {', '.join(FAMILIES)}, locomo among them")
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
+    parser.add_argument("--longmemeval", type=Path, default=longmemeval.DEFAULT_PATH)
+    parser.add_argument("--scifact", type=Path, default=scifact.DEFAULT_PATH)
+    parser.add_argument(
+        "--families",
+        type=families,
+        default=FAMILIES,
+        help=f"what the shipped file is fitted on (default: {','.join(FAMILIES)})",
+    )
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--out", type=Path, help="default: memvec/search/ranker[-<model>].json")
     parser.add_argument("--report", type=Path, help="default: benchmarks/results/ranker[-<model>].{md,json}")
@@ -348,10 +340,14 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out or ROOT / "memvec" / "search" / file_name
     args.report = args.report or ROOT / "benchmarks" / "results" / Path(file_name).stem
     embedder = load_embedder(args.model)
-    questions = dev_questions(load_locomo(args.locomo), embedder)
+    try:
+        questions = ranker_data.locomo_questions(args.locomo, embedder)
+        ranker = fit(shipped_questions(args, embedder, questions), ranked_models(embedder.model_id))
+    except FileNotFoundError as exc:
+        print(f"error: {exc}")
+        return 2
     ablated = ablation(questions)
-    result = {**leave_one_out(questions, ablated[SHIPPED]), "ablation": ablated}
-    ranker = fit(questions, ranked_models(embedder.model_id))
+    result = {**leave_one_out(questions, ablated[SHIPPED]), "ablation": ablated, "families": list(args.families)}
     args.out.write_text(json.dumps(ranker.to_json(), separators=(",", ":")) + "\n")  # ~150 kB on one line
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")

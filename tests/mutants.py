@@ -29,8 +29,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the ranker ignores a request to spread sessions",
         "memvec/search/hybrid.py",
-        "    order = _first_k(index, ids, order, learned, spread, request.k)",
-        "    order = _first_k(index, ids, order, learned, 0.0, request.k)",
+        "    order = _first_k(index, ids, order, learned, spread, request.k, pool=head)",
+        "    order = _first_k(index, ids, order, learned, 0.0, request.k, pool=head)",
         "tests/test_stable_top_k.py",
     ),
     (
@@ -734,15 +734,29 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the ranker re-orders queries that share no word",
         "memvec/search/hybrid.py",
-        "if not (len(union) and bm25.max() > 0) or (\n",
-        "if (\n",
+        "if not (len(union) and bm25.max() > 0) or model is None:",
+        "if model is None:",
+        "tests/test_ranker.py",
+    ),
+    (
+        "spread picks past the ranker's depth, where k decides what is there",
+        "memvec/search/hybrid.py",
+        "order = _first_k(index, ids, order, learned, spread, request.k, pool=head)",
+        "order = _first_k(index, ids, order, learned, spread, request.k)",
+        "tests/test_stable_top_k.py",
+    ),
+    (
+        "documents are ranked by the trees of passages in sessions",
+        "memvec/search/rerank.py",
+        'MODELS_FOR = {"recall": ("recall",), "archival": ("archival", "documents")}',
+        'MODELS_FOR = {"recall": ("recall",), "archival": ("archival",)}',
         "tests/test_ranker.py",
     ),
     (
         "the ranker ranks candidates unlike those it was fitted on",
         "memvec/search/hybrid.py",
-        "ranker is not None and not ranker.fits(_context(index, union), request.tier.value)",
-        "False",
+        "model = ranker.model_for(_context(index, union), request.tier.value) if ranker and len(union) else None",
+        "model = request.tier.value if ranker and len(union) else None",
         "tests/test_ranker.py",
     ),
     (

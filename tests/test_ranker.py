@@ -13,7 +13,8 @@ import httpx
 import numpy as np
 import pytest
 
-from benchmarks.train_ranker import Question, fit
+from benchmarks.ranker_data import Question
+from benchmarks.train_ranker import fit
 from memvec import Memory, SearchRequest
 from memvec.embed import Embedder
 from memvec.search import rerank
@@ -289,7 +290,7 @@ def shipped_file() -> Iterator[dict[str, Any]]:
 def test_the_shipped_file_names_its_features_models_and_version(shipped_file: dict[str, Any]) -> None:
     assert shipped_file["format"] == "memvec-ranker" and shipped_file["features"] == list(FEATURES)
     assert shipped_file["models"] == [REAL_MODEL, "onnx:all-MiniLM-L6-v2"]  # both ONNX precisions
-    assert set(shipped_file["tiers"]) == {"archival", "recall"}
+    assert set(shipped_file["tiers"]) == {"archival", "documents", "recall"}
     assert shipped_file["version"] == rerank.RANKER_VERSION
 
 
@@ -303,6 +304,22 @@ def test_the_shipped_ranker_ranks_the_records_it_was_fitted_on_and_not_others(sh
         assert ranker.fits({"length_log": sum(length) / 2, "in_session": 1.0}, tier)
         assert not ranker.fits({"length_log": sum(length) / 2, "in_session": 0.0}, tier)
         assert not ranker.fits({"length_log": length[1] + 1.0, "in_session": 1.0}, tier)
+
+
+def test_archival_records_without_sessions_like_scifact_abstracts_have_trees_of_their_own(
+    shipped_file: dict[str, Any],
+) -> None:
+    """The documents trees (fitted on SciFact's dev folds) rank an archival tier of long records
+    without sessions; passages in sessions keep the archival trees, and the recall tier never
+    borrows the documents'."""
+    ranker = Ranker.from_json(shipped_file)
+    length = ranker.support["documents"]["length_log"]
+    abstracts = {"length_log": sum(length) / 2, "in_session": 0.0}
+    assert ranker.model_for(abstracts, "archival") == "documents"
+    assert ranker.model_for(abstracts, "recall") is None
+    passages = {"length_log": sum(ranker.support["archival"]["length_log"]) / 2, "in_session": 1.0}
+    assert ranker.model_for(passages, "archival") == "archival"
+    assert ranker.model_for({"length_log": length[0] - 1.0, "in_session": 0.0}, "archival") is None
 
 
 def test_support_is_the_fitted_range_widened_by_its_margin() -> None:
@@ -320,6 +337,38 @@ def test_a_ranker_without_support_ranks_everything_and_support_round_trips(shipp
     assert bare.fits({"length_log": 99.0, "in_session": 0.0}, "recall")
     again = Ranker.from_json(json.loads(json.dumps(Ranker.from_json(shipped_file).to_json())))
     assert again.support == Ranker.from_json(shipped_file).support
+
+
+ABSTRACT_TOPICS = [
+    ("vitamin D", "bone density", "older women", "fractures"),
+    ("statins", "cholesterol", "middle-aged men", "heart attacks"),
+    ("aspirin", "platelets", "diabetic patients", "strokes"),
+    ("exercise", "insulin resistance", "obese adolescents", "type 2 diabetes"),
+    ("sleep loss", "memory consolidation", "students", "test scores"),
+    ("air pollution", "lung function", "children", "asthma attacks"),
+]
+
+
+def abstract(drug: str, measure: str, people: str, outcome: str) -> str:
+    """A record shaped like a SciFact abstract: a title and ~150 words of findings, no session."""
+    return (
+        f"Effects of {drug} on {measure} in {people}. Background: the role of {drug} in {measure} among {people} "
+        f"remains debated, and earlier trials of {drug} were small. Methods: we randomly assigned 2,400 {people} to "
+        f"{drug} or placebo for three years and measured {measure} every six months with standard clinical tests. "
+        f"The primary outcome was the rate of {outcome}; secondary outcomes were changes in {measure}, adverse events "
+        f"and adherence. Results: {drug} changed {measure} by a modest amount compared with placebo, and {outcome} "
+        f"occurred in fewer {people} given {drug} than in those given placebo, although the difference in {outcome} "
+        f"was smaller among those with the lowest {measure} at baseline. Adverse events were similar in both groups. "
+        f"Conclusions: in {people}, {drug} reduced {outcome} and improved {measure}; larger trials should confirm "
+        f"whether the benefit of {drug} holds over longer periods and in other populations."
+    )
+
+
+def test_abstracts_rank_by_the_documents_trees_and_short_notes_by_fusion(real_memory: Memory) -> None:
+    for topic in ABSTRACT_TOPICS:
+        real_memory.archival("papers").insert(abstract(*topic))
+    found = real_memory.archival("papers").search("statins lower the rate of heart attacks in men", k=3)
+    assert found[0].text.startswith("Effects of statins") and all(h.scores.ranker is not None for h in found)
 
 
 def test_documents_without_sessions_rank_by_fusion_alone(real_memory: Memory) -> None:

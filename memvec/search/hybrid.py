@@ -117,6 +117,7 @@ class _Fused:
     session_bm25: Scores
     lexical: QueryScores
     ranker: Ranker | None  # the ranker that will re-order them (None: fusion alone ranks)
+    model: str = ""  # which of its trees: the kind of record the candidates are (Ranker.model_for)
 
 
 def _hybrid(
@@ -175,9 +176,8 @@ def _fuse(
     # LoCoMo question shares some): its text features would re-order what only the vector can judge,
     # so it ranks by fusion alone, fused as fusion alone fuses. So do candidates unlike the ones it
     # was fitted on (documents without sessions, turns much longer than the fitted ones).
-    if not (len(union) and bm25.max() > 0) or (
-        ranker is not None and not ranker.fits(_context(index, union), request.tier.value)
-    ):
+    model = ranker.model_for(_context(index, union), request.tier.value) if ranker and len(union) else None
+    if not (len(union) and bm25.max() > 0) or model is None:
         ranker = None
     weight = _session_weight(request, settings, ranker)
     with_vector, with_bm25 = (
@@ -194,7 +194,7 @@ def _fuse(
     else:
         vector_weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
         fused = convex(with_vector, with_bm25, vector_weight)
-    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, ranker)
+    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, ranker, model or "")
 
 
 def _context(index: SearchableTier, union: Ids) -> dict[str, float]:
@@ -254,14 +254,13 @@ def _rerank(
     above it, so scores never rise down the list. `spread`: the first hits spread over sessions."""
     head = min(ranker.depth, len(top))
     ids, features = _featured(index, request, found, top[:head], query_vector)
-    learned = ranker.score(features, request.tier.value)
+    learned = ranker.score(features, found.model)
     if len(top) > head:  # the tail's own scores, read among every candidate shown
-        learned = np.r_[
-            learned, ranker.score(_featured(index, request, found, top, query_vector)[1][head:], request.tier.value)
-        ]
+        tail = _featured(index, request, found, top, query_vector)[1][head:]
+        learned = np.r_[learned, ranker.score(tail, found.model)]
         ids = found.union[top]
     order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))]
-    order = _first_k(index, ids, order, learned, spread, request.k)
+    order = _first_k(index, ids, order, learned, spread, request.k, pool=head)
     shown = np.minimum.accumulate(learned[order]) if len(order) else learned[order]
     return Ranked(
         ids[order],
@@ -275,11 +274,16 @@ def _rerank(
     )
 
 
-def _first_k(index: SearchableTier, ids: Ids, order: Ids, scores: Scores, spread: float, k: int) -> Ids:
+def _first_k(
+    index: SearchableTier, ids: Ids, order: Ids, scores: Scores, spread: float, k: int, pool: int | None = None
+) -> Ids:
     """The first k positions of `order` (into `ids` and `scores`), the first hits spread over
-    sessions when `spread` is set."""
+    sessions when `spread` is set, picked among the first `pool` of `order` (all: None). The
+    ranker's pool is its depth: past it scores are not comparable, and a k that reaches past it
+    must not change the first hits."""
     if spread:
-        order = spread_sessions(order, scores, index.sessions.rows_for(ids), spread)
+        picked = spread_sessions(order[:pool], scores, index.sessions.rows_for(ids), spread)
+        order = np.r_[picked, order[len(picked) :]]
     return order[:k]
 
 

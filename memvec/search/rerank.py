@@ -5,7 +5,8 @@ R@50 0.95, R@1 0.41). The ranker re-orders those candidates from features that m
 on any data: the raw scores and their gaps to the best candidate, the session's and the
 neighbouring turns' scores, whether the query names the record's speaker, its length, whether it
 holds time words (for a "when" question), asks a question itself or follows one. The model is a
-small ensemble of boosted trees (memvec.search.trees) per tier, shipped in
+small ensemble of boosted trees (memvec.search.trees) per kind of record: conversation turns (the
+recall tier), passages in sessions and documents without sessions (both archival), shipped in
 `memvec/search/ranker.json` with its feature list, a version and the embedding models it was
 fitted with (`make train-ranker` refits it); another model's ranker ships beside it as
 `ranker-<model>.json` (the quality profile's). Trees rather than a linear model: held out, they
@@ -13,8 +14,9 @@ rank LoCoMo better, and their output is bounded by the leaves they learned, so a
 fitted data (two records, one speaker) cannot push a score past what was seen; a model with
 pairwise products of the features did, and put an unrelated turn first on a two-record tier. A
 home on any other model, a search with RRF fusion, a query sharing no word with any candidate, a
-candidate set unlike the ones it was fitted on (its `support`: documents without sessions, turns
-far longer than LoCoMo's), or a package without the file ranks by plain fusion.
+candidate set unlike the ones its trees were fitted on (their `support`: say notes a few words long
+without sessions, or turns far longer than any fitted), or a package without the file ranks by
+plain fusion.
 """
 
 from __future__ import annotations
@@ -181,12 +183,17 @@ def probabilities(logits: Matrix) -> Scores:
 
 # What kind of records a search's candidates are, to tell whether the ranker was fitted on their
 # like: the median indexed length (log of BM25 tokens) and the share of them that belong to a
-# session. Trees fitted on short conversation turns re-ordered SciFact's abstracts (no sessions) and
-# LongMemEval's long chat turns worse than fusion alone; there search ranks by fusion.
+# session. Trees fitted on LoCoMo's short turns alone re-ordered SciFact's abstracts (no sessions) and
+# LongMemEval's long chat turns worse than fusion alone: trees serve only candidates like their own.
 CONTEXT = ("length_log", "in_session")
 # How far past the range seen in fitting a candidate set may lie and still be ranked: candidates
 # half as long or twice as long as any fitted (log 2), and a fifth of them more or fewer in sessions.
 CONTEXT_MARGIN = {"length_log": round(float(np.log(2.0)), 6), "in_session": 0.2}
+
+
+# The trees a tier's search may use, first that fits: a file may hold trees for passages in sessions
+# (LoCoMo's observations) and for standalone documents (SciFact's abstracts); they rank differently.
+MODELS_FOR = {"recall": ("recall",), "archival": ("archival", "documents")}
 
 
 def candidate_context(lengths: Scores, sessions: Ids) -> dict[str, float]:
@@ -227,14 +234,19 @@ class Ranker:
         scale than convex fusion's, so the trees would read them wrongly)."""
         return model_id in self.models and fusion == self.fusion and self.features == FEATURES
 
-    def fits(self, context: dict[str, float], tier: str) -> bool:
-        """Whether candidates of this `context` are like those the tier's trees were fitted on."""
-        ranges = self.support.get(tier, {})
-        return all(low <= context[name] <= high for name, (low, high) in ranges.items())
+    def fits(self, context: dict[str, float], model: str) -> bool:
+        """Whether candidates of this `context` are like those `model`'s trees were fitted on."""
+        ranges = self.support.get(model, {})
+        return model in self.tiers and all(low <= context[name] <= high for name, (low, high) in ranges.items())
 
-    def score(self, features: Matrix, tier: str) -> Scores:
+    def model_for(self, context: dict[str, float], tier: str) -> str | None:
+        """Which trees rank a `tier`'s candidates of this `context`: the tier's own, or for archival
+        records without sessions the documents' (MODELS_FOR); None where none was fitted on their like."""
+        return next((model for model in MODELS_FOR.get(tier, (tier,)) if self.fits(context, model)), None)
+
+    def score(self, features: Matrix, model: str) -> Scores:
         """The probability-like score of each row (a sigmoid of the log-odds, so 0..1)."""
-        return probabilities(self.tiers[tier].raw_scores(features))
+        return probabilities(self.tiers[model].raw_scores(features))
 
     def to_json(self) -> dict[str, Any]:
         return {
