@@ -35,9 +35,28 @@ REAL_MODEL_FIXTURES = {"minilm", "minilm_int8", "real_memory"}
 SERVER_PROCESS = re.compile(r"\bServer\b")  # tests.service_helpers.Server: a real `memvec serve` process
 
 
+# The modules that take longest (pytest --durations, three workers on 2 cores), longest first: `make
+# test` hands whole modules to free workers in collection order, so starting with these keeps one worker
+# from finishing a long module alone at the end. A stale list costs minutes, never a result.
+LONGEST_MODULES = (
+    "test_cluster",
+    "test_bench_smoke",
+    "test_postgres_faults",
+    "test_service_fuzz",
+    "test_onnx",
+    "test_chaos",
+    "test_real_model",
+    "test_service",
+    "test_quality_profile",
+    "test_agent",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that gets the real model or a server process from a fixture is `slow`, marked or not,
-    so `make test-fast` cannot pick it up by an oversight."""
+    so `make test-fast` cannot pick it up by an oversight. The longest modules go first."""
+    rank = {name: n for n, name in enumerate(LONGEST_MODULES)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: the rest keep their order
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         if info is None or item.get_closest_marker("slow") is not None:
