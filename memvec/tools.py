@@ -123,6 +123,15 @@ class ConversationSearchArgs(_Args):  # Letta's names; without a query, the newe
     end_date: Day = None
     session_id: SessionId = None
     limit: Count = 5
+    spread_sessions: Annotated[
+        bool,
+        Field(
+            description=(
+                "Pick the first results from as many past conversations as earn a place: for a question about "
+                "several conversations, where one would otherwise fill the list."
+            )
+        ),
+    ] = False
 
 
 class ArchivalListArgs(_Args):
@@ -350,7 +359,13 @@ def conversation_search(ctx: ToolContext, args: ConversationSearchArgs) -> str:
         ]
         return records_for_model(found[: args.limit][::-1], ctx.result_chars)
     hits = recall.search(
-        args.query, k=args.limit + len(visible), roles=roles, session_id=args.session_id, start=start, end=end
+        args.query,
+        k=args.limit + len(visible),
+        roles=roles,
+        session_id=args.session_id,
+        start=start,
+        end=end,
+        spread_sessions=args.spread_sessions,
     )
     return hits_for_model([h for h in hits if h.id not in visible][: args.limit], ctx.result_chars)
 

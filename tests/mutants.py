@@ -746,6 +746,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_stable_top_k.py",
     ),
     (
+        "the conversation_search tool ignores spread_sessions",
+        "memvec/tools.py",
+        "        spread_sessions=args.spread_sessions,\n",
+        "",
+        "tests/test_tools.py",
+    ),
+    (
         "documents are ranked by the trees of passages in sessions",
         "memvec/search/rerank.py",
         'MODELS_FOR = {"recall": ("recall",), "archival": ("archival", "documents")}',

@@ -91,3 +91,20 @@ def test_a_time_range_conversation_search_skips_what_the_model_already_sees(memo
     assert outcome.ok and [r["id"] for r in json.loads(outcome.content)["results"]] == ids[:2]
     refused = box.run("conversation_search", json.dumps({"session_id": "s"}))
     assert not refused.ok and "session_id needs a query" in refused.content
+
+
+def test_conversation_search_spreads_its_first_results_over_sessions_when_asked(memory: Memory) -> None:
+    for n in range(6):
+        memory.recall("ana").append("user", f"tea tea tea at the cafe, visit {n}", session_id="cafe")
+    memory.recall("ana").append("user", "we had tea once on the boat", session_id="boat")
+    for n in range(20):  # the candidates' scores are scaled between the best and the worst of them
+        memory.recall("ana").append("user", f"the weather report for day {n} says rain", session_id="weather")
+    box = ToolBox(memory, "ana", session_id="loop", turn=1)
+
+    def sessions(**options: object) -> list[str]:
+        outcome = box.run("conversation_search", json.dumps({"query": "tea", "limit": 5, **options}))
+        assert outcome.ok, outcome.content
+        return [r["citation"]["session_id"] for r in json.loads(outcome.content)["results"]]
+
+    assert sessions() == ["cafe"] * 5
+    assert "boat" in sessions(spread_sessions=True)
