@@ -28,7 +28,7 @@ import numpy as np
 
 from benchmarks import longmemeval, ranker_data, scifact, train_ranker
 from benchmarks.datasets import DEFAULT_LOCOMO
-from benchmarks.metrics import hit_at_k, ndcg_at_k, reciprocal_rank_at_k
+from benchmarks.metrics import ndcg_at_k, summarize
 from benchmarks.ranker_data import Question
 from memvec.embed import load_embedder
 from memvec.search.rerank import FEATURES
@@ -36,20 +36,13 @@ from memvec.search.rerank import FEATURES
 ROOT = Path(__file__).resolve().parents[1]
 # Which families one set of trees could serve: turns with sessions and speakers, and passages.
 TIER_FAMILIES = {"recall": ("LoCoMo", "LongMemEval_S"), "archival": ("LoCoMo", "SciFact")}
-METRICS = ("recall@1", "recall@10", "mrr@10", "ndcg@10")
 Rows = list[tuple[list[str], set[str]]]
 
 
 def summary(rows: Rows) -> dict[str, float]:
-    if not rows:
-        return {**dict.fromkeys(METRICS, 0.0), "n": 0}
-    return {
-        "recall@1": float(np.mean([hit_at_k(r, e, 1) for r, e in rows])),
-        "recall@10": float(np.mean([hit_at_k(r, e, 10) for r, e in rows])),
-        "mrr@10": float(np.mean([reciprocal_rank_at_k(r, e, 10) for r, e in rows])),
-        "ndcg@10": float(np.mean([ndcg_at_k(r, e, 10) for r, e in rows])),
-        "n": len(rows),
-    }
+    """`metrics.summarize`'s R@1, R@10 and MRR@10, with nDCG@10 beside them."""
+    ndcg = float(np.mean([ndcg_at_k(r, e, 10) for r, e in rows])) if rows else 0.0
+    return {**summarize(rows, ks=(1, 10)), "ndcg@10": ndcg}
 
 
 def ranked(questions: list[Question], model: Any) -> Rows:

@@ -734,8 +734,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the ranker re-orders queries that share no word",
         "memvec/search/hybrid.py",
-        "if not (len(union) and bm25.max() > 0) or model is None:",
-        "if model is None:",
+        "matched = bool(len(union)) and bm25.max() > 0",
+        "matched = bool(len(union))",
         "tests/test_ranker.py",
     ),
     (
@@ -762,8 +762,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the ranker ranks candidates unlike those it was fitted on",
         "memvec/search/hybrid.py",
-        "model = ranker.model_for(_context(index, union), request.tier.value) if ranker and len(union) else None",
-        "model = request.tier.value if ranker and len(union) else None",
+        "model = ranker.model_for(_context(index, union), request.tier.value) if ranker and matched else None",
+        "model = request.tier.value if ranker and matched else None",
         "tests/test_ranker.py",
     ),
     (

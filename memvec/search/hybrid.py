@@ -176,8 +176,9 @@ def _fuse(
     # LoCoMo question shares some): its text features would re-order what only the vector can judge,
     # so it ranks by fusion alone, fused as fusion alone fuses. So do candidates unlike the ones it
     # was fitted on (documents without sessions, turns much longer than the fitted ones).
-    model = ranker.model_for(_context(index, union), request.tier.value) if ranker and len(union) else None
-    if not (len(union) and bm25.max() > 0) or model is None:
+    matched = bool(len(union)) and bm25.max() > 0
+    model = ranker.model_for(_context(index, union), request.tier.value) if ranker and matched else None
+    if model is None:
         ranker = None
     weight = _session_weight(request, settings, ranker)
     with_vector, with_bm25 = (
