@@ -163,13 +163,42 @@ def require_postgres(url: str) -> None:
 
 
 def run_cli(
-    *args: str, home: Path, check: bool = True, timeout: float = 300, env: dict[str, str] | None = None
+    *args: str,
+    home: Path,
+    check: bool = True,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed `memvec` entry point in a real subprocess."""
-    full_env = {**os.environ, "MEMVEC_HOME": str(home), "HF_HUB_OFFLINE": "1", **(env or {})}
-    result = subprocess.run(
-        [sys.executable, "-m", "memvec", *args], capture_output=True, text=True, env=full_env, timeout=timeout
-    )
+    """Run `memvec ARGS` with MEMVEC_HOME=home: in this process through the entry point's own `run`
+    (click's isolation of stdin, stdout, stderr and the environment) unless `process`, which starts the
+    installed entry point in a real subprocess (for what only a process shows: startup, signals,
+    imports). In-process runs share the test worker's loaded models, the point of them."""
+    full_env = {"MEMVEC_HOME": str(home), "HF_HUB_OFFLINE": "1", **(env or {})}
+    if process:
+        result = subprocess.run(
+            [sys.executable, "-m", "memvec", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **full_env},
+            timeout=timeout,
+        )
+    else:
+        result = _run_cli_in_process(list(args), full_env)
     if check and result.returncode != 0:
         raise AssertionError(f"memvec {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
     return result
+
+
+def _run_cli_in_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    from click.testing import CliRunner
+
+    from memvec.cli.main import cli, run
+
+    with CliRunner().isolation(env=env) as (stdout, stderr, _):
+        code = run(cli, args)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return subprocess.CompletedProcess(
+            ["memvec", *args], code, stdout.getvalue().decode(), stderr.getvalue().decode()
+        )

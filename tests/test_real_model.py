@@ -118,6 +118,7 @@ def test_cli_end_to_end_with_the_default_model(tmp_path: Path) -> None:
         "-k",
         "1",
         home=home,
+        process=True,  # once through the installed entry point, as a user types it
     ).stdout
     [hit] = json.loads(out)
     assert hit["citation"] == {
