@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer train-ranker screenshots
+.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods train-ranker screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -102,6 +102,10 @@ train-ranker: install
 # (benchmarks/results/transfer.md; shares train-ranker's cached candidates).
 bench-transfer: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.transfer $(BENCH_ARGS)
+
+# A period named in the question lifted, ignored or filtered: LongMemEval_S's 15 such questions (~6 min).
+bench-periods: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.periods $(BENCH_ARGS)
 
 # Upper bounds on LoCoMo (ceiling, deeper k, oracle fusion weight) from the raw per-method scores (~3 min).
 bench-headroom: install

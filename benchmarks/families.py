@@ -18,6 +18,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,13 @@ from benchmarks import longmemeval, quality, scifact
 from benchmarks.datasets import Query, Task
 from benchmarks.harness import MeasuredEmbedder
 from memvec.embed import DEFAULT_MODEL_NAME, Embedder, load_embedder, qualified_model_id
+from memvec.search.when import period_in
 
 MODES: dict[str, dict[str, Any]] = {
     "default": {"mode": "hybrid"},
     "fusion alone": {"mode": "hybrid", "rerank": False},
     "sessions spread": {"mode": "hybrid", "spread_sessions": True},  # opt-in: the first 5 from many sessions
+    "no date boost": {"mode": "hybrid", "boost_dates_in_query": False},  # a period in the question ignored
     "bm25": {"mode": "bm25"},
     "vector": {"mode": "vector"},
     "token": {"mode": "token"},
@@ -80,10 +83,17 @@ def run(
     }
 
 
+NAMES_A_PERIOD = "(any type) names a period"
+
+
 def score(summarize: Summary, rows: list[tuple[list[str], Query]]) -> dict[str, Any]:
+    """Overall and by question type or fold; the questions whose text names a period (resolved
+    against when each was asked) are a group of their own besides their type."""
     by_category: dict[str, list[tuple[list[str], Query]]] = defaultdict(list)
     for ranked, query in rows:
         by_category[query.category].append((ranked, query))
+        if period_in(query.text, query.asked_at or datetime.now(UTC)):
+            by_category[NAMES_A_PERIOD].append((ranked, query))
     return {"overall": summarize(rows), "by_category": {c: summarize(v) for c, v in sorted(by_category.items())}}
 
 

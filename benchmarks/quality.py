@@ -30,6 +30,7 @@ MODES: dict[str, dict[str, Any]] = {
     "hybrid, no ranker": {"mode": "hybrid", "rerank": False},
     "hybrid (default)": {"mode": "hybrid"},
     "hybrid, sessions spread": {"mode": "hybrid", "spread_sessions": True},  # opt-in
+    "hybrid, no date boost": {"mode": "hybrid", "boost_dates_in_query": False},  # a period in the question ignored
 }
 
 
@@ -68,8 +69,9 @@ def ranked_keys(
             out: dict[str, list[list[str]]] = defaultdict(list)
             for query in task.queries:
                 for name, fields in modes.items():
+                    asked = {"reference_time": query.asked_at} if query.asked_at else {}
                     request = SearchRequest.model_validate(
-                        {"agent": agent, "tier": task.tier, "query": query.text, "k": k, **fields}
+                        {"agent": agent, "tier": task.tier, "query": query.text, "k": k, **asked, **fields}
                     )
                     out[name].append([h.citation.turn_id or "" for h in mem.search(request)])
             return dict(out)

@@ -369,6 +369,11 @@ class MethodScores(BaseModel):
     session_bm25: float | None = Field(
         default=None, description="hybrid: the mean BM25 of the record's session (added to its BM25 side)"
     )
+    period: float | None = Field(
+        default=None,
+        description="hybrid, a query naming a period: the reciprocal rank the period's own ranking added "
+        "(the hit's score is then both rankings fused)",
+    )
 
 
 class Hit(Record):
@@ -429,6 +434,12 @@ class SearchRequest(BaseModel):
         description="keep only records from the period a time expression "
         "in the query names ('yesterday', 'two weeks ago', 'last May', 'in 2023'; "
         "memvec.search.when), within start/end; a query naming none is not filtered",
+    )
+    boost_dates_in_query: bool = Field(
+        default=True,
+        description="hybrid: when the query names a period and dates_in_query is off, rank the search again "
+        "over that period's records and fuse both rankings by reciprocal rank (memvec.search.period): the "
+        "period's records rise, none is dropped",
     )
     reference_time: UtcDatetime | None = Field(
         default=None, description="what relative time expressions are resolved against (None: now)"

@@ -132,6 +132,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_documents.py",
     ),
     (
+        "a period named in the query lifts nothing",
+        "memvec/search/period.py",
+        "+ period_part.get(record, 0.0)",
+        "+ 0.0",
+        "tests/test_period.py",
+    ),
+    (
+        "a period's two rankings are cut at k, so the top hits depend on k",
+        "memvec/engine/engine.py",
+        '        wide = request.model_copy(update={"k": max(request.k, self.search_settings.candidate_pool)})',
+        '        wide = request.model_copy(update={"k": request.k})',
+        "tests/test_stable_top_k.py",
+    ),
+    (
         "dates_in_query filters nothing",
         "memvec/search/when.py",
         "    if not request.dates_in_query:\n        return request",

@@ -3,13 +3,16 @@ it is scored, on the real files (they are read, not embedded: the smoke run of `
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from benchmarks import longmemeval, scifact
 from benchmarks.datasets import Query
-from benchmarks.families import LONGMEMEVAL, SCIFACT, family_tasks
+from benchmarks.families import LONGMEMEVAL, NAMES_A_PERIOD, SCIFACT, family_tasks, score
+from benchmarks.periods import MODES, SHOWN, naming_a_period
+from benchmarks.periods import markdown as periods_markdown
 from tests.conftest import SHARED_DATA, require_data
 
 LONGMEMEVAL_FILE = SHARED_DATA / "longmemeval" / "longmemeval-s-dev.jsonl"
@@ -83,3 +86,23 @@ def test_a_missing_file_names_where_to_get_it(tmp_path: Path) -> None:
         longmemeval.load(tmp_path / "nope.jsonl")
     with pytest.raises(FileNotFoundError, match="BEIR"):
         scifact.task(tmp_path)
+
+
+def test_questions_naming_a_period_are_reported_apart_as_of_when_they_were_asked() -> None:
+    asked = datetime(2023, 5, 20, tzinfo=UTC)
+    rows = [
+        (["a"], Query("q1", "what did I buy two weeks ago?", {"a"}, "temporal-reasoning", asked_at=asked)),
+        (["c"], Query("q2", "which gym did I join?", {"b"}, "single-session-user", asked_at=asked)),
+        (["d"], Query("q3", "what did I read in 2019?", {"d"}, "multi-session")),
+    ]
+    groups = score(longmemeval.summarize, rows)["by_category"]
+    assert groups[NAMES_A_PERIOD]["n"] == 2 and groups[NAMES_A_PERIOD]["recall@1"] == 1.0
+    assert groups["single-session-user"]["recall@1"] == 0.0 and len(groups) == 4
+
+
+def test_the_periods_benchmark_takes_the_questions_naming_a_period(needs_data: None) -> None:
+    picked = naming_a_period(longmemeval.load(LONGMEMEVAL_FILE))
+    assert 10 <= len(picked) < 30 and any("weeks ago" in q["question"] for q in picked)
+    scores = {mode: {m: 0.5 for m in SHOWN} for mode in MODES}
+    rows = periods_markdown({"questions": [{"id": "q", "type": "t", "question": "in May?"}], "scores": scores})
+    assert sum(line.startswith("| ") for line in rows) == len(MODES) + 3

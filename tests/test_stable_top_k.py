@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -41,6 +42,7 @@ VERBS = [
     "booked",
     "cancelled",
 ]
+PERIODS_END = datetime(2024, 5, 15, 14, tzinfo=UTC)
 WHEN = ["yesterday", "last week", "in May", "on Sunday", "two months ago", "this morning"]
 QUERIES = [
     "what did we plan for the trip to Lisbon",
@@ -49,6 +51,7 @@ QUERIES = [
     "marathon training last week",
     "grandma's recipe",
     "piano lessons on Sunday",
+    "who cancelled the piano lessons yesterday",
 ]
 
 
@@ -66,8 +69,10 @@ def turns(n: int, seed: int) -> list[tuple[str, str, str]]:
 
 
 def fill(mem: Memory, n: int, seed: int) -> None:
+    """Turns over the 60 days before PERIODS_END, so that the periods the queries name hold some."""
     for turn, (role, session, text) in enumerate(turns(n, seed), start=1):
-        mem.recall("a").append(role, text, session_id=session, turn_id=turn)
+        said = PERIODS_END - timedelta(days=60) * (1 - turn / n)
+        mem.recall("a").append(role, text, session_id=session, turn_id=turn, created_at=said)
 
 
 def top_ids(mem: Memory, query: str, k: int, **options: object) -> list[int]:
@@ -91,11 +96,12 @@ SEARCHES = [
     {"mode": "vector"},
     {"spread_sessions": True},
     {"rerank": False, "spread_sessions": True},
+    {"reference_time": PERIODS_END},  # "last week", "yesterday": that period's turns are lifted
 ]
 
 
 @pytest.mark.parametrize(
-    "options", SEARCHES, ids=["default", "fusion", "rrf", "bm25", "vector", "spread", "fusion-spread"]
+    "options", SEARCHES, ids=["default", "fusion", "rrf", "bm25", "vector", "spread", "fusion-spread", "period"]
 )
 def test_the_top_ten_is_the_same_at_k_10_and_k_100_with_the_real_model(six_hundred: Memory, options: dict) -> None:
     for query in QUERIES:

@@ -225,7 +225,15 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
     help="Only records from the period a time expression in the query names ('yesterday', 'two weeks "
     "ago', 'last May', 'in 2023'), within --since/--until.",
 )
-@click.option("--reference-time", type=TIMESTAMP, help="What --dates-in-query resolves against (default: now).")
+@click.option(
+    "--no-date-boost",
+    is_flag=True,
+    help="Hybrid: do not lift records from the period the query names (lifted by default, unless "
+    "--dates-in-query keeps only them).",
+)
+@click.option(
+    "--reference-time", type=TIMESTAMP, help="What a time expression in the query resolves against (default: now)."
+)
 @click.option("--per-document", is_flag=True, help="The best chunk of each document only (-k documents).")
 @click.option(
     "--spread-sessions", is_flag=True, help="The first 5 hits spread over sessions (a question about several)."
@@ -256,6 +264,7 @@ def search(
     until: datetime | None,
     as_of: datetime | None,
     dates_in_query: bool,
+    no_date_boost: bool,
     reference_time: datetime | None,
     per_document: bool,
     spread_sessions: bool,
@@ -291,6 +300,7 @@ def search(
                 "rerank": rerank,
                 "filters": filters,
                 "dates_in_query": dates_in_query,
+                "boost_dates_in_query": not no_date_boost,
                 "reference_time": reference_time,
                 "per_document": per_document,
                 "spread_sessions": spread_sessions,

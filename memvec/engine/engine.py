@@ -22,8 +22,9 @@ from memvec.guard import checked_on_read, looks_untrusted
 from memvec.index.heap import release_freed_memory
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.per_document import best_per_document, widened
+from memvec.search.period import boost_period, with_period
 from memvec.search.rerank import Matrix, Ranker
-from memvec.search.when import dated
+from memvec.search.when import Period, dated, narrowed_to
 from memvec.store.base import PreparedRecord, Store
 from memvec.telemetry.metrics import INDEX_EVICTIONS, INDEX_LOADS, INDEXES_LOADED, SEARCH_SECONDS, timed
 from memvec.telemetry.tracing import span
@@ -379,7 +380,17 @@ class Engine:
         narrowed = dated(request)  # the period a time expression in the query names, when asked
         if narrowed is None:
             return []
-        request = narrowed
+        period = boost_period(narrowed)
+        return self._ranked(narrowed) if period is None else self._with_period(narrowed, period)
+
+    def _with_period(self, request: SearchRequest, period: Period) -> list[Hit]:
+        """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it)."""
+        wide = request.model_copy(update={"k": max(request.k, self.search_settings.candidate_pool)})
+        inside = narrowed_to(wide, period)
+        in_period = self._ranked(inside) if inside is not None else []
+        return with_period(self._ranked(wide), in_period, request.k, self.search_settings.rrf_k)
+
+    def _ranked(self, request: SearchRequest) -> list[Hit]:
         labels = (request.tier.value, request.mode.value)
         with (
             span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}),

@@ -216,8 +216,11 @@ def dated(request: SearchRequest) -> SearchRequest | None:
     if not request.dates_in_query:
         return request
     period = period_in(request.query, request.reference_time or datetime.now(UTC))
-    if period is None:
-        return request
+    return request if period is None else narrowed_to(request, period)
+
+
+def narrowed_to(request: SearchRequest, period: Period) -> SearchRequest | None:
+    """The request over the period's records only, within its own start/end (None: they do not meet)."""
     given = request.filters
     start = max(filter(None, (given.start, period.start)))
     end = min(filter(None, (given.end, period.end - timedelta(microseconds=1))))  # end is inclusive

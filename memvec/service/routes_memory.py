@@ -70,6 +70,13 @@ def ranking(
             "('yesterday', 'two weeks ago', 'last May', 'in 2023'), within start/end"
         ),
     ] = False,
+    boost_dates_in_query: Annotated[
+        bool,
+        Query(
+            description="hybrid: when dates_in_query is off, records from the period the query names rise "
+            "(a second ranking over that period, fused by reciprocal rank); false: the period is ignored"
+        ),
+    ] = True,
     reference_time: Annotated[
         datetime | None, Query(description="what relative time expressions are resolved against (default: now)")
     ] = None,
@@ -85,6 +92,7 @@ def ranking(
         "session_weight": session_weight,
         "rerank": rerank,
         "dates_in_query": dates_in_query,
+        "boost_dates_in_query": boost_dates_in_query,
         "reference_time": reference_time,
         "per_document": per_document,
         "spread_sessions": spread_sessions,

@@ -92,6 +92,7 @@ class ArchivalMemory(TierView):
         vector_weight: float | None = None,
         rerank: bool | None = None,
         dates_in_query: bool = False,
+        boost_dates_in_query: bool = True,
         reference_time: datetime | None = None,
         per_document: bool = False,
         spread_sessions: bool = False,
@@ -99,7 +100,8 @@ class ArchivalMemory(TierView):
         """`start`/`end` filter record time (created_at); `as_of` searches the versions that held at
         that event time (default: current versions only). `rerank=False` ranks hybrid hits by fusion
         alone (default: the learned ranker, when the home's model has one). `dates_in_query`: only
-        records from the period the query names ("last week"), resolved against `reference_time`.
+        records from the period the query names ("last week"), resolved against `reference_time`;
+        otherwise that period's records rise (`boost_dates_in_query`, memvec.search.period).
         `per_document`: the best chunk of each document only (`k` documents). `spread_sessions`: the
         first hits spread over sessions (memvec.search.spread)."""
         filters = {"tags": list(tags), "tag_match": tag_match, "start": start, "end": end, "as_of": as_of}
@@ -112,6 +114,7 @@ class ArchivalMemory(TierView):
             vector_weight=vector_weight,
             rerank=rerank,
             dates_in_query=dates_in_query,
+            boost_dates_in_query=boost_dates_in_query,
             reference_time=reference_time,
             per_document=per_document,
             spread_sessions=spread_sessions,

@@ -50,12 +50,14 @@ class RecallMemory(TierView):
         session_id: str | None = None,
         rerank: bool | None = None,
         dates_in_query: bool = False,
+        boost_dates_in_query: bool = True,
         reference_time: datetime | None = None,
         spread_sessions: bool = False,
     ) -> list[Hit]:
         """`rerank=False` ranks hybrid hits by fusion alone (default: the learned ranker, when the
         home's model has one). `dates_in_query`: only messages from the period the query names
-        ("what did I say yesterday"), resolved against `reference_time` (default now).
+        ("what did I say yesterday"), resolved against `reference_time` (default now); otherwise that
+        period's messages rise (`boost_dates_in_query`, memvec.search.period).
         `spread_sessions`: the first hits come from as many conversations as earn a place (a
         question about several sessions; memvec.search.spread)."""
         filters = {"roles": list(roles), "start": start, "end": end, "session_id": session_id}
@@ -66,6 +68,7 @@ class RecallMemory(TierView):
             filters=filters,
             rerank=rerank,
             dates_in_query=dates_in_query,
+            boost_dates_in_query=boost_dates_in_query,
             reference_time=reference_time,
             spread_sessions=spread_sessions,
         )

@@ -1,0 +1,114 @@
+"""A period named in the query as a ranking signal (#35 item 6): the period's records rise, none is
+dropped, the top k is the same whatever k, and every surface can turn it off."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvec import Memory
+from memvec.search.period import with_period
+from memvec.service.app import create_app
+from memvec.types import Hit
+from tests.conftest import run_cli
+
+REFERENCE = datetime(2024, 5, 15, 14, 0, tzinfo=UTC)  # a Wednesday: "two weeks ago" is April 29 - May 5
+CREATED = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def hit(record: int) -> Hit:
+    return Hit(id=record, agent="a", tier="archival", text=f"r{record}", created_at=CREATED, score=1.0)
+
+
+rankings = st.lists(st.integers(1, 40), unique=True, max_size=25)
+
+
+@given(rankings, rankings, st.integers(1, 30), st.integers(1, 30))
+def test_fused_rankings_keep_every_hit_once_in_falling_score_and_any_k_is_a_prefix(
+    everything: list[int], in_period: list[int], small: int, large: int
+) -> None:
+    small, large = sorted((small, large))
+    merged = with_period([hit(r) for r in everything], [hit(r) for r in in_period], large, 60)
+    ids = [h.id for h in merged]
+    assert len(ids) == len(set(ids)) == min(large, len(set(everything) | set(in_period)))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(merged))
+    assert [h.id for h in with_period([hit(r) for r in everything], [hit(r) for r in in_period], small, 60)] == ids[
+        :small
+    ]
+    outside = [r for r in ids if r not in in_period]
+    assert outside == [r for r in everything if r in outside]  # the rest keep their order
+    assert all((h.scores.period is not None) == (h.id in in_period) for h in merged)
+
+
+def test_with_no_record_in_the_period_the_ranking_is_unchanged() -> None:
+    everything = [hit(r) for r in (5, 3, 9, 1)]
+    assert [h.id for h in with_period(everything, [], 10, 60)] == [5, 3, 9, 1]
+
+
+def test_a_record_of_the_period_rises_above_its_equals() -> None:
+    merged = with_period([hit(r) for r in (1, 2, 3, 4)], [hit(3), hit(7)], 10, 60)
+    # 7 only the period's ranking found (second there): it ties with 2, second over everything, behind it
+    assert [h.id for h in merged] == [3, 1, 2, 7, 4]
+
+
+def purchases(memory: Memory) -> None:
+    recall = memory.recall("ana")
+    for day, text in (
+        (2, "I bought a blue bike helmet at the market"),  # two weeks before REFERENCE's week
+        (9, "I bought a bike helmet for my nephew"),
+        (13, "I bought bike helmet stickers"),
+        (20, "I bought a bike helmet, the best bike helmet"),
+    ):
+        recall.append("user", text, created_at=datetime(2024, 4 if day > 15 else 5, day, 12, tzinfo=UTC))
+
+
+def test_a_search_lifts_the_period_its_query_names_and_drops_nothing(memory: Memory) -> None:
+    purchases(memory)
+    recall = memory.recall("ana")
+    asked = "which bike helmet did I buy two weeks ago?"
+    lifted = recall.search(asked, k=10, reference_time=REFERENCE)
+    assert lifted[0].text == "I bought a blue bike helmet at the market"
+    assert lifted[0].scores.period is not None and all(h.scores.period is None for h in lifted[1:])
+    plain = recall.search(asked, k=10, reference_time=REFERENCE, boost_dates_in_query=False)
+    assert plain[0].text != lifted[0].text and {h.id for h in plain} == {h.id for h in lifted}
+    assert all(h.scores.period is None for h in plain)
+    assert [h.id for h in recall.search(asked, k=2, reference_time=REFERENCE)] == [h.id for h in lifted[:2]]
+    elsewhere = recall.search(asked, k=10, reference_time=datetime(2020, 1, 1, tzinfo=UTC))
+    assert [h.id for h in elsewhere] == [h.id for h in plain]  # a period with no record changes nothing
+    assert next(h.id for h in recall.search(asked, k=10, mode="bm25", reference_time=REFERENCE)) == plain[0].id
+
+
+def test_over_http_a_search_takes_boost_dates_in_query(memory: Memory) -> None:
+    purchases(memory)
+    asked = {"query": "which bike helmet did I buy two weeks ago?", "reference_time": REFERENCE.isoformat()}
+    with TestClient(create_app(memory), base_url="http://localhost") as api:
+        lifted = api.get("/v1/agents/ana/recall-memory/search", params=asked)
+        plain = api.get("/v1/agents/ana/recall-memory/search", params={**asked, "boost_dates_in_query": "false"})
+    assert lifted.status_code == plain.status_code == 200, lifted.text
+    first, other = lifted.json()["results"][0], plain.json()["results"][0]
+    assert first["content"] == "I bought a blue bike helmet at the market" != other["content"]
+    assert first["scores"]["period"] > 0 and other["scores"]["period"] is None
+
+
+def test_the_command_line_lifts_the_period_with_the_real_model(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    run_cli("agent", "create", "ana", home=home)
+    for when, text in (
+        ("2024-05-01T10:00:00Z", "We talked about the garden and the new roses."),
+        ("2024-05-10T10:00:00Z", "We talked about the garden and planting tomatoes."),
+        ("2024-05-14T10:00:00Z", "We talked about the garden fence."),
+    ):
+        run_cli("add", text, "--agent", "ana", "--tier", "recall", "--role", "user", "--created-at", when, home=home)
+    asked = ["search", "what did we say about the garden two weeks ago?", "--agent", "ana", "--tier", "recall"]
+    at = ["--reference-time", REFERENCE.isoformat(), "--json"]
+    lifted = json.loads(run_cli(*asked, *at, home=home).stdout)
+    plain = json.loads(run_cli(*asked, *at, "--no-date-boost", home=home).stdout)
+    assert lifted[0]["text"] == "We talked about the garden and the new roses."
+    assert lifted[0]["scores"]["period"] > 0 and all(h["scores"]["period"] is None for h in plain)
+    assert {h["id"] for h in lifted} == {h["id"] for h in plain}
