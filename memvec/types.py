@@ -361,7 +361,11 @@ class MethodScores(BaseModel):
     vector: float | None = None
     bm25: float | None = None
     token: float | None = None
-    fused: float | None = Field(default=None, description="hybrid: the fused score (set when the ranker re-ordered)")
+    fused: float | None = Field(
+        default=None,
+        description="hybrid: the fused score (set when the ranker re-ordered or a period lifted: the hit's score "
+        "is then another)",
+    )
     ranker: float | None = Field(default=None, description="hybrid: the learned ranker's score (the hit's score)")
     session_vector: float | None = Field(
         default=None, description="hybrid: the mean cosine of the record's session (added to its vector side)"

@@ -78,6 +78,7 @@ def test_a_search_lifts_the_period_its_query_names_and_drops_nothing(memory: Mem
     plain = recall.search(asked, k=10, reference_time=REFERENCE, boost_dates_in_query=False)
     assert plain[0].text != lifted[0].text and {h.id for h in plain} == {h.id for h in lifted}
     assert all(h.scores.period is None for h in plain)
+    assert lifted[0].scores.fused == next(h.score for h in plain if h.id == lifted[0].id)  # still readable
     assert [h.id for h in recall.search(asked, k=2, reference_time=REFERENCE)] == [h.id for h in lifted[:2]]
     elsewhere = recall.search(asked, k=10, reference_time=datetime(2020, 1, 1, tzinfo=UTC))
     assert [h.id for h in elsewhere] == [h.id for h in plain]  # a period with no record changes nothing

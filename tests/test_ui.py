@@ -293,6 +293,8 @@ def test_score_bars_show_each_part_on_its_scale() -> None:
     )
     assert [round(bar.length, 3) for bar in reranked[1] if bar.name == "ranker"] == [0.0]
     assert [bar.value for bar in reranked[0] if bar.name == "fused"] == [0.7]
+    lifted = score_bars([hit(1, 0.03, None, vector=0.5, bm25=1.0, fused=0.6, period=0.016)])
+    assert {bar.name: bar.value for bar in lifted[0]} == {"vector": 0.5, "BM25": 1.0, "fused": 0.6, "period": 0.016}
 
 
 def test_the_health_page_lists_a_page_of_agents_at_a_time(memory: Memory) -> None:

@@ -33,12 +33,13 @@ def with_period(everything: list[Hit], in_period: list[Hit], k: int, rrf_k: int)
         for record in hits
     }
     order = sorted(hits, key=lambda record: (-fused[record], place.get(record, len(place)), record))
-    return [
-        hits[record].model_copy(
-            update={
-                "score": fused[record],
-                "scores": hits[record].scores.model_copy(update={"period": period_part.get(record)}),
-            }
-        )
-        for record in order[:k]
-    ]
+    return [_lifted(hits[record], fused[record], period_part.get(record)) for record in order[:k]]
+
+
+def _lifted(hit: Hit, score: float, period: float | None) -> Hit:
+    """The hit with its new score; where its own score was the fused one (no ranker re-ordered), that
+    stays readable as `scores.fused`."""
+    parts = {"period": period}
+    if hit.scores.fused is None and hit.scores.ranker is None:
+        parts["fused"] = hit.score
+    return hit.model_copy(update={"score": score, "scores": hit.scores.model_copy(update=parts)})

@@ -36,6 +36,7 @@ PARTS = (
     ("session (BM25)", "session_bm25", True),
     ("fused", "fused", True),
     ("ranker", "ranker", True),
+    ("period", "period", True),
     ("token", "token", True),
 )
 
