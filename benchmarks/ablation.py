@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tqdm import tqdm
 
-from benchmarks import datasets, quality, train_ranker
+from benchmarks import datasets, quality, ranker_data, train_ranker
 from benchmarks.harness import MeasuredEmbedder
 from benchmarks.report import _table
 from memvec.embed import Embedder, load_embedder
@@ -46,10 +46,16 @@ LEVERS: dict[str, dict[str, Any]] = {
     "all, a pool of 50 candidates": {"search": {"candidate_pool": 50}},
 }
 # the first stage's levers: fusion without the learned ranker (its own report: make train-ranker)
-MODES = {"hybrid": {"mode": "hybrid", "rerank": False}, "bm25": {"mode": "bm25"}, "vector": {"mode": "vector"}}
+MODES: dict[str, dict[str, Any]] = {
+    "hybrid": {"mode": "hybrid", "rerank": False},
+    "bm25": {"mode": "bm25"},
+    "vector": {"mode": "vector"},
+}
 
 
-def measure(samples: list[dict], make: Any, embedder: MeasuredEmbedder, settings: dict[str, Any]) -> dict[str, Any]:
+def measure(
+    samples: list[dict[str, Any]], make: Any, embedder: MeasuredEmbedder, settings: dict[str, Any]
+) -> dict[str, Any]:
     """{"all" or a conversation: {mode: scores}} for one setting of the first stage."""
     out: dict[str, Any] = {}
     rows_all: quality.Rows = {}
@@ -65,13 +71,13 @@ def measure(samples: list[dict], make: Any, embedder: MeasuredEmbedder, settings
 RANKED_SESSION_WEIGHTS = (1.0, 3.0)
 
 
-def ranker_rows(samples: list[dict], embedder: Embedder) -> dict[str, dict[str, Any]]:
+def ranker_rows(samples: list[dict[str, Any]], embedder: Embedder) -> dict[str, dict[str, Any]]:
     """{tier: {variant: {"all" or a held-out conversation: summary}}}: the ranker over all the
     first-stage levers (defaults), without each of its feature groups (train_ranker.ablation), and
     over other session weights."""
-    result = train_ranker.ablation(train_ranker.dev_questions(samples, embedder))
+    result = train_ranker.ablation(ranker_data.dev_questions(samples, embedder))
     for weight in RANKED_SESSION_WEIGHTS:
-        questions = train_ranker.dev_questions(samples, embedder, search={"session_weight": weight})
+        questions = ranker_data.dev_questions(samples, embedder, search={"session_weight": weight})
         result[f"all features, session weight {weight}"] = train_ranker.held_out(questions)
     return {
         tier: {f"all levers + ranker, {variant}": by_tier[key] for variant, by_tier in result.items()}

@@ -59,7 +59,8 @@ class RssSampler:
     """The server's resident memory, every 0.2 s, from /proc."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.samples, self._stop = pid, [], threading.Event()
+        self.pid, self._stop = pid, threading.Event()
+        self.samples: list[Any] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def now(self) -> int:

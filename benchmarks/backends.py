@@ -23,7 +23,7 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 DEFAULT_ONLY = {"hybrid (default)": {"mode": "hybrid", "rerank": False}}  # fusion: the ranker is fitted for one backend
 
 
-def turn_texts(samples: list[dict]) -> list[str]:
+def turn_texts(samples: list[dict[str, Any]]) -> list[str]:
     return [doc.text for s in samples for doc in datasets.locomo_recall_task(s).docs]
 
 
@@ -32,7 +32,7 @@ def _agreement(vectors: np.ndarray, reference: np.ndarray) -> dict[str, float]:
     return {"mean": float(cosine.mean()), "min": float(cosine.min()), "p01": float(np.percentile(cosine, 1))}
 
 
-def _locomo_quality(embedder: Embedder, samples: list[dict]) -> dict[str, dict[str, float]]:
+def _locomo_quality(embedder: Embedder, samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     out = {}
     for tier, make in (("recall", datasets.locomo_recall_task), ("archival", datasets.locomo_archival_task)):
         rows = quality.merge([quality.run_task(make(s), embedder, DEFAULT_ONLY) for s in samples])
@@ -41,7 +41,7 @@ def _locomo_quality(embedder: Embedder, samples: list[dict]) -> dict[str, dict[s
     return out
 
 
-def compare(samples: list[dict], name: str = "all-MiniLM-L6-v2", *, quick: bool = False) -> dict[str, Any]:
+def compare(samples: list[dict[str, Any]], name: str = "all-MiniLM-L6-v2", *, quick: bool = False) -> dict[str, Any]:
     texts = turn_texts(samples)
     result: dict[str, Any] = {"turns": len(texts), "backends": {}}
     reference: np.ndarray | None = None

@@ -35,7 +35,7 @@ def _memvec(home: Path, backend: str, *args: str) -> float:
     return time.perf_counter() - started
 
 
-def _write_inputs(samples: list[dict], folder: Path) -> list[tuple[str, Path, Path, int, int]]:
+def _write_inputs(samples: list[dict[str, Any]], folder: Path) -> list[tuple[str, Path, Path, int, int]]:
     """Per conversation: (agent, turns JSONL, questions JSONL, turns, questions)."""
     out = []
     for sample in samples:
@@ -62,7 +62,9 @@ def _write_inputs(samples: list[dict], folder: Path) -> list[tuple[str, Path, Pa
     return out
 
 
-def run_backend(samples: list[dict], backend: str, seconds: float = 6.0, cold_runs: int = 3) -> dict[str, Any]:
+def run_backend(
+    samples: list[dict[str, Any]], backend: str, seconds: float = 6.0, cold_runs: int = 3
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder, home = Path(tmp), Path(tmp) / "home"
         inputs = _write_inputs(samples, folder)
@@ -98,7 +100,7 @@ def _serve_load(home: Path, backend: str, agent: str, task: datasets.Task, secon
 
     def search(api: httpx.Client, worker: int, i: int) -> int:
         n = next(counter)  # a new text every time: "#n" keeps the query cache out of the measurement
-        params = {"query": f"{questions[n % len(questions)]} #{n}", "top_k": 10}
+        params: dict[str, str | int] = {"query": f"{questions[n % len(questions)]} #{n}", "top_k": 10}
         return api.get(f"/v1/agents/{agent}/recall-memory/search", params=params).status_code
 
     try:

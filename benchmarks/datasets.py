@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 LOCOMO_HELP = (
@@ -59,7 +60,7 @@ def parse_locomo_date(text: str) -> datetime | None:
         return None
 
 
-def _sessions(conversation: dict) -> list[tuple[int, list[dict], datetime | None]]:
+def _sessions(conversation: dict[str, Any]) -> list[tuple[int, list[dict[str, Any]], datetime | None]]:
     numbers = sorted(int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key)))
     return [
         (n, conversation[f"session_{n}"], parse_locomo_date(conversation.get(f"session_{n}_date_time", "")))
@@ -67,7 +68,7 @@ def _sessions(conversation: dict) -> list[tuple[int, list[dict], datetime | None
     ]
 
 
-def first_sessions(sample: dict, sessions: int, questions: int | None = None) -> dict:
+def first_sessions(sample: dict[str, Any], sessions: int, questions: int | None = None) -> dict[str, Any]:
     """The sample with only its first `sessions` sessions (and their observations) and, if given,
     its first `questions` questions: a smoke-run size. Questions about later sessions stay and simply miss."""
     conversation = {
@@ -83,14 +84,14 @@ def first_sessions(sample: dict, sessions: int, questions: int | None = None) ->
     return {**sample, "conversation": conversation, "observation": observation, "qa": sample["qa"][:questions]}
 
 
-def _turn_text(turn: dict) -> str:
+def _turn_text(turn: dict[str, Any]) -> str:
     text = f"{turn['speaker']}: {turn['text']}"
     if turn.get("blip_caption"):
         text += f" [shares an image: {turn['blip_caption']}]"
     return text
 
 
-def _queries(sample: dict) -> list[Query]:
+def _queries(sample: dict[str, Any]) -> list[Query]:
     queries = []
     for i, qa in enumerate(sample["qa"]):
         evidence = {e for item in qa.get("evidence", []) for e in _DIA_ID.findall(str(item))}
@@ -103,14 +104,14 @@ def _queries(sample: dict) -> list[Query]:
     return queries
 
 
-def load_locomo(path: Path) -> list[dict]:
+def load_locomo(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise FileNotFoundError(LOCOMO_HELP.format(path=path))
-    data: list[dict] = json.loads(path.read_text())
+    data: list[dict[str, Any]] = json.loads(path.read_text())
     return data
 
 
-def locomo_recall_task(sample: dict) -> Task:
+def locomo_recall_task(sample: dict[str, Any]) -> Task:
     docs = [
         Doc(turn["dia_id"], _turn_text(turn), str(n), when, turn["speaker"])
         for n, turns, when in _sessions(sample["conversation"])
@@ -119,7 +120,7 @@ def locomo_recall_task(sample: dict) -> Task:
     return Task(f"locomo-recall/{sample['sample_id']}", "recall", docs, _queries(sample))
 
 
-def locomo_archival_task(sample: dict) -> Task:
+def locomo_archival_task(sample: dict[str, Any]) -> Task:
     dates = {n: when for n, _, when in _sessions(sample["conversation"])}
     docs = []
     for key, by_speaker in sample.get("observation", {}).items():

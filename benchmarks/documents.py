@@ -95,7 +95,7 @@ def run_records(
     embedder: Embedder, texts: dict[str, tuple[str, str]], queries: list[Query], windows: bool = True
 ) -> dict[str, Any]:
     """One record an abstract; `windows`: a long one embedded over all of its windows, else its first only."""
-    settings = {"index": {"long_text_windows": windows}}
+    settings: dict[str, Any] = {"index": {"long_text_windows": windows}}
     with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "home", embedder=embedder, **settings) as mem:
         records = [
             NewRecord(

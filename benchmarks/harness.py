@@ -93,7 +93,8 @@ class RandomEmbedder:
         return l2_normalize(centres + self._noise * noise)
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
+        vector: Vectors = self.embed_documents([text])[0]
+        return vector
 
 
 def records_for(task: Task, agent: str) -> list[NewRecord]:

@@ -125,7 +125,8 @@ def theoretical_min(q: Scored) -> Array:
     """Bruch et al.'s TM2C2: scale by the observed maximum from the scorer's lowest possible value
     (-1 for cosine, 0 for BM25) instead of from the observed minimum."""
     bm25_top = q.bm25.max() if q.bm25.max() > 0 else 1.0
-    return 0.5 * (q.vector + 1) / (q.vector.max() + 1) + 0.5 * q.bm25 / bm25_top
+    fused: npt.NDArray[np.float64] = 0.5 * (q.vector + 1) / (q.vector.max() + 1) + 0.5 * q.bm25 / bm25_top
+    return fused
 
 
 def with_sessions(q: Scored, weight: float = 1.0) -> Scored:

@@ -138,7 +138,10 @@ def run(model: str, preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]
     queries = [t.split(",")[0] for t in synthetic_texts(500, seed=11)]
 
     def search(api: httpx.Client, worker: int, i: int) -> int:
-        params = {"query": f"{queries[(worker * 7919 + i) % len(queries)]} (client {worker}, #{i})", "top_k": 10}
+        params: dict[str, str | int] = {
+            "query": f"{queries[(worker * 7919 + i) % len(queries)]} (client {worker}, #{i})",
+            "top_k": 10,
+        }
         return api.get("/v1/agents/load/archival-memory/search", params=params).status_code
 
     def insert(api: httpx.Client, worker: int, i: int) -> int:

@@ -52,7 +52,8 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 def subset(questions: list[dict[str, Any]], per_type: int | None) -> list[dict[str, Any]]:
     """The answerable questions; with `per_type`, only the first that many of each question type."""
-    kept, seen = [], defaultdict(int)
+    kept: list[dict[str, Any]] = []
+    seen: defaultdict[str, int] = defaultdict(int)
     for question in questions:
         if question["question_id"].endswith("_abs"):
             continue

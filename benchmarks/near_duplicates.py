@@ -121,7 +121,7 @@ def choose(per_conversation: list[dict[float, dict[str, Any]]]) -> float:
     return max(fit, key=lambda t: (rates[t]["recall"], t))
 
 
-def run(samples: list[dict], embedder: Embedder, seed: int = 11) -> dict[str, Any]:
+def run(samples: list[dict[str, Any]], embedder: Embedder, seed: int = 11) -> dict[str, Any]:
     """Precision/recall of merging per threshold (through memvec; and by the cosine alone), and the
     threshold chosen leave-one-conversation-out: each conversation judged with the one chosen on the others."""
     per_conversation: list[dict[float, dict[str, Any]]] = []

@@ -25,7 +25,7 @@ def run(model: str, preload: int = 1000, seconds: float = 3.0, rounds: int = 2) 
     queries = [t.split(",")[0] for t in synthetic_texts(200, seed=17)]
 
     def search(api: httpx.Client, worker: int, i: int) -> int:
-        params = {"query": f"{queries[i % len(queries)]} #{i}", "top_k": 10}
+        params: dict[str, str | int] = {"query": f"{queries[i % len(queries)]} #{i}", "top_k": 10}
         return api.get("/v1/agents/obs/archival-memory/search", params=params).status_code
 
     p50: dict[str, list[float]] = {"warning": [], "info": []}

@@ -18,6 +18,7 @@ import json
 import os
 import sys
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,14 @@ SHOWN = ("recall@1", "ndcg@10", "recall@10", "session_any@5", "session_all@5")
 
 
 def naming_a_period(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [q for q in questions if period_in(q["question"], longmemeval.parse_date(q["question_date"]))]
+    return [q for q in questions if period_in(q["question"], _asked(q))]
+
+
+def _asked(question: dict[str, Any]) -> datetime:
+    asked = longmemeval.parse_date(question["question_date"])
+    if asked is None:
+        raise ValueError(f"question {question['question_id']} has no date: {question['question_date']!r}")
+    return asked
 
 
 def run(path: Path, progress: Any = lambda _: None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ TIERS = {"recall": datasets.locomo_recall_task, "archival": datasets.locomo_arch
 DEFAULT_SEARCH = {"hybrid (default)": {"mode": "hybrid"}}
 
 
-def locomo_quality(samples: list[dict], embedder: Any, fitted: bool) -> dict[str, dict[str, float]]:
+def locomo_quality(samples: list[dict[str, Any]], embedder: Any, fitted: bool) -> dict[str, dict[str, float]]:
     """{tier: summary} of the default search; `fitted`: rankers fitted leave one conversation out,
     else the shipped one (a smoke run)."""
     folds = train_ranker.fold_rankers(samples, embedder) if fitted else {}
@@ -54,7 +54,7 @@ def search_speed(embedder: Any, n: int, n_queries: int) -> dict[str, float]:
     }
 
 
-def run(samples: list[dict], n: int, n_queries: int, fitted: bool = True) -> dict[str, Any]:
+def run(samples: list[dict[str, Any]], n: int, n_queries: int, fitted: bool = True) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     for profile, model_id in PROFILES.items():
         try:

@@ -107,7 +107,7 @@ def summary_ms(values: list[float]) -> dict[str, float]:
     }
 
 
-MODES = {
+MODES: dict[str, dict[str, Any]] = {
     "token": {"mode": "token"},
     "bm25": {"mode": "bm25"},
     "vector": {"mode": "vector"},

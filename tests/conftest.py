@@ -62,7 +62,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if info is None or item.get_closest_marker("slow") is not None:
             continue
         fixtures = [d for defs in info.name2fixturedefs.values() for d in defs]
-        if REAL_MODEL_FIXTURES & set(item.fixturenames) or any(
+        if REAL_MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
             SERVER_PROCESS.search(str(getattr(d.func, "__annotations__", {}).get("return", ""))) for d in fixtures
         ):
             item.add_marker(pytest.mark.slow)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -183,7 +183,8 @@ def assert_every_write_is_there(
     with httpx.Client(base_url=srv.url, timeout=60) as api:
         listed = api.get("/v1/agents/ana/archival-memory", params={"limit": 1000}).json()
         assert {i for i, _ in acknowledged} <= {p["id"] for p in listed}
-        searches = [("bm25", lambda text: text.split()[-1])] + ([("vector", lambda text: text)] if vector else [])
+        searches: list[tuple[str, Callable[[str], str]]] = [("bm25", lambda text: text.split()[-1])]
+        searches += [("vector", lambda text: text)] if vector else []
         for record_id, text in acknowledged[::every]:
             for mode, query in searches:
                 hits = api.get(

@@ -3,13 +3,14 @@ group with trees that never saw it, and the cached candidates read back as they 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from benchmarks import ranker_data, transfer
+from benchmarks import ranker_data, train_ranker, transfer
 from benchmarks.ranker_data import Question
 from tests.test_ranker import synthetic_questions
 
@@ -58,7 +59,7 @@ def test_equal_family_weights_balance_a_small_family() -> None:
         captured["questions"] = questions
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(transfer.train_ranker, "fit_tier", fit_tier)
+        patch.setattr(train_ranker, "fit_tier", fit_tier)
         transfer.fitted({"A": big, "B": small}, equal_families=True)
         weights = np.array(captured["weights"])
         assert weights[: len(big)].sum() == pytest.approx(weights[len(big) :].sum())
@@ -77,6 +78,14 @@ def test_cached_questions_read_back_as_written(tmp_path: Path, monkeypatch: pyte
     ]
     assert all(np.array_equal(a.features, b.features) for a, b in zip(back, questions, strict=True))
     built: list[int] = []
-    assert ranker_data.cached("x", "k", lambda: built.append(1) or questions) == questions
-    again = ranker_data.cached("x", "k", lambda: built.append(2) or [])
+
+    def build(mark: int, result: list[Question]) -> Callable[[], list[Question]]:
+        def made() -> list[Question]:
+            built.append(mark)
+            return result
+
+        return made
+
+    assert ranker_data.cached("x", "k", build(1, questions)) == questions
+    again = ranker_data.cached("x", "k", build(2, []))
     assert built == [1] and [q.keys for q in again] == [q.keys for q in questions]

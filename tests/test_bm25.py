@@ -78,7 +78,7 @@ QUERIES = [
 ]
 
 
-class LuceneIdfBM25(BM25Okapi):
+class LuceneIdfBM25(BM25Okapi):  # type: ignore[misc]  # rank_bm25 ships no types
     """rank_bm25's Okapi BM25 with only its idf swapped for the Lucene form memvec documents
     (rank_bm25 floors negative idf at eps * mean idf instead); tf saturation and length
     normalization are rank_bm25's own code."""

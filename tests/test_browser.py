@@ -223,7 +223,12 @@ def test_markup_in_memory_renders_as_text_and_runs_nothing(browser: Any, served:
     page = signed_in(browser, served, ADMIN)
     dialogs: list[str] = []
     requests: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    def dismissed(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismissed)
     page.on("request", lambda request: requests.append(request.url))
     for path in ("/ui/agents/alice/archival?tag=garden", "/ui/agents/alice/search?q=gardening+tomatoes"):
         page.goto(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ def memvec(home: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(home, capsys)
 
 
-def write_jsonl(path: Path, rows: list[object]) -> Path:
+def write_jsonl(path: Path, rows: Sequence[object]) -> Path:
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return path
 

@@ -155,7 +155,12 @@ def test_runs_read_only_new_messages_and_an_undo_refuses_once_things_moved_on(tm
         assert consolidate(mem, "ana") is None and len(llm.summaries) == 1  # nothing new: the model is not asked
         mem.recall("ana").append("user", "Maya moved in with me.", session_id="s2", turn_id=0)
         seen: list[list[str]] = []
-        answer_with(llm, lambda shown: seen.append([m["text"] for m in shown["messages"]]) or {"facts": []})
+
+        def answer(shown: dict[str, Any]) -> dict[str, Any]:
+            seen.append([m["text"] for m in shown["messages"]])
+            return {"facts": []}
+
+        answer_with(llm, answer)
         second = consolidate(mem, "ana")
         assert second is not None and seen == [["Maya moved in with me."]] and second.facts == []
 

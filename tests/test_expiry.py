@@ -4,6 +4,7 @@ retention, is never returned (search, list, get, export) and is purged from the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def test_an_expired_record_is_never_returned_and_is_purged(memory: Memory) -> No
     assert memory.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
 
 
-READS = {
+READS: dict[str, Callable[[Memory], list[str]]] = {
     "search": lambda mem: [h.text for h in mem.archival("ana").search("door code", k=10)],
     "list": lambda mem: [r.text for r in mem.archival("ana").list()],
     "get_many": lambda mem: [r.text for r in mem.archival("ana").get_many(list(range(1, 10)))],

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from memvec import InvalidInputError, Memory, NewRecord, Tier
 from memvec.embed import HashingEmbedder
+from memvec.engine.partition_index import PartitionIndex
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.types import AgentSettings
@@ -103,7 +104,7 @@ def test_an_insert_whose_record_is_forgotten_before_it_is_read_back_answers_409(
         engine = mem._engine
         catch_up = engine.tier_index
 
-        def forget_meanwhile(agent: str, tier: Tier) -> object:
+        def forget_meanwhile(agent: str, tier: Tier) -> PartitionIndex:
             other.forget("ana", tags=["racing"])
             return catch_up(agent, tier)
 

@@ -19,10 +19,11 @@ import httpx
 import numpy as np
 import pytest
 
+from benchmarks.load import free_port
 from memvec.guard import fence, poisoning_signals
 from memvec.service.auth import KeyRing, Principal
 from tests.conftest import SHARED_DATA, require_data, run_cli
-from tests.service_helpers import Server, free_port
+from tests.service_helpers import Server
 
 ADMIN, SCOPED = "admin-key-0123456789", "scoped-key-0123456789"
 AUTH = {"Authorization": f"Bearer {ADMIN}"}

@@ -6,11 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from langchain_core.documents import Document
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from memvec import Memory
 from memvec.errors import ServiceCallError
@@ -54,7 +55,9 @@ def _check_llamaindex(found: list[NodeWithScore]) -> None:
     assert top.node.get_content() == PASSAGES[0][0]
     assert top.node.metadata["citation"] == {"source_url": "https://wiki.example/offsite"}
     assert top.score == top.node.metadata["score"] and top.node.node_id == f"memvec:kb:{top.node.metadata['id']}"
-    assert "https://wiki.example/offsite" in top.node.get_content(metadata_mode="llm")  # the citation reaches the LLM
+    assert "https://wiki.example/offsite" in top.node.get_content(
+        metadata_mode=MetadataMode.LLM
+    )  # the citation reaches the LLM
 
 
 @pytest.mark.slow
@@ -89,7 +92,7 @@ def test_retrievers_against_a_running_server(tmp_path: Path) -> None:
         fill(mem)
     srv = Server(home, model="onnx-int8:all-MiniLM-L6-v2", keys="admin-key-1,other-key1=other").start()
     try:
-        remote = {"url": srv.url, "api_key": "admin-key-1", "agent": "kb", "k": 3}
+        remote: dict[str, Any] = {"url": srv.url, "api_key": "admin-key-1", "agent": "kb", "k": 3}
         listed = httpx.get(f"{srv.url}/v1/agents", headers={"Authorization": "Bearer admin-key-1"}).json()
         assert [a["name"] for a in listed] == ["kb"], "an agent written through the Python API is served too"
         _check_langchain(LangChainRetriever(**remote).invoke("where is the offsite?"))

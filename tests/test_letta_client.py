@@ -13,12 +13,13 @@ import httpx
 import letta_client
 import pytest
 from letta_client import Letta
+from letta_client.types import CreateBlockParam
 
 from tests.service_helpers import Server, served_in_process
 
 ADMIN = "letta-admin-0001"
 SCOPED = "letta-scope-0001"
-QUICKSTART_BLOCKS = [
+QUICKSTART_BLOCKS: list[CreateBlockParam] = [
     {"label": "human", "value": "The human's name is Chad. They like vibe coding."},
     {"label": "persona", "value": "My name is Sam, the all-knowing sentient AI."},
 ]
@@ -166,7 +167,7 @@ def test_passages_create_list_search_delete(client: Letta) -> None:
         )
     ]
     assert all(isinstance(p.id, str) and p.text and p.created_at for p in made) and made[1].tags == ["pets"]
-    ids = [p.id for p in made]
+    ids = [str(p.id) for p in made]  # each a str: asserted above
     assert [p.id for p in client.agents.passages.list(agent.id)] == ids
     assert [p.id for p in client.agents.passages.list(agent.id, ascending=False, limit=2)] == ids[:1:-1]
     assert [p.id for p in client.agents.passages.list(agent.id, after=ids[1], limit=10)] == ids[2:]

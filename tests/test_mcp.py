@@ -21,13 +21,15 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import TextResourceContents
 
+from benchmarks.load import free_port
 from memvec import Memory
 from memvec.embed import HashingEmbedder
 from memvec.mcp_server.server import build_server
 from memvec.types import AgentSettings, Tier
 from tests.letta_tool_schemas import LETTA_TOOLS
-from tests.service_helpers import Server, free_port
+from tests.service_helpers import Server
 
 TOOLS = {
     "core_memory_read",
@@ -88,7 +90,7 @@ def test_tools_are_listed_with_typed_schemas(mcp_memory: Memory) -> None:
 
 def test_each_tool_writes_and_finds_with_citations(mcp_memory: Memory) -> None:
     async def session(client: Client) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "append": await call(client, "core_memory_append", label="human", content="Name: Ada"),
             "replace": await call(
                 client, "core_memory_replace", label="human", old_content="Ada", new_content="Ada Lovelace"
@@ -121,7 +123,9 @@ def test_each_tool_writes_and_finds_with_citations(mcp_memory: Memory) -> None:
         out["search"] = await call(client, "archival_memory_search", query="vault code QX-7741", tags=["secrets"])
         out["other_tag"] = await call(client, "archival_memory_search", query="vault code QX-7741", tags=["nope"])
         out["recall"] = await call(client, "conversation_search", query="cat named Miso", roles=["user"])
-        out["resource"] = (await client.read_resource("memvec://core-memory")).contents[0].text
+        resource = (await client.read_resource("memvec://core-memory")).contents[0]
+        assert isinstance(resource, TextResourceContents)
+        out["resource"] = resource.text
         return out
 
     out = run_client(build_server(mcp_memory, "alice"), session)

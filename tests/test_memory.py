@@ -19,7 +19,7 @@ from memvec import (
     Tier,
 )
 from memvec.embed import HashingEmbedder
-from memvec.types import AgentSettings
+from memvec.types import AgentSettings, Hit
 
 
 def test_insert_search_round_trips_citations(memory: Memory) -> None:
@@ -68,11 +68,17 @@ def test_exact_duplicates_are_not_stored_twice(memory: Memory) -> None:
 
 def test_filters_tags_dates_session_and_role(memory: Memory) -> None:
     archival = memory.archival("app")
-    day = lambda d: datetime(2024, 1, d, tzinfo=UTC)  # noqa: E731
+
+    def day(d: int) -> datetime:
+        return datetime(2024, 1, d, tzinfo=UTC)
+
     archival.insert("alpha report on rockets", tags=["space", "draft"], created_at=day(1))
     archival.insert("beta report on rockets", tags=["space"], created_at=day(10))
     archival.insert("gamma report on rockets", tags=["draft"], created_at=day(20))
-    texts = lambda hits: sorted(h.text.split()[0] for h in hits)  # noqa: E731
+
+    def texts(hits: list[Hit]) -> list[str]:
+        return sorted(h.text.split()[0] for h in hits)
+
     for mode in ("hybrid", "vector", "bm25", "token"):
         assert texts(archival.search("rockets report", mode=mode, tags=["space"])) == ["alpha", "beta"]
         both = archival.search("rockets report", mode=mode, tags=["space", "draft"], tag_match="all")

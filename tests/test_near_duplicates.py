@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from memvec import Memory, NewRecord, Tier
 from memvec.config import DedupSettings
+from memvec.embed import Embedder
 from memvec.index.duplicates import near_identical
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
@@ -112,7 +113,7 @@ def test_only_current_versions_and_only_archival_passages_absorb_repeats(real_me
     assert said == [True, True]  # messages are a log: each one is kept
 
 
-def test_turned_off_only_exact_repeats_merge(tmp_path: Path, minilm_int8: object) -> None:
+def test_turned_off_only_exact_repeats_merge(tmp_path: Path, minilm_int8: Embedder) -> None:
     with Memory.open(tmp_path / "home", embedder=minilm_int8, dedup=DedupSettings(near_cosine=None)) as mem:
         archival = mem.archival("ana")
         archival.insert("Ana lives in Lisbon.")

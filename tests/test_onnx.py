@@ -148,8 +148,8 @@ def test_an_int8_graph_that_disagrees_with_fp32_is_refused_once_and_the_home_emb
     assert f"first use of {packaged_minilm_path()} on ONNX Runtime (int8): exporting and checking" in caplog.text
     names = [p.name for p in (cache / "onnx").iterdir()]
     assert any(n.endswith(onnx_export.REFUSED_FILE) for n in names) and not any(n.endswith("-int8") for n in names)
-    exports = []
-    monkeypatch.setattr(onnx_export, "_export", lambda *args: exports.append(args) or None)
+    exports: list[tuple[object, ...]] = []
+    monkeypatch.setattr(onnx_export, "_export", lambda *args: exports.append(args))
     with pytest.raises(QuantizationRefusedError):  # remembered: not exported again
         exported_model(packaged_minilm_path(), "int8")
     monkeypatch.undo()

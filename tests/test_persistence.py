@@ -92,8 +92,8 @@ def test_index_behind_the_store_catches_up_from_the_change_log(home: Path) -> No
         report = mem.verify()
     assert report.ok and [(b.agent, b.tier, b.changes) for b in report.behind] == [("app", Tier.ARCHIVAL, 5)]
     mem, _ = reopen_and_search(home)
-    report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
-    assert not report.rebuilt and report.changes_applied == 5
+    loaded = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
+    assert not loaded.rebuilt and loaded.changes_applied == 5
     assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
     mem.close()
 

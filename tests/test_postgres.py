@@ -16,6 +16,7 @@ import pytest
 
 from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
+from memvec.store.postgres import PostgresStore
 from memvec.types import AgentSettings
 from tests.conftest import require_postgres, run_cli
 from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
@@ -132,6 +133,7 @@ def test_a_slow_writer_on_another_server_is_not_skipped(tmp_path: Path, pg_url: 
             fast.archival("app").insert("the fast writer's note")
             reader.archival("app").search("anything")  # catches up past whatever has committed
 
+        assert isinstance(slow._store, PostgresStore)
         with slow._store._write():  # hold the slow writer's transaction open
             slow.archival("app").insert("the slow writer's note")
             other = threading.Thread(target=fast_write_then_read)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from memvec import Memory
@@ -108,5 +109,7 @@ def test_every_route_documents_the_error_body(client: TestClient) -> None:
 def test_no_route_is_built_at_its_first_request(client: TestClient) -> None:
     """An included router's routes are rebuilt lazily at the first request, and concurrent first
     requests race (a pydantic warning in a request thread): every route is built when the app is."""
-    lazy = [route for route in client.app.routes if getattr(route, "original_router", None) is not None]
+    app = client.app
+    assert isinstance(app, FastAPI)
+    lazy = [route for route in app.routes if getattr(route, "original_router", None) is not None]
     assert lazy == []

@@ -107,6 +107,8 @@ def test_a_key_scoped_to_another_agent_sees_nothing_of_it(
     home_with_ana: tuple[Memory, dict[str, str]], method: str, path: str
 ) -> None:
     mem, values = home_with_ana
+    scoped_csrf: str | None
+    admin_csrf: str | None
     if path.startswith("/ui/"):
         (scoped, scoped_csrf), (admin, admin_csrf) = ui_client(mem, SCOPED), ui_client(mem, ADMIN)
     else:

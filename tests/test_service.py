@@ -37,7 +37,7 @@ def live_server(tmp_path: Path) -> Iterator[Server]:
     srv.stop()
 
 
-OPEN_CLIENTS: list[httpx.Client] = []
+OPEN_CLIENTS: list[httpx.Client | TestClient] = []
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def close_clients() -> Iterator[None]:
         OPEN_CLIENTS.pop().close()
 
 
-def client(srv: Server | InProcess, key: str | None = ADMIN) -> httpx.Client:
+def client(srv: Server | InProcess, key: str | None = ADMIN) -> httpx.Client | TestClient:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     api = (
         TestClient(srv.app, headers=headers)
@@ -58,7 +58,7 @@ def client(srv: Server | InProcess, key: str | None = ADMIN) -> httpx.Client:
     return api
 
 
-def make_agent(api: httpx.Client, name: str, **extra: Any) -> dict[str, Any]:
+def make_agent(api: httpx.Client | TestClient, name: str, **extra: Any) -> dict[str, Any]:
     response = api.post(
         "/v1/agents",
         json={
@@ -233,7 +233,8 @@ def expected_fused(hits: list[dict[str, Any]], fusion: str, vector_weight: float
         return list(1 / (60 + rank(vector)) + 1 / (60 + rank(bm25)))
 
     def scaled(scores: np.ndarray) -> np.ndarray:
-        return (scores - scores.min()) / (scores.max() - scores.min())
+        spread: np.ndarray = (scores - scores.min()) / (scores.max() - scores.min())
+        return spread
 
     return list(vector_weight * scaled(vector) + (1 - vector_weight) * scaled(bm25))
 
@@ -391,7 +392,10 @@ def test_export_imported_into_a_fresh_home_returns_the_same_results(tmp_path: Pa
     report = api.post("/v1/agents/import", json=exported)
     assert report.status_code == 201 and report.json()["imported"][0]["reembedded"] is False
     after = [api.get("/v1/agents/ana/archival-memory/search", params={"query": q}).json()["results"] for q in queries]
-    strip = lambda hits: [(h["content"], h["citation"], round(h["score"], 5)) for h in hits]  # noqa: E731
+
+    def strip(hits: list[dict[str, Any]]) -> list[tuple[str, Any, float]]:
+        return [(h["content"], h["citation"], round(h["score"], 5)) for h in hits]
+
     assert [strip(h) for h in after] == [strip(h) for h in before]
     assert api.post("/v1/agents/import", json=exported).status_code == 409
     target.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
@@ -80,7 +81,7 @@ def test_session_means_match_brute_force(ops: list[tuple[str, int, str | None]],
 
 @settings(max_examples=30, deadline=None)
 @given(Ops)
-def test_session_table_round_trips_through_its_file(tmp_path_factory: object, ops: list) -> None:
+def test_session_table_round_trips_through_its_file(tmp_path_factory: object, ops: list[Any]) -> None:
     table, members = replay(ops)
     path = Path(str(tmp_path_factory.mktemp("sessions"))) / "sessions.npz"  # type: ignore[attr-defined]
     table.save(path)

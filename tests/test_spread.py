@@ -19,7 +19,8 @@ from tests.conftest import run_cli
 def spread(scores: list[float], sessions: list[int], penalty: float, head: int = SPREAD_HEAD) -> list[int]:
     values = np.array(scores, dtype=np.float32)
     order = np.lexsort((np.arange(len(values)), -values))
-    return spread_sessions(order, values, np.array(sessions, dtype=np.int64), penalty, head).tolist()
+    spread: list[int] = spread_sessions(order, values, np.array(sessions, dtype=np.int64), penalty, head).tolist()
+    return spread
 
 
 def test_a_second_session_comes_up_past_the_first_ones_further_turns() -> None:
@@ -95,7 +96,12 @@ def test_over_http_a_search_spreads_sessions(memory: Memory) -> None:
     garden(memory)
     with TestClient(create_app(memory), base_url="http://localhost") as api:
         for spread, expected in (("false", ["s1", "s1"]), ("true", ["s1", "s2"])):
-            params = {"query": "garden roses", "top_k": 4, "rerank": "false", "spread_sessions": spread}
+            params: dict[str, str | int] = {
+                "query": "garden roses",
+                "top_k": 4,
+                "rerank": "false",
+                "spread_sessions": spread,
+            }
             found = api.get("/v1/agents/ana/recall-memory/search", params=params).json()
             assert [r["citation"]["session_id"] for r in found["results"]][:2] == expected
 

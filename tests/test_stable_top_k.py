@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -88,7 +89,7 @@ def six_hundred(tmp_path_factory: pytest.TempPathFactory, minilm_int8: Embedder)
         yield mem
 
 
-SEARCHES = [
+SEARCHES: list[dict[str, Any]] = [
     {},
     {"rerank": False},
     {"fusion": "rrf"},
@@ -103,7 +104,9 @@ SEARCHES = [
 @pytest.mark.parametrize(
     "options", SEARCHES, ids=["default", "fusion", "rrf", "bm25", "vector", "spread", "fusion-spread", "period"]
 )
-def test_the_top_ten_is_the_same_at_k_10_and_k_100_with_the_real_model(six_hundred: Memory, options: dict) -> None:
+def test_the_top_ten_is_the_same_at_k_10_and_k_100_with_the_real_model(
+    six_hundred: Memory, options: dict[str, Any]
+) -> None:
     for query in QUERIES:
         ten, hundred = top_ids(six_hundred, query, 10, **options), top_ids(six_hundred, query, 100, **options)
         assert len(hundred) == 100 and ten == hundred[:10], query
@@ -117,7 +120,8 @@ def test_the_ranker_orders_its_depth_and_scores_never_rise(real_memory: Memory) 
         scores = [h.score for h in hits]
         assert scores == sorted(scores, reverse=True)
         # past the ranker's depth the hits keep fusion's order
-        fused = [h.scores.fused for h in hits[50:]]
+        fused = [h.scores.fused or 0.0 for h in hits[50:]]
+        assert all(h.scores.fused is not None for h in hits[50:])
         assert fused == sorted(fused, reverse=True)
 
 

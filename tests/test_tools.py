@@ -46,7 +46,7 @@ def test_the_loop_and_the_mcp_server_offer_the_same_schemas(memory: Memory) -> N
 
 def test_both_surfaces_accept_and_refuse_the_same_arguments(memory: Memory) -> None:
     long_session = "s" * 300  # once refused by MCP alone (256), accepted by the core types (2,048)
-    cases = [
+    cases: list[tuple[str, dict[str, Any], bool]] = [
         ("archival_memory_insert", {"content": "Ana likes tea", "session_id": long_session}, False),
         ("archival_memory_search", {"query": "tea", "start_datetime": "2020-01-01"}, False),
         ("archival_memory_search", {"query": "tea", "start_date": "2020-01-01"}, True),  # not Letta's name

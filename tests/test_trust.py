@@ -8,6 +8,7 @@ import socket
 import statistics
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -26,7 +27,7 @@ def bearer(key: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def keyed(tmp_path: Path) -> Server:
+def keyed(tmp_path: Path) -> Iterator[Server]:
     server = Server(
         tmp_path / "home",
         keys=f"{ADMIN},{SCOPED}=flood,{OTHER}=quiet",
@@ -45,7 +46,7 @@ def _flood_open_paths(url: str, stop: threading.Event, refused: list[int]) -> No
 
 
 def test_health_answers_at_once_while_clients_without_a_key_send_16_mib_bodies(keyed: Server) -> None:
-    stop, refused, timings = threading.Event(), [], []
+    stop, refused, timings = threading.Event(), list[int](), list[float]()
     senders = [threading.Thread(target=_flood_open_paths, args=(keyed.url, stop, refused)) for _ in range(4)]
     for sender in senders:
         sender.start()
@@ -141,7 +142,7 @@ def test_a_flood_of_messages_to_one_agent_leaves_another_agents_search_answering
 
 
 @pytest.fixture
-def keyless(tmp_path: Path) -> Server:
+def keyless(tmp_path: Path) -> Iterator[Server]:
     server = Server(tmp_path / "home", serve_args=["--allow-host", "memvec.internal"]).start()
     yield server
     server.stop()

@@ -56,7 +56,8 @@ def test_created_at_is_normalized_to_utc() -> None:
     plus_two = timezone(timedelta(hours=2))
     rec = record(created_at=datetime(2024, 5, 1, 12, 0, tzinfo=plus_two))
     assert rec.created_at == datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
-    assert record(created_at=datetime(2024, 5, 1)).created_at.tzinfo is UTC
+    naive = record(created_at=datetime(2024, 5, 1)).created_at
+    assert naive is not None and naive.tzinfo is UTC
 
 
 def test_dedup_key_ignores_case_and_spacing_but_recall_keeps_turns_apart() -> None:

@@ -329,6 +329,7 @@ def test_signing_out_ends_the_session_on_every_server_of_the_store(memory: Memor
     """A copy of the cookie taken before signing out no longer opens a page, here or on another server."""
     client = browser(memory, KEYS, ADMIN)
     cookie = client.cookies.get("memvec_session")
+    assert cookie is not None
     page = client.get("/ui/agents")
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
     assert csrf is not None and page.status_code == 200
