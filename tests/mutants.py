@@ -547,7 +547,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "an evicted index is dropped unsaved",
-        "memvec/engine/engine.py",
+        "memvec/engine/index_cache.py",
         "                old.save()",
         "                pass",
         "tests/test_index_budget.py",

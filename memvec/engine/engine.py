@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,20 +12,21 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.config import DedupSettings, IndexSettings, SearchSettings
-from memvec.embed.base import Embedder, checked_vectors, embed_records
+from memvec.embed.base import Embedder, checked_vectors
+from memvec.engine.index_cache import IndexCache
 from memvec.engine.partition_index import LoadReport, PartitionIndex
-from memvec.engine.repeats import Target, find_repeats, near_key
+from memvec.engine.repeats import Target, find_repeats
+from memvec.engine.rows import prepared_rows
 from memvec.errors import NotFoundError, VersionConflictError
 from memvec.exchange.reports import IndexUsage
-from memvec.guard import checked_on_read, looks_untrusted
-from memvec.index.heap import release_freed_memory
+from memvec.guard import checked_on_read
 from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.per_document import best_per_document, widened
 from memvec.search.period import boost_period, with_period
 from memvec.search.rerank import Matrix, Ranker
 from memvec.search.when import Period, dated, narrowed_to
 from memvec.store.base import PreparedRecord, Store
-from memvec.telemetry.metrics import INDEX_EVICTIONS, INDEX_LOADS, INDEXES_LOADED, SEARCH_SECONDS, timed
+from memvec.telemetry.metrics import SEARCH_SECONDS, timed
 from memvec.telemetry.tracing import span
 from memvec.types import (
     LATEST,
@@ -61,82 +61,28 @@ class Engine:
         self.dedup = dedup or DedupSettings()
         self.retention = dict(retention or {})  # per tier: records older than this are purged
         self.embedder = embedder
-        self.index_root = index_root
         self.index_settings = index_settings
         self.search_settings = search_settings
-        self.max_loaded_indexes = max_loaded_indexes
         self.ranker = ranker  # the second ranking stage; used only for the models it was fitted with
-        self.load_reports: dict[tuple[str, Tier], LoadReport] = {}
-        self._indexes: OrderedDict[tuple[str, Tier], PartitionIndex] = OrderedDict()  # least recently used first
-        self._lock = threading.Lock()
-        self._loads = self._evictions = 0
+        self.indexes = IndexCache(
+            store=store, embedder=embedder, root=index_root, settings=index_settings, budget=max_loaded_indexes
+        )
         # per tier: (the index's applied change, its closed version ids, when the next valid_to passes)
         self._closed_cache: dict[tuple[str, Tier], tuple[int, npt.NDArray[np.int64], datetime]] = {}
 
     def index_dir(self, agent: str, tier: Tier) -> Path:
-        return self.index_root / agent / tier.value
+        return self.indexes.directory(agent, tier)
 
     def tier_index(self, agent: str, tier: Tier) -> PartitionIndex:
         """The (agent, tier) index, loaded on first use and caught up with the store."""
-        key = (agent, tier)
-        with self._lock:
-            loaded = key not in self._indexes
-            if loaded:
-                index, report = PartitionIndex.open(
-                    agent,
-                    tier,
-                    store=self.store,
-                    embedder=self.embedder,
-                    directory=self.index_dir(agent, tier),
-                    settings=self.index_settings,
-                )
-                self._indexes[key], self.load_reports[key] = index, report
-                self._loads += 1
-                INDEX_LOADS.inc()
-            self._indexes.move_to_end(key)
-            index = self._indexes[key]
-            evicted = self._over_budget()
-            if loaded:
-                INDEXES_LOADED.set(len(self._indexes))
-        sizes = self._save_and_drop(evicted) + ([len(index)] if loaded else [])
-        if sizes:
-            release_freed_memory(max(sizes))
-        if not self.store.in_transaction():  # an index follows committed changes only: a rollback
-            index.catch_up()  # would leave it holding records the store never kept
-            with self._lock:
-                dropped = self._indexes.get(key) is not index
-            if dropped and index.unsaved:  # evicted and saved by another thread while it caught up: the
-                index.save()  # changes it caught up with would otherwise be saved by no one
-        return index
+        return self.indexes.get(agent, tier)
 
-    @staticmethod
-    def _save_and_drop(evicted: list[PartitionIndex]) -> list[int]:
-        """Save the unloaded indexes (outside the engine lock: a reload meanwhile catches up from the
-        store) and drop the last references to them; returns their sizes."""
-        sizes = []
-        while evicted:
-            old = evicted.pop()
-            sizes.append(len(old))
-            if old.unsaved:
-                old.save()
-        return sizes
-
-    def _over_budget(self) -> list[PartitionIndex]:
-        """Unload the least recently used indexes past the budget (caller holds the lock)."""
-        evicted = []
-        while self.max_loaded_indexes is not None and len(self._indexes) > self.max_loaded_indexes:
-            key, old = self._indexes.popitem(last=False)
-            self.load_reports.pop(key, None)
-            evicted.append(old)
-            self._evictions += 1
-            INDEX_EVICTIONS.inc()
-        return evicted
+    @property
+    def load_reports(self) -> dict[tuple[str, Tier], LoadReport]:
+        return self.indexes.load_reports
 
     def index_usage(self) -> IndexUsage:
-        with self._lock:
-            return IndexUsage(
-                loaded=len(self._indexes), budget=self.max_loaded_indexes, loads=self._loads, evictions=self._evictions
-            )
+        return self.indexes.usage()
 
     # -- writes ---------------------------------------------------------------------------
     def insert(
@@ -166,31 +112,7 @@ class Engine:
     ) -> list[PreparedRecord]:
         """Rows for `store.insert`, embedded (or with `vectors`, checked), with their contexts; one
         (agent, tier) group. Writes nothing: a caller can prepare everything before its transaction."""
-        if vectors is not None:
-            vectors = checked_vectors(vectors, len(records), self.embedder.dim)
-        contexts = self._contexts(agent, tier, list(records))
-        if vectors is None:
-            vector_contexts = contexts if self.index_settings.vector_context else [None] * len(contexts)
-            vectors = embed_records(
-                self.embedder,
-                [record.text for record in records],
-                vector_contexts,
-                windows=self.index_settings.long_text_windows,
-            )
-        now = datetime.now(UTC)
-        return [
-            PreparedRecord(
-                record=record,
-                dedup_key=record.dedup_key(),
-                created_at=record.created_at or now,
-                embedding=vector,
-                model_id=self.embedder.model_id,
-                context=context,
-                untrusted=looks_untrusted(record.text),
-                near_key=near_key(tier, record),
-            )
-            for record, vector, context in zip(records, vectors, contexts, strict=True)
-        ]
+        return prepared_rows(self.store, self.embedder, self.index_settings, (agent, tier), records, vectors)
 
     def _insert_group(
         self,
@@ -260,23 +182,6 @@ class Engine:
         targets = [target for kind, target in repeats.values() if kind == "record"]
         alive = {r.id for r in self.store.get(agent, targets)} if targets else set()
         return {row: t for row, t in repeats.items() if t[0] == "row" or t[1] in alive}
-
-    def _contexts(self, agent: str, tier: Tier, records: list[NewRecord]) -> list[str | None]:
-        """Each record's context: its own, else, for a recall message, the previous message of its
-        session (in this batch, else in the store), so a reply is indexed with what it answers.
-        Archival passages get none by default: two passages saved in one session need not be related."""
-        previous: dict[str, str | None] = {}
-        contexts: list[str | None] = []
-        for record in records:
-            session = record.citation.session_id
-            if record.context or session is None or tier is not Tier.RECALL:
-                contexts.append(record.context)
-                continue
-            if session not in previous:
-                previous[session] = self.store.last_in_session(agent, tier, session)
-            contexts.append(previous[session])
-            previous[session] = record.text
-        return contexts
 
     def delete(self, agent: str, record_id: int) -> Record:
         """Delete a record with every other version of its passage (a deleted passage keeps no history)."""
@@ -449,16 +354,12 @@ class Engine:
 
     # -- lifecycle ------------------------------------------------------------------------
     def loaded_indexes(self) -> list[PartitionIndex]:
-        with self._lock:
-            return list(self._indexes.values())
+        return self.indexes.loaded()
 
     def save(self) -> None:
         """Persist every index that has changes not yet on disk."""
-        for index in self.loaded_indexes():
-            if index.unsaved:
-                index.save()
+        self.indexes.save()
 
     def unload(self, agent: str, tier: Tier) -> None:
         """Drop the (agent, tier) index from memory unsaved: its records were deleted, or a rebuild replaces it."""
-        with self._lock:
-            self._indexes.pop((agent, tier), None)
+        self.indexes.unload(agent, tier)
