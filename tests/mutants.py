@@ -463,14 +463,14 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "archival search ignores tag_match_mode",
-        "memvec/tools.py",
+        "memvec/tools/__init__.py",
         "k=args.top_k,\n        tags=args.tags or [],\n        tag_match=args.tag_match_mode,",
         'k=args.top_k,\n        tags=args.tags or [],\n        tag_match="any",',
         "tests/test_mcp.py",
     ),
     (
         "a time-range conversation_search keeps in-context messages",
-        "memvec/tools.py",
+        "memvec/tools/__init__.py",
         "            if r.id not in visible\n        ]",
         "        ]",
         "tests/test_tools.py",
@@ -761,7 +761,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "the conversation_search tool ignores spread_sessions",
-        "memvec/tools.py",
+        "memvec/tools/__init__.py",
         "        spread_sessions=args.spread_sessions,\n",
         "",
         "tests/test_tools.py",

@@ -23,7 +23,8 @@ from memvec.mcp_server.tools import agent_context, tool_function
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing
 from memvec.service.front import ADMITTED, Admission, FrontDoor, Gate, Refusal, header
-from memvec.tools import TOOLS, CoreReadArgs, core_memory_read, unknown_arguments
+from memvec.tools import TOOLS, core_memory_read, unknown_arguments
+from memvec.tools.arguments import CoreReadArgs
 from memvec.types import VERSION, describe_validation_error
 
 INSTRUCTIONS = (

@@ -14,150 +14,28 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from difflib import get_close_matches
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from memvec.guard import fence
 from memvec.memory import Memory
-from memvec.types import MAX_ID, MAX_TAGS, MAX_TEXT_CHARS, CoreBlock, Hit, IdText, MetaText, Record, Tag, Tier
-
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
-Label = Annotated[str, Field(min_length=1, max_length=64, description="Core memory block, e.g. 'human' or 'persona'.")]
-Tags = Annotated[
-    list[Tag] | None, Field(max_length=MAX_TAGS, description="Labels to file the passage under or filter by.")
-]
-Day = Annotated[date | datetime | None, Field(description="ISO date (whole day) or datetime, inclusive.")]
-Query = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="What to look for, in words.")]
-SessionId = Annotated[IdText | None, Field(description="Conversation/session the turn belongs to.")]
-Count = Annotated[int, Field(ge=1, le=50, description="How many results.")]
-OldText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="Exact text to replace.")]
-NewText = Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="Replacement (may be empty).")]
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CoreReadArgs(_Args):
-    pass
-
-
-class CoreAppendArgs(_Args):
-    label: Label
-    content: Text
-
-
-class CoreReplaceArgs(_Args):
-    label: Label
-    old_content: OldText
-    new_content: NewText
-
-
-class MemoryInsertArgs(_Args):
-    label: Label
-    new_str: Text
-    insert_line: Annotated[
-        int, Field(ge=-1, le=10_000, description="Line to insert before (0 = first); -1 = after the last line.")
-    ] = -1
-
-
-class MemoryReplaceArgs(_Args):  # Letta's names for core_memory_replace's arguments
-    label: Label
-    old_str: OldText
-    new_str: NewText
-
-
-class MemoryRethinkArgs(_Args):
-    label: Label
-    new_memory: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="The block's whole new value.")]
-
-
-class ArchivalInsertArgs(_Args):
-    content: Text
-    tags: Tags = None
-    source_url: Annotated[MetaText | None, Field(description="Where the passage came from (cited with it).")] = None
-    session_id: SessionId = None
-
-
-class ArchivalUpdateArgs(_Args):
-    id: Annotated[int, Field(ge=1, le=MAX_ID, description="The passage id, as a search returned it.")]
-    content: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The passage's new text.")]
-    valid_from: Annotated[
-        date | datetime | None, Field(description="Since when the new text holds (ISO date or datetime; default now).")
-    ] = None
-
-
-TagMatch = Annotated[
-    Literal["any", "all"],
-    Field(description="'any': passages with any of the tags; 'all': only passages with every tag."),
-]
-
-
-class ArchivalSearchArgs(_Args):  # Letta's argument names: start_datetime, end_datetime, tag_match_mode
-    query: Query
-    top_k: Count = 5
-    tags: Tags = None
-    tag_match_mode: TagMatch = "any"
-    start_datetime: Day = None
-    end_datetime: Day = None
-    as_of: Annotated[
-        date | datetime | None,
-        Field(description="What held at this date (ISO date: its end), old versions included; default: current."),
-    ] = None
-
-
-class ConversationSearchArgs(_Args):  # Letta's names; without a query, the newest messages the filters allow
-    query: Annotated[
-        str | None,
-        Field(
-            min_length=1,
-            max_length=MAX_TEXT_CHARS,
-            description=(
-                "What to look for, in words; leave it out to list the newest messages in the date range or roles."
-            ),
-        ),
-    ] = None
-    roles: Annotated[list[str] | None, Field(max_length=16, description="Only these roles, e.g. ['user'].")] = None
-    start_date: Day = None
-    end_date: Day = None
-    session_id: SessionId = None
-    limit: Count = 5
-    spread_sessions: Annotated[
-        bool,
-        Field(
-            description=(
-                "Pick the first results from as many past conversations as earn a place: for a question about "
-                "several conversations, where one would otherwise fill the list."
-            )
-        ),
-    ] = False
-
-
-class ArchivalListArgs(_Args):
-    limit: Count = 10
-    offset: Annotated[int, Field(ge=0, le=100_000, description="How many of the newest passages to skip.")] = 0
-    tags: Tags = None
-
-
-class ArchivalDeleteArgs(_Args):
-    id: Annotated[int, Field(ge=1, le=MAX_ID, description="The passage id, as a search or list returned it.")]
-
-
-class ForgetArgs(_Args):  # at least one criterion: forgetting everything is deleting the agent
-    tier: Annotated[Literal["archival", "recall"] | None, Field(description="Only this tier (default: both).")] = None
-    tags: Tags = None
-    tag_match_mode: TagMatch = "any"
-    start_datetime: Day = None
-    end_datetime: Day = None
-    session_id: SessionId = None
-
-
-class ConversationRecordArgs(_Args):
-    role: Annotated[str, Field(min_length=1, max_length=64, description="Who said it: user, assistant, ...")]
-    content: Text
-    session_id: SessionId = None
-    turn_id: Annotated[IdText | None, Field(description="Position of the message in its session.")] = None
+from memvec.tools.arguments import (
+    ArchivalDeleteArgs,
+    ArchivalInsertArgs,
+    ArchivalListArgs,
+    ArchivalSearchArgs,
+    ArchivalUpdateArgs,
+    ConversationRecordArgs,
+    ConversationSearchArgs,
+    CoreAppendArgs,
+    CoreReadArgs,
+    CoreReplaceArgs,
+    ForgetArgs,
+    MemoryInsertArgs,
+    MemoryReplaceArgs,
+    MemoryRethinkArgs,
+    ToolArguments,
+)
+from memvec.tools.results import block_view, hits_for_model, records_for_model, saved
+from memvec.types import CoreBlock, Record, Tier
 
 
 @dataclass(frozen=True)
@@ -177,7 +55,7 @@ class ToolContext:
 class MemoryTool:
     name: str
     description: str  # what a model reads: when to call it, in one or two sentences
-    arguments: type[_Args]
+    arguments: type[ToolArguments]
     run: Callable[[ToolContext, Any], str]
     read_only: bool = False
     destructive: bool = False  # deletes what cannot be got back
@@ -205,81 +83,13 @@ def day_bound(value: date | datetime | None, *, end: bool) -> datetime | None:
     return datetime.combine(value, time.max if end else time.min, tzinfo=UTC)
 
 
-def hits_for_model(hits: list[Hit], max_chars: int = 8_000) -> str:
-    """Search results as the model sees them: citations included, untrusted text fenced, and the
-    lowest-ranked hits dropped until the result fits `max_chars` (a share of the context window)."""
-    return _fitted([{**_record_row(h, max_chars), "score": round(h.score, 3)} for h in hits], max_chars)
-
-
-def records_for_model(records: Sequence[Record], max_chars: int = 8_000) -> str:
-    """Listed records in the shape of search results (without scores), the last dropped first to fit."""
-    return _fitted([_record_row(r, max_chars) for r in records], max_chars)
-
-
-def _record_row(record: Record, max_chars: int) -> dict[str, Any]:
-    text = record.text if len(record.text) <= max_chars // 2 else record.text[: max_chars // 2] + " [...]"
-    return {
-        "id": record.id,
-        "role": record.role,
-        "text": fence(text, record_id=record.id) if record.untrusted else text,
-        "untrusted": record.untrusted,
-        "created_at": record.created_at.isoformat(timespec="seconds"),
-        **_validity(record),
-        "citation": record.citation.model_dump(exclude_none=True),
-    }
-
-
-def _fitted(rows: list[dict[str, Any]], max_chars: int) -> str:
-    dropped = 0
-    while True:
-        text = json.dumps({"count": len(rows), "dropped_for_space": dropped, "results": rows}, ensure_ascii=False)
-        if len(text) <= max_chars or len(rows) <= 1:
-            return text
-        rows.pop()
-        dropped += 1
-
-
-def _validity(record: Record) -> dict[str, str]:
-    """When the fact held, where that is not simply from its record time on (a versioned passage)."""
-    shown = {}
-    if record.valid_from is not None and record.valid_from != record.created_at:
-        shown["valid_from"] = record.valid_from.isoformat(timespec="seconds")
-    if record.valid_to is not None:
-        shown["valid_to"] = record.valid_to.isoformat(timespec="seconds")
-    return shown
-
-
-def _block_view(block: CoreBlock) -> dict[str, Any]:
-    return {
-        "label": block.label,
-        "value": block.value,
-        "chars": f"{len(block.value)}/{block.limit}",
-        "read_only": block.read_only,
-        "description": block.description,
-    }
-
-
-def _saved(record: Record, created: bool, **more: Any) -> str:
-    return json.dumps(
-        {
-            "ok": True,
-            "id": record.id,
-            "duplicate": not created,
-            **({} if created else {"duplicate_of": record.id}),
-            "untrusted": record.untrusted,
-            "citation": record.citation.model_dump(exclude_none=True),
-            **more,
-        }
-    )
-
-
 def core_memory_read(ctx: ToolContext, _: CoreReadArgs) -> str:
-    blocks = [_block_view(b) for b in ctx.memory.core(ctx.agent).blocks()]
+    blocks = [block_view(b) for b in ctx.memory.core(ctx.agent).blocks()]
     return json.dumps({"agent": ctx.agent, "blocks": blocks}, ensure_ascii=False)
 
 
 def _edited(block: CoreBlock) -> str:
-    return json.dumps({"ok": True, **_block_view(block)}, ensure_ascii=False)
+    return json.dumps({"ok": True, **block_view(block)}, ensure_ascii=False)
 
 
 def core_memory_append(ctx: ToolContext, args: CoreAppendArgs) -> str:
@@ -318,7 +128,7 @@ def archival_memory_insert(ctx: ToolContext, args: ArchivalInsertArgs) -> str:
         session_id=args.session_id or ctx.session_id,
         turn_id=None if args.session_id else ctx.turn,
     )
-    return _saved(result.record, result.created)
+    return saved(result.record, result.created)
 
 
 def archival_memory_update(ctx: ToolContext, args: ArchivalUpdateArgs) -> str:
@@ -329,7 +139,7 @@ def archival_memory_update(ctx: ToolContext, args: ArchivalUpdateArgs) -> str:
         session_id=ctx.session_id,
         turn_id=ctx.turn if ctx.session_id else None,
     )
-    return _saved(result.record, result.created, supersedes=args.id)
+    return saved(result.record, result.created, supersedes=args.id)
 
 
 def archival_memory_search(ctx: ToolContext, args: ArchivalSearchArgs) -> str:
@@ -400,7 +210,7 @@ def conversation_record(ctx: ToolContext, args: ConversationRecordArgs) -> str:
     result = ctx.memory.recall(ctx.agent).append(
         args.role, args.content, session_id=args.session_id, turn_id=args.turn_id
     )
-    return _saved(result.record, result.created)
+    return saved(result.record, result.created)
 
 
 TOOLS: dict[str, MemoryTool] = {
