@@ -9,7 +9,6 @@ with Memory.open("./indexes") as mem:
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
@@ -19,16 +18,24 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from memvec.config import DEFAULT_MODEL, IndexSettings, MemoryConfig
-from memvec.embed import Backend, backend_of, load_embedder, qualified_model_id, split_model_id
-from memvec.embed.base import Embedder, LazyEmbedder
-from memvec.embed.queries import MicroBatcher, QueryCache
+from memvec.config import MemoryConfig
+from memvec.embed import Backend, load_embedder
+from memvec.embed.base import Embedder
 from memvec.engine.consolidation import apply_run, undo_run
 from memvec.engine.engine import Engine
+from memvec.engine.home import (
+    MODEL_META_KEY,
+    home_index_settings,
+    home_model,
+    lazy_embedder,
+    prepare_home,
+    requested_model,
+    serving_embedder,
+)
 from memvec.engine.lease import agent_lease
 from memvec.engine.maintenance import describe_partitions, rebuild_partitions, verify_partitions
 from memvec.engine.transfer import export_agent, import_agents
-from memvec.errors import AgentExistsError, InvalidInputError, ModelMismatchError, NotFoundError
+from memvec.errors import AgentExistsError, InvalidInputError, NotFoundError
 from memvec.exchange.consolidation import ConsolidationProposal, ConsolidationRun
 from memvec.exchange.export import AgentExport, ImportReport
 from memvec.exchange.reports import (
@@ -65,8 +72,6 @@ from memvec.types import (
     Tier,
 )
 
-MODEL_META_KEY = "embedding_model"
-INDEX_KIND_META_KEY = "index_kind"
 _agent_name: TypeAdapter[str] = TypeAdapter(AgentName)
 
 
@@ -77,24 +82,6 @@ def validate_agent(agent: str) -> str:
         raise InvalidInputError(
             f"invalid agent name {agent!r}: 1-64 of A-Z a-z 0-9 _ . - starting with a letter or digit"
         ) from exc
-
-
-def prepare_home(home: Path) -> Path:
-    """The memory home, created if needed; a path that is a file, lies under a file, or cannot be
-    written (read-only file system, permissions) is refused as an input error naming it."""
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=home):
-            pass
-    except FileExistsError as exc:
-        raise InvalidInputError(
-            f"memory home {home} is not a directory (a file is in the way: {exc.filename or home})"
-        ) from exc
-    except NotADirectoryError as exc:
-        raise InvalidInputError(f"memory home {home} lies under a file, not a directory") from exc
-    except OSError as exc:
-        raise InvalidInputError(f"memory home {home} cannot be written: {exc.strerror or exc}") from exc
-    return home
 
 
 STORE_SCHEMA_VERSION = LATEST_VERSION  # the schema this memvec writes (`memvec --version`)
@@ -108,11 +95,12 @@ class Memory:
         self.created_home = config.store is None and not (Path(config.home) / STORE_FILE).exists()
         self.home = prepare_home(config.home)
         self._store = open_store(self.home, config.store, timeout=config.store_timeout)
-        self.model_id = self._resolve_model(embedder)
-        self.index_settings = self._resolve_index_kind()
+        requested = embedder.model_id if embedder else self.requested_model(config.model, config.embed_backend)
+        self.model_id = home_model(self._store, self.home, requested)
+        self.index_settings = home_index_settings(self._store, config.index)
         self._engine = Engine(
             store=self._store,
-            embedder=self._serving(embedder or self._lazy(self.model_id)),
+            embedder=serving_embedder(embedder or lazy_embedder(self.model_id, config), config),
             index_root=self.home / "index",
             index_settings=self.index_settings,
             search_settings=config.search,
@@ -144,53 +132,10 @@ class Memory:
             return None
         return pending(applied_migrations(store_file))
 
-    def _lazy(self, model_id: str) -> LazyEmbedder:
-        batch = self.config.embed_batch_size
-        return LazyEmbedder(model_id, lambda: load_embedder(model_id, batch_size=batch))
-
-    def _serving(self, embedder: Embedder) -> Embedder:
-        """The embedder searches go through: query vectors cached, and batched across threads if asked."""
-        if self.config.query_batching:
-            embedder = MicroBatcher(embedder)
-        if self.config.query_cache_size:
-            embedder = QueryCache(embedder, self.config.query_cache_size)
-        return embedder
-
     def requested_model(self, name: str | None, backend: Backend | None) -> str | None:
         """The model id that `name` and `backend` ask for (None: neither given). What is not given
         comes from the home: its model name, and its backend (so `--model X` on a torch home stays torch)."""
-        if name is None and backend is None:
-            return None
-        recorded = self._store.get_meta(MODEL_META_KEY)
-        if name is None:
-            name = split_model_id(recorded)[1] if recorded and backend_of(recorded) else DEFAULT_MODEL
-        return qualified_model_id(name, backend, fallback=backend_of(recorded) if recorded else None)
-
-    def _resolve_model(self, embedder: Embedder | None) -> str:
-        recorded = self._store.get_meta(MODEL_META_KEY)
-        requested = (
-            embedder.model_id if embedder else self.requested_model(self.config.model, self.config.embed_backend)
-        )
-        if recorded is None:
-            chosen = requested or qualified_model_id(DEFAULT_MODEL, None)
-            self._store.set_meta(MODEL_META_KEY, chosen)
-            return chosen
-        if requested and requested != recorded:
-            raise ModelMismatchError(
-                f"the memory home {self.home} is embedded with {recorded!r}, not {requested!r}. "
-                f"Run `memvec rebuild --model {requested}` to re-embed it, or drop "
-                "--model/--embed-backend/MEMVEC_MODEL/MEMVEC_EMBED_BACKEND."
-            )
-        return recorded
-
-    def _resolve_index_kind(self) -> IndexSettings:
-        """An explicit kind is remembered for the home (its indexes rebuild on next load);
-        otherwise the home's recorded kind, 'auto' for a new home."""
-        recorded = self._store.get_meta(INDEX_KIND_META_KEY)
-        kind = self.config.index.kind or recorded or "auto"
-        if kind != recorded:
-            self._store.set_meta(INDEX_KIND_META_KEY, kind)
-        return self.config.index.model_copy(update={"kind": kind})
+        return requested_model(self._store, name, backend)
 
     # -- tiers ----------------------------------------------------------------------------
     def archival(self, agent: str) -> ArchivalMemory:
@@ -425,7 +370,7 @@ class Memory:
             self._store.set_meta(MODEL_META_KEY, embedder.model_id)
             self.model_id = embedder.model_id
             self._close_serving()  # the old model's batcher thread goes with it
-            self._engine.embedder = self._serving(embedder)
+            self._engine.embedder = serving_embedder(embedder, self.config)
         return reports
 
     def verify(self, *, agent: str | None = None, repair: bool = False) -> VerifyReport:
