@@ -218,7 +218,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "a shared block's owner is listed as an agent",
-        "memvec/store/sql.py",
+        "memvec/store/agents.py",
         '"WHERE agent NOT LIKE ? UNION SELECT name FROM agents ORDER BY 1",',
         '"WHERE agent NOT LIKE ? OR 1=1 UNION SELECT name FROM agents ORDER BY 1",',
         "tests/test_shared_blocks.py",
@@ -811,7 +811,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "an agent known only by its records does not exist",
-        "memvec/store/sql.py",
+        "memvec/store/agents.py",
         '"SELECT 1 FROM records WHERE agent = ? LIMIT 1",\n            (name, name, name),',
         '"SELECT 1 FROM records WHERE 0 = 1 AND agent = ? LIMIT 1",\n            (name, name, name),',
         "tests/test_memory.py",

@@ -24,6 +24,9 @@ CURRENT = "(valid_to IS NULL OR (superseded_by IS NULL AND valid_to > ?))"
 EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at, session_id"
 
 
+LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
+
+
 def format_time(value: datetime) -> str:
     """Fixed-width UTC ISO text (4-digit year, microseconds), so string order is time order in SQL."""
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"

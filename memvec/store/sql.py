@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.errors import InvalidInputError, NotFoundError, StoreError, VersionConflictError
+from memvec.store.agents import AgentStore
 from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
 from memvec.store.blocks import BlockStore
 from memvec.store.documents import DocumentStore
@@ -24,19 +25,19 @@ from memvec.store.folders import FolderStore
 from memvec.store.rows import (
     CURRENT,
     EMBEDDING_COLUMNS,
+    LOG_CHANGE,
     RECORD_COLUMNS,
     embedding_batch,
     filter_sql,
     format_time,
     parse_time,
     row_to_record,
-    settings_from_json,
 )
 from memvec.store.runs import RunStore
-from memvec.store.shared_blocks import SHARED_OWNER_PREFIX, SharedBlockStore
+from memvec.store.shared_blocks import SharedBlockStore
 from memvec.store.versions import VersionStore
 from memvec.telemetry.tracing import span
-from memvec.types import AgentSettings, AgentState, Citation, NewRecord, Record, SearchFilters, Tier
+from memvec.types import Citation, NewRecord, Record, SearchFilters, Tier
 
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 RECORD_INSERT = (
@@ -46,7 +47,6 @@ RECORD_INSERT = (
     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id"
 )
-LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
 
 
 def _time(value: datetime | None) -> str | None:
@@ -62,7 +62,7 @@ def _operation(sql: str) -> str:
     return sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
 
 
-class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStore, VersionStore):
+class SQLStore(AgentStore, BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStore, VersionStore):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
@@ -107,33 +107,6 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
             return True
         except StoreError:
             return False
-
-    # -- meta -----------------------------------------------------------------------------
-    def get_meta(self, key: str) -> str | None:
-        rows = self._query(f"SELECT value FROM {self.META_TABLE} WHERE key = ?", (key,))
-        return str(rows[0]["value"]) if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._write() as db:
-            self._run(
-                db,
-                f"INSERT INTO {self.META_TABLE} VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-
-    # -- browser sessions -----------------------------------------------------------------
-    def revoke_session(self, nonce: str, expires_at: datetime) -> None:
-        """Remember a signed-out session until it would have expired (and forget the expired ones)."""
-        with self._write() as db:
-            self._run(db, "DELETE FROM revoked_sessions WHERE expires_at < ?", (format_time(datetime.now(UTC)),))
-            self._run(
-                db,
-                "INSERT INTO revoked_sessions VALUES (?, ?) ON CONFLICT (nonce) DO NOTHING",
-                (nonce, format_time(expires_at)),
-            )
-
-    def session_revoked(self, nonce: str) -> bool:
-        return bool(self._query("SELECT 1 FROM revoked_sessions WHERE nonce = ?", (nonce,)))
 
     # -- records --------------------------------------------------------------------------
     def existing_ids(self, agent: str, tier: Tier, keys: Sequence[str]) -> dict[str, int]:
@@ -455,73 +428,3 @@ class SQLStore(BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStor
     def partitions(self) -> list[tuple[str, Tier]]:
         rows = self._query("SELECT DISTINCT agent, tier FROM changes ORDER BY agent, tier")
         return [(r["agent"], Tier(r["tier"])) for r in rows]
-
-    def agents(self) -> list[str]:
-        rows = self._query(
-            "SELECT DISTINCT agent AS name FROM records UNION SELECT agent FROM core_blocks "
-            "WHERE agent NOT LIKE ? UNION SELECT name FROM agents ORDER BY 1",
-            (f"{SHARED_OWNER_PREFIX}%",),
-        )
-        return [r["name"] for r in rows]
-
-    def has_agent(self, name: str) -> bool:
-        """The one definition of "an agent exists": it has settings, core blocks or records (as `agents`)."""
-        rows = self._query(
-            "SELECT 1 AS found FROM agents WHERE name = ? UNION ALL "
-            "SELECT 1 FROM core_blocks WHERE agent = ? UNION ALL "
-            "SELECT 1 FROM records WHERE agent = ? LIMIT 1",
-            (name, name, name),
-        )
-        return bool(rows)
-
-    # -- agents (settings and conversation state) -----------------------------------------
-    def get_agent(self, name: str) -> tuple[AgentSettings, AgentState] | None:
-        rows = self._query("SELECT settings, summary, in_context, turn, created_at FROM agents WHERE name = ?", (name,))
-        if not rows:
-            return None
-        r = rows[0]
-        state = AgentState(
-            summary=r["summary"],
-            in_context=json.loads(r["in_context"]),
-            turn=r["turn"],
-            created_at=parse_time(r["created_at"]),
-        )
-        return settings_from_json(r["settings"]), state
-
-    def put_agent(self, settings: AgentSettings, state: AgentState | None = None) -> None:
-        """Create or update an agent's settings (and its state, when given)."""
-        now = format_time(datetime.now(UTC))
-        with self._write() as db:
-            self._run(
-                db,
-                "INSERT INTO agents (name, settings, created_at, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, "
-                "updated_at = excluded.updated_at",
-                (settings.name, settings.model_dump_json(), now, now),
-            )
-            if state is not None:
-                self._run(
-                    db,
-                    "UPDATE agents SET summary = ?, in_context = ?, turn = ?, updated_at = ? WHERE name = ?",
-                    (state.summary, json.dumps(state.in_context), state.turn, now, settings.name),
-                )
-
-    def agent_names(self) -> list[str]:
-        return [r["name"] for r in self._query("SELECT name FROM agents ORDER BY name")]
-
-    def delete_agent(self, name: str) -> list[tuple[int, str]]:
-        """Delete an agent with all its records and blocks; returns the (id, tier) of deleted records."""
-        with self._write() as db:
-            rows = self._run(db, "SELECT id, tier FROM records WHERE agent = ?", (name,)).fetchall()
-            self._run(db, "DELETE FROM records WHERE agent = ?", (name,))
-            for r in rows:
-                self._run(db, LOG_CHANGE, (name, r["tier"], r["id"], "delete"))
-            self._run(db, "DELETE FROM core_blocks WHERE agent = ?", (name,))
-            self._run(db, "DELETE FROM block_history WHERE agent = ?", (name,))
-            self._run(db, "DELETE FROM block_attachments WHERE agent = ?", (name,))
-            self._run(db, "DELETE FROM consolidation_runs WHERE agent = ?", (name,))
-            self._run(db, "DELETE FROM agent_leases WHERE agent = ?", (name,))
-            self._run(db, "DELETE FROM documents WHERE owner = ?", (name,))
-            self._run(db, "DELETE FROM folder_attachments WHERE agent = ?", (name,))
-            self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
-        return [(int(r["id"]), str(r["tier"])) for r in rows]
