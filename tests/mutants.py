@@ -619,7 +619,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "metadata depth is not bounded",
-        "memvec/types.py",
+        "memvec/types/values.py",
         "if json_depth_exceeds(value, MAX_METADATA_DEPTH):",
         "if False:",
         "tests/test_hardening.py",
@@ -1207,7 +1207,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "NUL reaches the store",
-        "memvec/types.py",
+        "memvec/types/values.py",
         '    if "\\x00" in value:\n        raise ValueError("text contains a NUL character")\n    try:',
         "    try:",
         "tests/test_nul.py",

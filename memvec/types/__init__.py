@@ -1,0 +1,113 @@
+"""Data that crosses memvec's boundaries, validated with pydantic: the values records are made of
+(`values`), records and citations (`records`), agents and their blocks (`agents`), searches and hits
+(`search`); every name is imported from here.
+
+Limits are part of the contract (README, "Limits"): a record's text is 1..MAX_TEXT_CHARS
+characters after stripping, at most MAX_TAGS tags of 1..MAX_TAG_CHARS characters each.
+"""
+
+from __future__ import annotations
+
+from memvec.types.agents import (
+    AgentSettings,
+    AgentState,
+    BlockChange,
+    CoreBlock,
+)
+from memvec.types.records import (
+    FOLDER_ID_PATTERN,
+    Citation,
+    Document,
+    DocumentCitation,
+    DocumentReport,
+    Folder,
+    InsertResult,
+    NewRecord,
+    Record,
+)
+from memvec.types.search import (
+    Hit,
+    MethodScores,
+    SearchFilters,
+    SearchRequest,
+)
+from memvec.types.values import (
+    AGENT_PATTERN,
+    EARLIEST,
+    INDEX_KIND_SETTINGS,
+    LABEL_PATTERN,
+    LATEST,
+    MAX_ID,
+    MAX_K,
+    MAX_META_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT_CHARS,
+    SHARED_BLOCK_ID_PATTERN,
+    VERSION,
+    AgentName,
+    Fusion,
+    IdText,
+    IndexKind,
+    IndexKindSetting,
+    Metadata,
+    MetaText,
+    SearchMode,
+    Tag,
+    Tier,
+    UtcDatetime,
+    Utf8Text,
+    checked_utf8,
+    describe_validation_error,
+    normalize_text,
+)
+
+__all__ = [
+    "AGENT_PATTERN",
+    "EARLIEST",
+    "FOLDER_ID_PATTERN",
+    "INDEX_KIND_SETTINGS",
+    "LABEL_PATTERN",
+    "LATEST",
+    "MAX_ID",
+    "MAX_K",
+    "MAX_METADATA_BYTES",
+    "MAX_META_CHARS",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_TEXT_CHARS",
+    "SHARED_BLOCK_ID_PATTERN",
+    "VERSION",
+    "AgentName",
+    "AgentSettings",
+    "AgentState",
+    "BlockChange",
+    "Citation",
+    "CoreBlock",
+    "Document",
+    "DocumentCitation",
+    "DocumentReport",
+    "Folder",
+    "Fusion",
+    "Hit",
+    "IdText",
+    "IndexKind",
+    "IndexKindSetting",
+    "InsertResult",
+    "MetaText",
+    "Metadata",
+    "MethodScores",
+    "NewRecord",
+    "Record",
+    "SearchFilters",
+    "SearchMode",
+    "SearchRequest",
+    "Tag",
+    "Tier",
+    "UtcDatetime",
+    "Utf8Text",
+    "checked_utf8",
+    "describe_validation_error",
+    "normalize_text",
+]

@@ -1,0 +1,95 @@
+"""Agents: their settings and conversation state, their core blocks and each block's history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from memvec.types.values import (
+    LABEL_PATTERN,
+    MAX_ID,
+    MAX_META_CHARS,
+    MAX_TAGS,
+    MAX_TEXT_CHARS,
+    AgentName,
+    Metadata,
+    Tag,
+    Utf8Text,
+)
+
+
+class CoreBlock(BaseModel):
+    """A core-memory block: always rendered into the prompt, edited in place."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: Annotated[str, StringConstraints(pattern=LABEL_PATTERN)]
+    value: Utf8Text = Field(default="", max_length=MAX_TEXT_CHARS)
+    limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
+    read_only: bool = False
+    description: Utf8Text = Field(default="", max_length=MAX_META_CHARS)
+    metadata: Metadata = Field(default_factory=dict, description="free-form JSON kept with the block")
+
+    @model_validator(mode="after")
+    def _value_within_limit(self) -> CoreBlock:
+        if len(self.value) > self.limit:
+            raise ValueError(f"value has {len(self.value)} characters; the block limit is {self.limit}")
+        return self
+
+
+class BlockChange(BaseModel):
+    """One change of a core block: the whole block before and after it (None: absent), who made it."""
+
+    seq: int
+    label: str
+    changed_at: datetime
+    actor: str = Field(
+        description="who or what made it: a tool call (tool:NAME), an API key (http:KEY-ID), cli, import, python"
+    )
+    op: str = Field(description="create/put, append, replace, rewrite, insert, delete, undo")
+    old: CoreBlock | None
+    new: CoreBlock | None
+    undone_by: int | None = Field(default=None, description="seq of the undo that reverted this change")
+
+
+class AgentSettings(BaseModel):
+    """An agent's configuration: its LLM (any litellm `provider/model`) and its context budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: AgentName
+    model: Utf8Text | None = Field(default=None, max_length=256, description="litellm model, e.g. openai/gpt-4o-mini")
+    context_window: int = Field(default=8_192, ge=256, le=2_000_000)
+    pressure: float = Field(default=0.75, gt=0.0, lt=1.0, description="fraction of the window that triggers a warning")
+    keep_last: int = Field(default=4, ge=1, le=100, description="messages never evicted")
+    max_steps: int = Field(default=8, ge=1, le=50, description="model calls per reply")
+    page_in_budget: int = Field(default=3, ge=0, le=50, description="memory searches per reply")
+    system: Utf8Text | None = Field(
+        default=None, max_length=MAX_TEXT_CHARS, description="replaces the default instructions"
+    )
+    # what Letta clients set and read back; memvec keeps them, the agent loop does not use them
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    description: Utf8Text | None = Field(default=None, max_length=MAX_META_CHARS)
+    metadata: Metadata = Field(default_factory=dict)
+    agent_type: Annotated[str, StringConstraints(max_length=64)] = "memgpt_agent"
+    embedding: Utf8Text | None = Field(
+        default=None, max_length=256, description="the embedding a client asked for (the home's model is used)"
+    )
+
+
+class AgentState(BaseModel):
+    """What survives between replies: the recursive summary and which messages are in context."""
+
+    # bounded so that an imported state fits the store's 64-bit columns (schemathesis found the gap)
+    summary: Utf8Text = ""
+    in_context: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(default_factory=list, max_length=100_000)
+    turn: int = Field(default=0, ge=0, le=MAX_ID)
+    created_at: datetime | None = None
