@@ -38,6 +38,7 @@ from memvec.service.access_log import AccessLog
 from memvec.service.auth import KeyRing
 from memvec.service.body import OffLoopBodyRoute
 from memvec.service.deps import ERROR_STATUS, ServiceState
+from memvec.service.error_schema import ERROR_RESPONSES
 from memvec.service.fairness import MAX_IN_FLIGHT_PER_KEY, FairShare
 from memvec.service.front import (
     ADMITTED,
@@ -52,7 +53,6 @@ from memvec.service.front import (
     header,
 )
 from memvec.service.origin import foreign_origin, foreign_request
-from memvec.service.schemas import ERROR_RESPONSES
 from memvec.telemetry.metrics import STORE_UNAVAILABLE
 from memvec.types import VERSION, describe_validation_error
 

@@ -30,7 +30,7 @@ from memvec.errors import (
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
 from memvec.service.body import OffLoopBodyRoute
-from memvec.service.schemas import ERROR_RESPONSES
+from memvec.service.error_schema import ERROR_RESPONSES
 from memvec.types import AGENT_PATTERN, LABEL_PATTERN, AgentSettings, AgentState
 
 # most specific first: handlers are looked up along the exception's class hierarchy

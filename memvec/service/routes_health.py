@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import Request, Response
+from pydantic import BaseModel, Field
 
 from memvec.errors import StoreUnavailableError
 from memvec.service.deps import Service, ServiceState, api_router
 from memvec.service.front import RETRY_AFTER_S
-from memvec.service.schemas import Health
 from memvec.types import VERSION
 
 router = api_router()
+
+
+class Health(BaseModel):
+    """Without a valid key (on a server with keys) only `status` and `auth`: the rest is the operator's."""
+
+    status: Literal["ok", "unavailable", "draining"] = Field(
+        description="unavailable: the store cannot be reached; draining: the server is shutting down (both HTTP 503)"
+    )
+    auth: bool
+    version: str | None = Field(default=None, description="memvec's version")
+    store: str | None = Field(default=None, description="the store's file or URL (no password)")
+    store_ok: bool | None = None
+    model: str | None = None
+    agents: int | None = Field(default=None, description="None while the store is unavailable")
+    records: int | None = None
+    indexes_loaded: int | None = Field(default=None, description="(agent, tier) indexes in memory")
+    indexes_budget: int | None = Field(default=None, description="the most kept in memory (None: no limit)")
 
 
 @router.get(
