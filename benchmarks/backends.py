@@ -18,6 +18,7 @@ from benchmarks import datasets, quality
 from benchmarks.harness import MeasuredEmbedder
 from memvec import Memory
 from memvec.embed import Embedder, backend_of, load_embedder, qualified_model_id
+from memvec.embed.base import embed_queries
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 DEFAULT_ONLY = {"hybrid (default)": {"mode": "hybrid", "rerank": False}}  # fusion: the ranker is fitted for one backend
@@ -25,6 +26,22 @@ DEFAULT_ONLY = {"hybrid (default)": {"mode": "hybrid", "rerank": False}}  # fusi
 
 def turn_texts(samples: list[dict[str, Any]]) -> list[str]:
     return [doc.text for s in samples for doc in datasets.locomo_recall_task(s).docs]
+
+
+def questions(samples: list[dict[str, Any]], n: int = 32) -> list[str]:
+    return [qa["question"] for s in samples for qa in s["qa"]][:n]
+
+
+def batch_invariance(embedder: Embedder, texts: list[str], probes: int = 8) -> dict[str, float]:
+    """The lowest cosine between a text's vector alone and its vector first in a batch with the
+    other texts: for a raw batch (`embed_documents`, as ingest embeds) and for the query path
+    (`embed_queries`, as `memvec search --queries` and concurrent searches embed)."""
+    raw, path = [], []
+    for text in texts[:probes]:
+        batch = [text, *(other for other in texts if other != text)]
+        raw.append(float(embedder.embed_documents([text])[0] @ embedder.embed_documents(batch)[0]))
+        path.append(float(embedder.embed_query(text) @ embed_queries(embedder, batch)[0]))
+    return {"batch": min(raw), "query_path": min(path), "batch_size": len(texts)}
 
 
 def _agreement(vectors: np.ndarray, reference: np.ndarray) -> dict[str, float]:
@@ -61,6 +78,7 @@ def compare(samples: list[dict[str, Any]], name: str = "all-MiniLM-L6-v2", *, qu
             reference = vectors
         else:
             row["cosine_to_torch"] = _agreement(vectors, reference)
+        row["batch_invariance"] = batch_invariance(embedder, questions(samples))
         row["locomo"] = _locomo_quality(MeasuredEmbedder(embedder), samples)
         if not quick or backend == "onnx-int8":  # quick: the default's cold start only
             row["cold_search"] = cold_search(model_id, runs=1 if quick else 3)

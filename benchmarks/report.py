@@ -275,6 +275,10 @@ def _cold_seconds(backend: dict[str, Any]) -> float | str:
     return round(backend["cold_search"]["seconds"], 2) if "cold_search" in backend else "not measured"
 
 
+def _invariance(measured: dict[str, float] | None) -> str:
+    return f"{measured['batch']:.6f} / {measured['query_path']:.6f}" if measured else "-"
+
+
 def _backends_section(backends: dict[str, Any]) -> list[str]:
     compare = backends["compare"]
     rows = []
@@ -287,6 +291,7 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
                 round(b["turns_per_s"]),
                 round(b["load_seconds"], 2),
                 f"{agreement['mean']:.4f} / {agreement['min']:.4f}" if agreement else "reference",
+                _invariance(b.get("batch_invariance")),
                 b["locomo"]["recall"]["recall@10"],
                 b["locomo"]["recall"]["mrr@10"],
                 b["locomo"]["archival"]["recall@10"],
@@ -300,7 +305,10 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
         "",
         f"Vectors of all {compare['turns']:,} LoCoMo turns from each backend, compared with torch's; LoCoMo "
         "hybrid (default) quality per tier with each backend; cold `memvec search` = a new process from "
-        "interpreter start to printed hits, and its peak RSS (median of 3; any ONNX export already cached).",
+        "interpreter start to printed hits, and its peak RSS (median of 3; any ONNX export already cached). "
+        "Batch invariance: 8 LoCoMo questions each alone and first in a batch with 31 others, the lowest "
+        "cosine; int8's dynamic quantization scales a batch's activations together, so its query path "
+        "embeds each query in a pass of its own.",
         "",
         _table(
             [
@@ -309,6 +317,7 @@ def _backends_section(backends: dict[str, Any]) -> list[str]:
                 "turns/s",
                 "model load s",
                 "cosine to torch mean / min",
+                "alone vs in a batch of 32: raw / query path (min cosine)",
                 "recall R@10",
                 "recall MRR@10",
                 "archival R@10",

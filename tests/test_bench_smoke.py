@@ -110,6 +110,9 @@ def test_quick_backends_and_profiles(tmp_path: Path) -> None:
         assert heading in report
     compared = results["backends"]["compare"]["backends"]
     assert compared["onnx-int8"]["cosine_to_torch"]["mean"] >= 0.99
+    for backend in ("torch", "onnx-int8"):  # a query's vector is its own, whatever else is asked with it
+        assert compared[backend]["batch_invariance"]["query_path"] >= 1 - 1e-5
+    assert "alone vs in a batch of 32" in report
     for run in results["backends"]["cli"]:
         assert run["ingest_records_per_s"] > 0 and all(level["errors"] == 0 for level in run["serve"])
     measured = [row for row in results["profiles"]["rows"] if "speed" in row]
