@@ -36,7 +36,16 @@ from benchmarks.ranker_data import DEPTH, SESSION_WEIGHT, Question, dev_question
 from memvec.config import SearchSettings
 from memvec.embed import load_embedder, split_model_id
 from memvec.embed.locate import DEFAULT_MODEL_ALIASES
-from memvec.search.rerank import FEATURES, RANKER_FILE, RANKER_VERSION, Ranker, context_support, probabilities
+from memvec.search.compiled_trees import compile_ranker
+from memvec.search.rerank import (
+    FEATURES,
+    RANKER_FILE,
+    RANKER_VERSION,
+    Ranker,
+    compiled_name,
+    context_support,
+    probabilities,
+)
 from memvec.search.trees import TreeEnsemble, from_nested_trees
 
 TIERS = ("recall", "archival")  # the tiers LoCoMo's report covers
@@ -349,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     ablated = ablation(questions)
     result = {**leave_one_out(questions, ablated[SHIPPED]), "ablation": ablated, "families": list(args.families)}
     args.out.write_text(json.dumps(ranker.to_json(), separators=(",", ":")) + "\n")  # ~150 kB on one line
+    args.out.with_name(compiled_name(args.out.name)).write_bytes(compile_ranker(ranker.tiers, len(FEATURES)))
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     args.report.with_suffix(".md").write_text(report_markdown(result, ranker))

@@ -683,6 +683,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     # ranking (issue 21)
     (
+        "the compiled trees send a row on a threshold the other way",
+        "memvec/search/compiled_trees.py",
+        "_LEQ = 0  # TreeEnsemble's BRANCH_LEQ",
+        "_LEQ = 1  # TreeEnsemble's BRANCH_LEQ",
+        "tests/test_compiled_trees.py",
+    ),
+    (
+        "the compiled trees' leaves lose precision",
+        "memvec/search/compiled_trees.py",
+        "leaf_weights=numpy_helper.from_array(trees.value[leaves].astype(np.float64)),",
+        "leaf_weights=numpy_helper.from_array(trees.value[leaves].astype(np.float32).astype(np.float64)),",
+        "tests/test_compiled_trees.py",
+    ),
+    (
         "the trees send a row on a threshold right",
         "memvec/search/trees.py",
         "(rows[:, np.maximum(self.feature, 0)] <= self.threshold)",
@@ -692,8 +706,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the trees read exact zeros as LightGBM does not",
         "memvec/search/trees.py",
-        "        rows = np.where(np.abs(rows) <= _ZERO, 0.0, rows)\n",
-        "",
+        "    result: Matrix = np.where(np.abs(rows) <= _ZERO, 0.0, rows)\n",
+        "    result: Matrix = rows\n",
         "tests/test_ranker.py",
     ),
     (

@@ -22,11 +22,13 @@ import json
 from fastapi.testclient import TestClient
 import memvec
 from memvec import Memory
+from memvec.search.rerank import shipped_rankers
 from memvec.service.app import create_app
 with Memory.open("served", model="hash:64") as mem, TestClient(create_app(mem)) as client:
     paths = ("/ui/", "/ui/static/ui.css", "/docs", "/openapi.json")
     print(json.dumps({"file": memvec.__file__, "statuses": [client.get(p, headers={"host": "localhost"}).status_code
-                                                            for p in paths]}))
+                                                            for p in paths],
+                      "compiled": [ranker.compiled is not None for ranker in shipped_rankers()]}))
 """
 
 
@@ -80,3 +82,4 @@ def test_the_wheel_runs_the_readme_example_offline_and_serves_its_pages(tmp_path
     seen = json.loads(served.stdout)
     assert seen["file"].startswith(str(tmp_path / "app-venv")), f"memvec came from {seen['file']}, not the wheel"
     assert seen["statuses"] == [200, 200, 200, 200], seen
+    assert seen["compiled"] == [True, True], "the wheel ships each ranker file's compiled trees"

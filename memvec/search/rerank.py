@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from functools import lru_cache
 from importlib import resources
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memvec.search.compiled_trees import CompiledTrees
 from memvec.search.trees import TreeEnsemble
 
 Ids = npt.NDArray[np.int64]
@@ -228,6 +229,8 @@ class Ranker:
     session_weight: float = 1.0  # and that stage's session weight (search uses it unless told otherwise)
     # per tier, the range of each CONTEXT statistic it ranks (absent: every candidate set)
     support: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    # the same trees compiled for ONNX Runtime (shipped beside the file); None: walked in numpy
+    compiled: CompiledTrees | None = field(default=None, compare=False, repr=False)
 
     def applies_to(self, model_id: str, fusion: str) -> bool:
         """Fitted for this embedding model and this fusion (RRF's fused scores live on another
@@ -246,6 +249,8 @@ class Ranker:
 
     def score(self, features: Matrix, model: str) -> Scores:
         """The probability-like score of each row (a sigmoid of the log-odds, so 0..1)."""
+        if self.compiled is not None and model in self.compiled.tiers:
+            return probabilities(self.compiled.raw_scores(features, model))
         return probabilities(self.tiers[model].raw_scores(features))
 
     def to_json(self) -> dict[str, Any]:
@@ -305,11 +310,20 @@ def shipped_rankers() -> tuple[Ranker, ...]:
         entries = sorted(resources.files("memvec.search").iterdir(), key=lambda entry: entry.name)
     except (FileNotFoundError, OSError):
         return ()
-    return tuple(
-        Ranker.from_json(json.loads(entry.read_text(encoding="utf-8")))
-        for entry in entries
-        if fnmatch(entry.name, RANKER_FILES)
-    )
+    names = {entry.name: entry for entry in entries}
+    rankers = []
+    for entry in entries:
+        if fnmatch(entry.name, RANKER_FILES):
+            ranker = Ranker.from_json(json.loads(entry.read_text(encoding="utf-8")))
+            graph = names.get(compiled_name(entry.name))
+            compiled = CompiledTrees.load(graph.read_bytes()) if graph is not None else None
+            rankers.append(replace(ranker, compiled=compiled) if compiled is not None else ranker)
+    return tuple(rankers)
+
+
+def compiled_name(ranker_file: str) -> str:
+    """The compiled trees' file beside a ranker file: `ranker.json` -> `ranker.onnx`."""
+    return ranker_file.removesuffix(".json") + ".onnx"
 
 
 def shipped_ranker(model_id: str) -> Ranker | None:

@@ -1,4 +1,6 @@
-"""A boosted ensemble of decision trees, evaluated with numpy (no training library at run time).
+"""A boosted ensemble of decision trees, walked with numpy (no training library at run time): the
+reference a shipped ranker's compiled graph (memvec.search.compiled_trees) is checked against, and
+the fallback where there is none.
 
 All trees live in one node table: node `i` splits on `feature[i]` (going left when the value is
 `<= threshold[i]`) or, when `feature[i]` is -1, is a leaf worth `value[i]` whose children are
@@ -18,6 +20,13 @@ import numpy.typing as npt
 Matrix = npt.NDArray[np.float64]
 Nodes = npt.NDArray[np.int64]
 _ZERO = float(np.float32(1e-35))  # LightGBM's kZeroThreshold, a float (1e-35f)
+
+
+def zeroed(rows: Matrix) -> Matrix:
+    """The rows as LightGBM reads them: a value within 1e-35 of zero is zero (its "zero" thresholds
+    sit at -1e-35, so this decides which side an exact 0 falls on, as in the fitted model)."""
+    result: Matrix = np.where(np.abs(rows) <= _ZERO, 0.0, rows)
+    return result
 
 
 @dataclass(frozen=True)
@@ -51,9 +60,7 @@ class TreeEnsemble:
         """The sum over trees of the leaf each row reaches."""
         if len(rows) == 0 or len(self.roots) == 0:
             return np.zeros(len(rows))
-        # As LightGBM reads a row: a value within 1e-35 of zero is zero (its "zero" thresholds sit at
-        # -1e-35, so this decides which side an exact 0 falls on, as in the fitted model).
-        rows = np.where(np.abs(rows) <= _ZERO, 0.0, rows)
+        rows = zeroed(rows)
         # Every split's answer for every row at once, then each row walks its trees by lookups.
         goes_left = (rows[:, np.maximum(self.feature, 0)] <= self.threshold).ravel()  # a leaf reads any column
         row_start = (np.arange(len(rows)) * len(self.feature))[:, None]
