@@ -134,8 +134,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a period named in the query lifts nothing",
         "memvec/search/period.py",
-        "+ period_part.get(record, 0.0)",
-        "+ 0.0",
+        "for ranks in (place, inside) if record in ranks)",
+        "for ranks in (place,) if record in ranks)",
         "tests/test_period.py",
     ),
     (
@@ -144,6 +144,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         '        wide = request.model_copy(update={"k": max(request.k, self.search_settings.candidate_pool)})',
         '        wide = request.model_copy(update={"k": request.k})',
         "tests/test_stable_top_k.py",
+    ),
+    (
+        "a lifted hit shows the other ranking's score parts",
+        "memvec/search/period.py",
+        "name: _part(name, order, (everything, place), (in_period, inside))",
+        "name: _part(name, order, (in_period, inside), (everything, place))",
+        "tests/test_period.py",
     ),
     (
         "dates_in_query filters nothing",

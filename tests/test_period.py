@@ -8,22 +8,25 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memvec import Memory
+from memvec.search.hybrid import Ranked
 from memvec.search.period import with_period
 from memvec.service.app import create_app
-from memvec.types import Hit
 from tests.conftest import run_cli
 
 REFERENCE = datetime(2024, 5, 15, 14, 0, tzinfo=UTC)  # a Wednesday: "two weeks ago" is April 29 - May 5
 CREATED = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-def hit(record: int) -> Hit:
-    return Hit(id=record, agent="a", tier="archival", text=f"r{record}", created_at=CREATED, score=1.0)
+def ranked(records: list[int] | tuple[int, ...]) -> Ranked:
+    """A ranking of `records`, best first, each with a raw vector part."""
+    scores = np.linspace(1.0, 0.5, len(records), dtype=np.float32)
+    return Ranked(np.array(records, dtype=np.int64), scores, vector=(scores / 2).astype(np.float32))
 
 
 rankings = st.lists(st.integers(1, 40), unique=True, max_size=25)
@@ -34,27 +37,32 @@ def test_fused_rankings_keep_every_hit_once_in_falling_score_and_any_k_is_a_pref
     everything: list[int], in_period: list[int], small: int, large: int
 ) -> None:
     small, large = sorted((small, large))
-    merged = with_period([hit(r) for r in everything], [hit(r) for r in in_period], large, 60)
-    ids = [h.id for h in merged]
+    merged = with_period(ranked(everything), ranked(in_period), large, 60)
+    ids = merged.ids.tolist()
     assert len(ids) == len(set(ids)) == min(large, len(set(everything) | set(in_period)))
-    assert all(a.score >= b.score for a, b in itertools.pairwise(merged))
-    assert [h.id for h in with_period([hit(r) for r in everything], [hit(r) for r in in_period], small, 60)] == ids[
-        :small
-    ]
+    assert all(a >= b for a, b in itertools.pairwise(merged.score.tolist()))
+    assert with_period(ranked(everything), ranked(in_period), small, 60).ids.tolist() == ids[:small]
     outside = [r for r in ids if r not in in_period]
     assert outside == [r for r in everything if r in outside]  # the rest keep their order
-    assert all((h.scores.period is not None) == (h.id in in_period) for h in merged)
+    parts = [merged.method_scores(row) for row in range(len(ids))]
+    assert all((part.period is not None) == (r in in_period) for part, r in zip(parts, ids, strict=True))
+    # each row keeps its own parts: the fused score it had (no ranker here) and its raw vector score
+    own = {
+        r: (s, s / 2)
+        for rank in (in_period, everything)
+        for r, s in zip(rank, ranked(rank).score.tolist(), strict=True)
+    }
+    assert all((part.fused, part.vector) == own[r] for part, r in zip(parts, ids, strict=True))
 
 
 def test_with_no_record_in_the_period_the_ranking_is_unchanged() -> None:
-    everything = [hit(r) for r in (5, 3, 9, 1)]
-    assert [h.id for h in with_period(everything, [], 10, 60)] == [5, 3, 9, 1]
+    assert with_period(ranked((5, 3, 9, 1)), ranked(()), 10, 60).ids.tolist() == [5, 3, 9, 1]
 
 
 def test_a_record_of_the_period_rises_above_its_equals() -> None:
-    merged = with_period([hit(r) for r in (1, 2, 3, 4)], [hit(3), hit(7)], 10, 60)
+    merged = with_period(ranked((1, 2, 3, 4)), ranked((3, 7)), 10, 60)
     # 7 only the period's ranking found (second there): it ties with 2, second over everything, behind it
-    assert [h.id for h in merged] == [3, 1, 2, 7, 4]
+    assert merged.ids.tolist() == [3, 1, 2, 7, 4]
 
 
 def purchases(memory: Memory) -> None:

@@ -20,7 +20,7 @@ from memvec.engine.rows import prepared_rows
 from memvec.errors import NotFoundError, VersionConflictError
 from memvec.exchange.reports import IndexUsage
 from memvec.guard import checked_on_read
-from memvec.search.hybrid import Scope, candidate_table, needs_query_vector, rank, to_hits
+from memvec.search.hybrid import Ranked, Scope, candidate_table, needs_query_vector, rank, to_hits
 from memvec.search.per_document import best_per_document, widened
 from memvec.search.period import boost_period, with_period
 from memvec.search.rerank import Matrix, Ranker
@@ -289,13 +289,22 @@ class Engine:
         return self._ranked(narrowed) if period is None else self._with_period(narrowed, period)
 
     def _with_period(self, request: SearchRequest, period: Period) -> list[Hit]:
-        """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it)."""
+        """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it);
+        only the merged first k are read from the store."""
         wide = request.model_copy(update={"k": max(request.k, self.search_settings.candidate_pool)})
+        index, everything = self._rank(wide)
         inside = narrowed_to(wide, period)
-        in_period = self._ranked(inside) if inside is not None else []
-        return with_period(self._ranked(wide), in_period, request.k, self.search_settings.rrf_k)
+        in_period = (
+            self._rank(inside)[1]
+            if inside is not None
+            else Ranked(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+        )
+        return to_hits(index, with_period(everything, in_period, request.k, self.search_settings.rrf_k))
 
     def _ranked(self, request: SearchRequest) -> list[Hit]:
+        return to_hits(*self._rank(request))
+
+    def _rank(self, request: SearchRequest) -> tuple[PartitionIndex, Ranked]:
         labels = (request.tier.value, request.mode.value)
         with (
             span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}),
@@ -311,7 +320,7 @@ class Engine:
                     query_vector = index.embedder.embed_query(request.query)
             with index.lock, span("memvec.search.rank"), timed(SEARCH_SECONDS, *labels, "rank"):
                 ranked = rank(index, request, self.search_settings, scope, query_vector, self._ranker_for(request))
-            return to_hits(index, ranked)
+            return index, ranked
 
     def _ranker_for(self, request: SearchRequest) -> Ranker | None:
         fusion = (request.fusion or self.search_settings.fusion).value

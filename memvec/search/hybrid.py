@@ -40,14 +40,18 @@ class Ranked:
     ranker: npt.NDArray[np.float32] | None = None
     session_vector: npt.NDArray[np.float32] | None = None
     session_bm25: npt.NDArray[np.float32] | None = None
+    period: npt.NDArray[np.float32] | None = None  # NaN where a row has no such part
 
     def method_scores(self, row: int) -> MethodScores:
         pick = {
             name: float(arr[row])
-            for name in ("vector", "bm25", "token", "fused", "ranker", "session_vector", "session_bm25")
-            if (arr := getattr(self, name)) is not None
+            for name in SCORE_PARTS
+            if (arr := getattr(self, name)) is not None and not np.isnan(arr[row])
         }
         return MethodScores(**pick)
+
+
+SCORE_PARTS = ("vector", "bm25", "token", "fused", "ranker", "session_vector", "session_bm25", "period")
 
 
 def needs_query_vector(request: SearchRequest) -> bool:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
+
+from memvec.search.hybrid import SCORE_PARTS, Ranked, Scores
 from memvec.search.when import Period, period_in
-from memvec.types import Hit, SearchMode, SearchRequest
+from memvec.types import SearchMode, SearchRequest
 
 
 def boost_period(request: SearchRequest) -> Period | None:
@@ -22,24 +25,46 @@ def boost_period(request: SearchRequest) -> Period | None:
     return period_in(request.query, request.reference_time or datetime.now(UTC))
 
 
-def with_period(everything: list[Hit], in_period: list[Hit], k: int, rrf_k: int) -> list[Hit]:
-    """The first k of both rankings fused by reciprocal rank. A hit's score is its fused value, and
-    `scores.period` the part the period's ranking gave it; ties keep the order over everything."""
-    place = {hit.id: n for n, hit in enumerate(everything)}
-    period_part = {hit.id: 1.0 / (rrf_k + n + 1) for n, hit in enumerate(in_period)}
-    hits = {hit.id: hit for hit in in_period} | {hit.id: hit for hit in everything}
-    fused = {
-        record: (1.0 / (rrf_k + place[record] + 1) if record in place else 0.0) + period_part.get(record, 0.0)
-        for record in hits
+def with_period(everything: Ranked, in_period: Ranked, k: int, rrf_k: int) -> Ranked:
+    """The first k of both rankings fused by reciprocal rank. A row's score is its fused value, and
+    `period` the part the period's ranking gave it; ties keep the order over everything. The
+    other parts come from the ranking over everything, else the period's (NaN: neither has it)."""
+    place = {int(record): n for n, record in enumerate(everything.ids)}
+    inside = {int(record): n for n, record in enumerate(in_period.ids)}
+
+    def fused(record: int) -> float:
+        return sum(1.0 / (rrf_k + ranks[record] + 1) for ranks in (place, inside) if record in ranks)
+
+    records = list(dict.fromkeys([*place, *inside]))
+    order = sorted(records, key=lambda record: (-fused(record), place.get(record, len(place)), record))[:k]
+    parts = {
+        name: _part(name, order, (everything, place), (in_period, inside)) for name in SCORE_PARTS if name != "period"
     }
-    order = sorted(hits, key=lambda record: (-fused[record], place.get(record, len(place)), record))
-    return [_lifted(hits[record], fused[record], period_part.get(record)) for record in order[:k]]
+    return Ranked(
+        np.array(order, dtype=np.int64),
+        np.array([fused(record) for record in order], dtype=np.float32),
+        **parts,
+        period=np.array([1.0 / (rrf_k + inside[r] + 1) if r in inside else np.nan for r in order], dtype=np.float32),
+    )
 
 
-def _lifted(hit: Hit, score: float, period: float | None) -> Hit:
-    """The hit with its new score; where its own score was the fused one (no ranker re-ordered), that
-    stays readable as `scores.fused`."""
-    parts = {"period": period}
-    if hit.scores.fused is None and hit.scores.ranker is None:
-        parts["fused"] = hit.score
-    return hit.model_copy(update={"score": score, "scores": hit.scores.model_copy(update=parts)})
+def _part(name: str, order: list[int], *sources: tuple[Ranked, dict[int, int]]) -> Scores | None:
+    """One score part for the merged rows. Where a ranking's own score was the fused one (no ranker
+    re-ordered), that stays readable as `fused`."""
+    columns = [_column(ranked, name) for ranked, _ in sources]
+    if all(column is None for column in columns):
+        return None
+    out = np.full(len(order), np.nan, dtype=np.float32)
+    for row, record in enumerate(order):
+        for column, (_, ranks) in zip(columns, sources, strict=True):
+            if column is not None and record in ranks:
+                out[row] = column[ranks[record]]
+                break
+    return out
+
+
+def _column(ranked: Ranked, name: str) -> Scores | None:
+    if name == "fused" and ranked.fused is None and ranked.ranker is None:
+        return ranked.score
+    column: Scores | None = getattr(ranked, name)
+    return column
