@@ -146,6 +146,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_stable_top_k.py",
     ),
     (
+        "a period's second ranking embeds the query again",
+        "memvec/engine/engine.py",
+        "            self._rank(inside, query_vector)[1]",
+        "            self._rank(inside)[1]",
+        "tests/test_period.py",
+    ),
+    (
         "a lifted hit shows the other ranking's score parts",
         "memvec/search/period.py",
         "name: _part(name, order, (everything, place), (in_period, inside))",

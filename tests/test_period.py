@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memvec import Memory
+from memvec.embed import HashingEmbedder
+from memvec.embed.base import Vectors
 from memvec.search.hybrid import Ranked
 from memvec.search.period import with_period
 from memvec.service.app import create_app
@@ -91,6 +93,25 @@ def test_a_search_lifts_the_period_its_query_names_and_drops_nothing(memory: Mem
     elsewhere = recall.search(asked, k=10, reference_time=datetime(2020, 1, 1, tzinfo=UTC))
     assert [h.id for h in elsewhere] == [h.id for h in plain]  # a period with no record changes nothing
     assert next(h.id for h in recall.search(asked, k=10, mode="bm25", reference_time=REFERENCE)) == plain[0].id
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> Vectors:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_both_rankings_of_a_period_share_one_query_vector(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    with Memory.open(tmp_path / "home", embedder=embedder, query_cache_size=0) as mem:  # every call a pass
+        purchases(mem)
+        asked = "which bike helmet did I buy two weeks ago?"
+        lifted = mem.recall("ana").search(asked, k=10, reference_time=REFERENCE)
+    assert lifted[0].scores.period is not None and embedder.queries == [asked]
 
 
 def test_over_http_a_search_takes_boost_dates_in_query(memory: Memory) -> None:

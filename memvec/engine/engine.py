@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.config import DedupSettings, IndexSettings, SearchSettings
-from memvec.embed.base import Embedder, checked_vectors
+from memvec.embed.base import Embedder, Vectors, checked_vectors
 from memvec.engine.index_cache import IndexCache
 from memvec.engine.partition_index import LoadReport, PartitionIndex
 from memvec.engine.repeats import Target, find_repeats
@@ -289,22 +289,27 @@ class Engine:
         return self._ranked(narrowed) if period is None else self._with_period(narrowed, period)
 
     def _with_period(self, request: SearchRequest, period: Period) -> list[Hit]:
-        """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it);
-        only the merged first k are read from the store."""
+        """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it),
+        the query embedded once for both; only the merged first k are read from the store."""
         wide = request.model_copy(update={"k": max(request.k, self.search_settings.candidate_pool)})
-        index, everything = self._rank(wide)
+        index, everything, query_vector = self._rank(wide)
         inside = narrowed_to(wide, period)
         in_period = (
-            self._rank(inside)[1]
+            self._rank(inside, query_vector)[1]
             if inside is not None
             else Ranked(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
         )
         return to_hits(index, with_period(everything, in_period, request.k, self.search_settings.rrf_k))
 
     def _ranked(self, request: SearchRequest) -> list[Hit]:
-        return to_hits(*self._rank(request))
+        index, ranked, _ = self._rank(request)
+        return to_hits(index, ranked)
 
-    def _rank(self, request: SearchRequest) -> tuple[PartitionIndex, Ranked]:
+    def _rank(
+        self, request: SearchRequest, query_vector: Vectors | None = None
+    ) -> tuple[PartitionIndex, Ranked, Vectors | None]:
+        """The request ranked, with the index and the query vector it used (`query_vector`: already
+        embedded for this query)."""
         labels = (request.tier.value, request.mode.value)
         with (
             span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}),
@@ -314,13 +319,12 @@ class Engine:
             index = self.tier_index(request.agent, request.tier)
             scope = self._scope(request, index) if request.mode is not SearchMode.TOKEN else Scope()
             # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
-            query_vector = None
-            if needs_query_vector(request):
+            if query_vector is None and needs_query_vector(request):
                 with span("memvec.search.embed"), timed(SEARCH_SECONDS, *labels, "embed"):
                     query_vector = index.embedder.embed_query(request.query)
             with index.lock, span("memvec.search.rank"), timed(SEARCH_SECONDS, *labels, "rank"):
                 ranked = rank(index, request, self.search_settings, scope, query_vector, self._ranker_for(request))
-            return index, ranked
+            return index, ranked, query_vector
 
     def _ranker_for(self, request: SearchRequest) -> Ranker | None:
         fusion = (request.fusion or self.search_settings.fusion).value
