@@ -141,15 +141,36 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a period's two rankings are cut at k, so the top hits depend on k",
         "memvec/engine/engine.py",
-        '        wide = request.model_copy(update={"k": max(request.k, self.search_settings.candidate_pool)})',
-        '        wide = request.model_copy(update={"k": request.k})',
+        '        depth = {"k": max(request.k, self.search_settings.candidate_pool)}',
+        '        depth = {"k": request.k}',
         "tests/test_stable_top_k.py",
     ),
     (
         "a period's second ranking embeds the query again",
         "memvec/engine/engine.py",
-        "            self._rank(inside, query_vector)[1]",
-        "            self._rank(inside)[1]",
+        "self._rank(inside.model_copy(update=depth), query_vector)[1]",
+        "self._rank(inside.model_copy(update=depth))[1]",
+        "tests/test_period.py",
+    ),
+    (
+        "a period that holds no record is ranked all the same",
+        "memvec/engine/engine.py",
+        " or start > span[1] or end < span[0]:",
+        ":",
+        "tests/test_period.py",
+    ),
+    (
+        "a period that holds every record is ranked all the same",
+        "memvec/engine/engine.py",
+        "        return start > max(span[0], given.start or span[0]) or end < min(span[1], given.end or span[1])",
+        "        return True",
+        "tests/test_period.py",
+    ),
+    (
+        "a period is weighed against every record, not those the search's own range allows",
+        "memvec/engine/engine.py",
+        "start > max(span[0], given.start or span[0]) or end < min(span[1], given.end or span[1])",
+        "start > span[0] or end < span[1]",
         "tests/test_period.py",
     ),
     (
@@ -443,8 +464,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the ranker reads its features among every hit asked for",
         "memvec/search/hybrid.py",
-        "ids, features = _featured(index, request, found, top[:head], query_vector)",
-        "ids, features = _featured(index, request, found, top, query_vector)\n    features = features[:head]",
+        "    if head is None or head >= count:",
+        "    if True:",
         "tests/test_stable_top_k.py",
     ),
     (
@@ -966,7 +987,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "a superseded version absorbs a repeat of its exact words",
-        "memvec/store/sql.py",
+        "memvec/store/scopes.py",
         'f"AND near_key IN ({marks(len(chunk))}) AND {CURRENT} GROUP BY near_key",',
         'f"AND near_key IN ({marks(len(chunk))}) AND ? IS NOT NULL GROUP BY near_key",',
         "tests/test_near_duplicates.py",

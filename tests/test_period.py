@@ -91,7 +91,18 @@ def test_a_search_lifts_the_period_its_query_names_and_drops_nothing(memory: Mem
     assert lifted[0].scores.fused == next(h.score for h in plain if h.id == lifted[0].id)  # still readable
     assert [h.id for h in recall.search(asked, k=2, reference_time=REFERENCE)] == [h.id for h in lifted[:2]]
     elsewhere = recall.search(asked, k=10, reference_time=datetime(2020, 1, 1, tzinfo=UTC))
-    assert [h.id for h in elsewhere] == [h.id for h in plain]  # a period with no record changes nothing
+    # a period with no record, or with all of them, changes nothing: not even a score
+    assert [(h.id, h.score) for h in elsewhere] == [(h.id, h.score) for h in plain]
+    this_year = recall.search("which bike helmet did I buy this year?", k=10, reference_time=REFERENCE)
+    unlifted = recall.search(
+        "which bike helmet did I buy this year?", k=10, reference_time=REFERENCE, boost_dates_in_query=False
+    )
+    assert [(h.id, h.score, h.scores.period) for h in this_year] == [(h.id, h.score, None) for h in unlifted]
+    may_first, may_fourth = datetime(2024, 5, 1, tzinfo=UTC), datetime(2024, 5, 4, tzinfo=UTC)
+    narrowed = recall.search(asked, reference_time=REFERENCE, start=may_first, end=may_fourth)  # one record, in it
+    assert [h.text for h in narrowed] == [lifted[0].text] and narrowed[0].scores.period is None
+    since_may = recall.search(asked, k=10, reference_time=REFERENCE, start=may_first)
+    assert since_may[0].text == lifted[0].text and since_may[0].scores.period is not None
     assert next(h.id for h in recall.search(asked, k=10, mode="bm25", reference_time=REFERENCE)) == plain[0].id
 
 

@@ -72,6 +72,10 @@ def test_engine_on_postgres(tmp_path: Path, pg_url: str) -> None:
             assert [h.tags for h in archival.search("tower", mode=mode, end=datetime(2024, 1, 31, tzinfo=UTC))] == [
                 ["paris"]
             ]
+        span = (datetime(2024, 1, 5, tzinfo=UTC), datetime(2024, 2, 1, tzinfo=UTC))
+        assert mem._store.time_span("app", Tier.ARCHIVAL) == span
+        in_february = archival.search("which fruit in February?", reference_time=datetime(2024, 3, 9, tzinfo=UTC))
+        assert in_february[0].text == "Bananas are a yellow fruit" and in_february[0].scores.period is not None
         archival.delete(first.record.id)
         with pytest.raises(NotFoundError):
             archival.get(first.record.id)

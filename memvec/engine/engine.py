@@ -24,7 +24,7 @@ from memvec.search.hybrid import Ranked, Scope, candidate_table, needs_query_vec
 from memvec.search.per_document import best_per_document, widened
 from memvec.search.period import boost_period, with_period
 from memvec.search.rerank import Matrix, Ranker
-from memvec.search.when import Period, dated, narrowed_to
+from memvec.search.when import dated, narrowed_to
 from memvec.store.base import PreparedRecord, Store
 from memvec.telemetry.metrics import SEARCH_SECONDS, timed
 from memvec.telemetry.tracing import span
@@ -286,19 +286,28 @@ class Engine:
         if narrowed is None:
             return []
         period = boost_period(narrowed)
-        return self._ranked(narrowed) if period is None else self._with_period(narrowed, period)
+        inside = None if period is None else narrowed_to(narrowed, period)
+        if inside is None or not self._divides(narrowed, inside):
+            return self._ranked(narrowed)
+        return self._with_period(narrowed, inside)
 
-    def _with_period(self, request: SearchRequest, period: Period) -> list[Hit]:
+    def _divides(self, request: SearchRequest, inside: SearchRequest) -> bool:
+        """Whether the period holds some of the records the request may see but not all (by the span
+        of their times): over none its ranking is empty, over all it is the plain one, and either way
+        lifting it would change no hit's place."""
+        span = self.store.time_span(request.agent, request.tier)
+        start, end = inside.filters.start, inside.filters.end
+        if span is None or start is None or end is None or start > span[1] or end < span[0]:
+            return False
+        given = request.filters
+        return start > max(span[0], given.start or span[0]) or end < min(span[1], given.end or span[1])
+
+    def _with_period(self, request: SearchRequest, inside: SearchRequest) -> list[Hit]:
         """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it),
         the query embedded once for both; only the merged first k are read from the store."""
-        wide = request.model_copy(update={"k": max(request.k, self.search_settings.candidate_pool)})
-        index, everything, query_vector = self._rank(wide)
-        inside = narrowed_to(wide, period)
-        in_period = (
-            self._rank(inside, query_vector)[1]
-            if inside is not None
-            else Ranked(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
-        )
+        depth = {"k": max(request.k, self.search_settings.candidate_pool)}
+        index, everything, query_vector = self._rank(request.model_copy(update=depth))
+        in_period = self._rank(inside.model_copy(update=depth), query_vector)[1]
         return to_hits(index, with_period(everything, in_period, request.k, self.search_settings.rrf_k))
 
     def _ranked(self, request: SearchRequest) -> list[Hit]:

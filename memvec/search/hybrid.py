@@ -258,12 +258,8 @@ def _rerank(
     depth follow in fusion's order. A hit's score is the ranker's, capped at the score of the hit
     above it, so scores never rise down the list. `spread`: the first hits spread over sessions."""
     head = min(ranker.depth, len(top))
-    ids, features = _featured(index, request, found, top[:head], query_vector)
+    ids, features = _featured(index, request, found, top, query_vector, head)
     learned = ranker.score(features, found.model)
-    if len(top) > head:  # the tail's own scores, read among every candidate shown
-        tail = _featured(index, request, found, top, query_vector)[1][head:]
-        learned = np.r_[learned, ranker.score(tail, found.model)]
-        ids = found.union[top]
     order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))]
     order = _first_k(index, ids, order, learned, spread, request.k, pool=head)
     shown = np.minimum.accumulate(learned[order]) if len(order) else learned[order]
@@ -293,13 +289,25 @@ def _first_k(
 
 
 def _featured(
-    index: SearchableTier, request: SearchRequest, found: _Fused, top: Ids, query_vector: Scores
+    index: SearchableTier,
+    request: SearchRequest,
+    found: _Fused,
+    top: Ids,
+    query_vector: Scores,
+    head: int | None = None,
 ) -> tuple[Ids, Matrix]:
-    """The chosen candidates' ids and ranker features (the same for a search and for fitting)."""
+    """The chosen candidates' ids and ranker features (the same for a search and for fitting), read
+    from the store once: the first `head` rows read among those candidates only, the rest (the
+    tail's own scores) among every candidate shown; `head` None: every row among all of them."""
     candidates, previous = _candidates(index, found, top, query_vector)
     speakers, texts = _speakers_and_texts(index, np.concatenate([candidates.ids, previous]))
     count = len(candidates.ids)
-    return candidates.ids, feature_matrix(request.query, candidates, speakers[:count], texts[:count], texts[count:])
+    speakers, texts, previous_texts = speakers[:count], texts[:count], texts[count:]
+    if head is None or head >= count:
+        return candidates.ids, feature_matrix(request.query, candidates, speakers, texts, previous_texts)
+    first = feature_matrix(request.query, candidates.first(head), speakers[:head], texts[:head], previous_texts[:head])
+    whole = feature_matrix(request.query, candidates, speakers, texts, previous_texts)
+    return candidates.ids, np.vstack([first, whole[head:]])
 
 
 def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Scores) -> tuple[Candidates, Ids]:

@@ -93,6 +93,20 @@ class Candidates:
     neighbour_bm25: Scores  # the better of the two
     sessions: Ids  # each candidate's session row (-1: none)
 
+    def first(self, count: int) -> Candidates:
+        """The best `count` of them."""
+        return Candidates(
+            ids=self.ids[:count],
+            vector=self.vector[:count],
+            bm25=self.bm25[:count],
+            fused=self.fused[:count],
+            session_vector=self.session_vector[:count],
+            session_bm25=self.session_bm25[:count],
+            neighbour_vector=(self.neighbour_vector[0][:count], self.neighbour_vector[1][:count]),
+            neighbour_bm25=self.neighbour_bm25[:count],
+            sessions=self.sessions[:count],
+        )
+
 
 def _share(scores: Scores, best: float) -> Matrix:
     return np.asarray(scores, dtype=np.float64) / best if best > 0 else np.zeros(len(scores))

@@ -150,6 +150,10 @@ class Store(Protocol):
         """The oldest current record with each near key (content key), by key."""
         ...
 
+    def time_span(self, agent: str, tier: Tier) -> tuple[datetime, datetime] | None:
+        """The earliest and latest `created_at` of the tier's records, every version (None: no record)."""
+        ...
+
     def next_end(self, agent: str, tier: Tier, now: datetime) -> datetime | None:
         """The earliest `valid_to` still ahead of `now`."""
         ...

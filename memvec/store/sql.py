@@ -18,12 +18,11 @@ import numpy.typing as npt
 
 from memvec.errors import InvalidInputError, NotFoundError, StoreError, VersionConflictError
 from memvec.store.agents import AgentStore
-from memvec.store.base import Change, EmbeddingBatch, Ids, PreparedRecord
+from memvec.store.base import Change, EmbeddingBatch, PreparedRecord
 from memvec.store.blocks import BlockStore
 from memvec.store.documents import DocumentStore
 from memvec.store.folders import FolderStore
 from memvec.store.rows import (
-    CURRENT,
     EMBEDDING_COLUMNS,
     LOG_CHANGE,
     RECORD_COLUMNS,
@@ -34,12 +33,12 @@ from memvec.store.rows import (
     row_to_record,
 )
 from memvec.store.runs import RunStore
+from memvec.store.scopes import CHUNK, ScopeStore, marks
 from memvec.store.shared_blocks import SharedBlockStore
 from memvec.store.versions import VersionStore
 from memvec.telemetry.tracing import span
 from memvec.types import Citation, NewRecord, Record, SearchFilters, Tier
 
-CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 RECORD_INSERT = (
     "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, tags, created_at, "
     "embedding, embedding_model, untrusted, context, expires_at, valid_from, valid_to, supersedes, near_key, "
@@ -53,16 +52,14 @@ def _time(value: datetime | None) -> str | None:
     return format_time(value) if value is not None else None
 
 
-def marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 def _operation(sql: str) -> str:
     """The statement's first word (SELECT, INSERT, ...): a span names the kind, never the values."""
     return sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
 
 
-class SQLStore(AgentStore, BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStore, VersionStore):
+class SQLStore(
+    AgentStore, BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStore, ScopeStore, VersionStore
+):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
     PLACEHOLDER = "?"
@@ -318,55 +315,6 @@ class SQLStore(AgentStore, BlockStore, SharedBlockStore, DocumentStore, FolderSt
             f"(created_at {sign} ? OR (created_at = ? AND id {sign} ?))",
             [rows[0]["created_at"], rows[0]["created_at"], record_id],
         )
-
-    def expired_ids(self, agent: str, tier: Tier, now: datetime, created_before: datetime | None = None) -> list[int]:
-        """Records past their expires_at at `now`, or (a tier's retention) created before `created_before`."""
-        rows = self._query(
-            "SELECT id FROM records WHERE agent = ? AND tier = ? AND expires_at <= ?",
-            (agent, tier.value, format_time(now)),
-        )
-        if created_before is not None:
-            rows += self._query(
-                "SELECT id FROM records WHERE agent = ? AND tier = ? AND created_at < ?",
-                (agent, tier.value, format_time(created_before)),
-            )
-        return sorted({int(r["id"]) for r in rows})
-
-    def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters, *, all_versions: bool = False) -> Ids:
-        """Ids passing `filters`: of the versions valid now (or at `filters.as_of`), or of all of them."""
-        where, params = filter_sql(filters, now=None if all_versions else datetime.now(UTC))
-        rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ?{where}", [agent, tier.value, *params])
-        return np.fromiter((r["id"] for r in rows), dtype=np.int64, count=len(rows))
-
-    def ids(self, agent: str, tier: Tier) -> Ids:
-        return self.filter_ids(agent, tier, SearchFilters(), all_versions=True)
-
-    def near_key_ids(self, agent: str, tier: Tier, keys: Sequence[str], now: datetime) -> dict[str, int]:
-        found: dict[str, int] = {}
-        unique = sorted(set(keys))
-        for start in range(0, len(unique), CHUNK):
-            chunk = unique[start : start + CHUNK]
-            rows = self._query(
-                f"SELECT near_key, MIN(id) AS id FROM records WHERE agent = ? AND tier = ? "
-                f"AND near_key IN ({marks(len(chunk))}) AND {CURRENT} GROUP BY near_key",
-                [agent, tier.value, *chunk, format_time(now)],
-            )
-            found.update({r["near_key"]: int(r["id"]) for r in rows})
-        return found
-
-    def count(self, agent: str, tier: Tier) -> int:
-        rows = self._query("SELECT COUNT(*) AS n FROM records WHERE agent = ? AND tier = ?", (agent, tier.value))
-        return int(rows[0]["n"])
-
-    def texts(self, agent: str, tier: Tier, filters: SearchFilters | None = None) -> Iterator[tuple[int, str]]:
-        where, params = filter_sql(filters, now=datetime.now(UTC))
-        # a fixed order whichever index the planner picks (the token baseline's ties at its cut depend on
-        # it): session then id, what records_by_session gave before another index could serve this query
-        rows = self._query(
-            f"SELECT id, text FROM records WHERE agent = ? AND tier = ?{where} ORDER BY session_id, id",
-            [agent, tier.value, *params],
-        )
-        return ((int(r["id"]), str(r["text"])) for r in rows)
 
     def last_in_session(self, agent: str, tier: Tier, session_id: str) -> str | None:
         """Text of the latest record of a session (the context of the next one)."""
