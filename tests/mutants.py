@@ -414,7 +414,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "a restore leaves the indexes unbuilt",
-        "memvec/memory.py",
+        "memvec/memory/door.py",
         "        memory = cls(config, embedder=embedder)\n        memory.rebuild()",
         "        memory = cls(config, embedder=embedder)",
         "tests/test_backup.py",
@@ -711,7 +711,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "an unusable home is an internal error",
-        "memvec/memory.py",
+        "memvec/memory/door.py",
         "        self.home = prepare_home(config.home)",
         "        self.home = config.home\n        self.home.mkdir(parents=True, exist_ok=True)",
         "tests/test_hardening.py",

@@ -1,0 +1,89 @@
+"""`Memory`'s agent methods: settings, state, create and delete, export and import."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memvec.engine.engine import Engine
+from memvec.engine.transfer import export_agent, import_agents
+from memvec.errors import AgentExistsError, NotFoundError
+from memvec.exchange.export import AgentExport, ImportReport
+from memvec.memory.names import validate_agent
+from memvec.store.base import Store
+from memvec.tiers.core import CoreMemory
+from memvec.types import AgentSettings, AgentState, CoreBlock, Tier
+
+
+class AgentMethods:
+    """A mixin of `Memory` (its store and engine)."""
+
+    _store: Store
+    _engine: Engine
+    model_id: str
+
+    def agents(self) -> list[str]:
+        """Every agent with settings, core blocks or records in this home."""
+        return self._store.agents()
+
+    def has_agent(self, agent: str) -> bool:
+        """Whether the agent exists: it has settings, core blocks or records (the one definition)."""
+        return self._store.has_agent(validate_agent(agent))
+
+    def get_agent(self, agent: str) -> tuple[AgentSettings, AgentState]:
+        """Its settings and conversation state; an agent written only through its tiers or blocks
+        (no settings yet) has the defaults. NotFoundError when it does not exist."""
+        name = validate_agent(agent)
+        found = self._store.get_agent(name)
+        if found is not None:
+            return found
+        if self._store.has_agent(name):
+            return AgentSettings(name=name), AgentState()
+        raise NotFoundError(f"agent {name!r} not found")
+
+    def create_agent(
+        self,
+        settings: AgentSettings,
+        *,
+        blocks: Sequence[CoreBlock] = (),
+        exist_ok: bool = False,
+        actor: str = "python",
+    ) -> AgentSettings:
+        """Create an agent with `blocks` (default: persona and human). An existing one raises
+        AgentExistsError, or with `exist_ok` gets these settings (its state and blocks kept, the
+        default blocks added if missing)."""
+        name = validate_agent(settings.name)
+        if not exist_ok and self._store.has_agent(name):
+            raise AgentExistsError(f"agent {name!r} already exists")
+        self._store.put_agent(settings, AgentState() if self._store.get_agent(name) is None else None)
+        core = CoreMemory(self._store, name, actor=actor)
+        for block in blocks:
+            core.put(block)
+        if not blocks:
+            core.ensure_defaults()
+        return settings
+
+    def update_agent(self, settings: AgentSettings, state: AgentState | None = None) -> None:
+        """Write an existing agent's settings (and its conversation state, when given)."""
+        self.get_agent(settings.name)
+        self._store.put_agent(settings, state)
+
+    def delete_agent(self, agent: str) -> int:
+        """Delete an agent, its blocks and all its records; returns how many records went."""
+        deleted = self._store.delete_agent(validate_agent(agent))
+        self._store.checkpoint()
+        for tier in Tier:
+            self._engine.tier_index(agent, tier).save()  # applies the deletions from the change log
+        return len(deleted)
+
+    def export_agent(self, agent: str, *, with_embeddings: bool = True) -> AgentExport:
+        """The agent, its blocks and all its passages and messages (with their embeddings)."""
+        settings, state = self.get_agent(agent)
+        return export_agent(self._engine, settings, state, model_id=self.model_id, with_embeddings=with_embeddings)
+
+    def import_agents(self, docs: Sequence[tuple[AgentExport, str]]) -> list[ImportReport]:
+        """Restore exported agents, each under the name given: all of them or none (see `memvec.engine.transfer`)."""
+        named = [(doc, validate_agent(name)) for doc, name in docs]
+        return import_agents(self._engine, named, model_id=self.model_id)
+
+    def import_agent(self, doc: AgentExport, *, name: str | None = None) -> ImportReport:
+        return self.import_agents([(doc, name or doc.agent.name)])[0]
