@@ -10,7 +10,7 @@ import pytest
 
 from memvec import Memory, ModelMismatchError, NewRecord, Tier
 from memvec.embed import HashingEmbedder
-from memvec.index.files import LEXICAL_FILE, MANIFEST_FILE, SESSIONS_FILE, VECTOR_FILE, read_manifest
+from memvec.index.files import FACTS_FILE, LEXICAL_FILE, MANIFEST_FILE, SESSIONS_FILE, VECTOR_FILE, read_manifest
 
 
 def fill(home: Path, n: int = 40, dim: int = 64) -> list[int]:
@@ -33,7 +33,7 @@ def test_index_is_saved_with_a_manifest(home: Path) -> None:
     manifest = read_manifest(index_dir(home))
     assert (manifest.model_id, manifest.dim, manifest.record_count) == ("hash:64", 64, len(ids))
     assert manifest.last_change == len(ids)
-    assert set(manifest.checksums) == {VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE}
+    assert set(manifest.checksums) == {VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE, FACTS_FILE}
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
         assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
 
@@ -47,6 +47,8 @@ def test_index_is_saved_with_a_manifest(home: Path) -> None:
         "corrupt-lexical",
         "delete-sessions",
         "corrupt-sessions",
+        "delete-facts",
+        "corrupt-facts",
         "delete-manifest",
         "garbage-manifest",
     ],
@@ -57,7 +59,13 @@ def test_missing_or_corrupt_files_are_rebuilt_never_trusted(home: Path, damage: 
     action, which = damage.split("-")
     path = (
         index_dir(home)
-        / {"vector": VECTOR_FILE, "lexical": LEXICAL_FILE, "sessions": SESSIONS_FILE, "manifest": MANIFEST_FILE}[which]
+        / {
+            "vector": VECTOR_FILE,
+            "lexical": LEXICAL_FILE,
+            "sessions": SESSIONS_FILE,
+            "facts": FACTS_FILE,
+            "manifest": MANIFEST_FILE,
+        }[which]
     )
     if action == "delete":
         path.unlink()
@@ -80,14 +88,11 @@ def test_missing_or_corrupt_files_are_rebuilt_never_trusted(home: Path, damage: 
 
 def test_index_behind_the_store_catches_up_from_the_change_log(home: Path) -> None:
     fill(home, 10)
-    manifest_before = (index_dir(home) / MANIFEST_FILE).read_bytes()
-    vector_before = (index_dir(home) / VECTOR_FILE).read_bytes()
-    lexical_before = (index_dir(home) / LEXICAL_FILE).read_bytes()
+    names = (VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE, FACTS_FILE, MANIFEST_FILE)
+    before = {name: (index_dir(home) / name).read_bytes() for name in names}
     fill(home, 15)  # 5 new notes; the first 10 are duplicates
-    # put back the old, consistent files: as if the process died before saving
-    (index_dir(home) / VECTOR_FILE).write_bytes(vector_before)
-    (index_dir(home) / LEXICAL_FILE).write_bytes(lexical_before)
-    (index_dir(home) / MANIFEST_FILE).write_bytes(manifest_before)
+    for name, data in before.items():  # put back the old, consistent files: as if the process died before saving
+        (index_dir(home) / name).write_bytes(data)
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
         report = mem.verify()
     assert report.ok and [(b.agent, b.tier, b.changes) for b in report.behind] == [("app", Tier.ARCHIVAL, 5)]

@@ -20,7 +20,9 @@ from memvec.config import IndexSettings
 from memvec.embed.base import Embedder, embed_records
 from memvec.errors import IndexFileError, OldIndexFormatError
 from memvec.guard import checked_on_read
+from memvec.index.facts import RecordFacts
 from memvec.index.files import (
+    FACTS_FILE,
     LEXICAL_FILE,
     SESSIONS_FILE,
     VECTOR_FILE,
@@ -42,7 +44,7 @@ from memvec.types import IndexKind, Record, SearchFilters, Tier
 
 log = logging.getLogger("memvec.index")
 Ids = npt.NDArray[np.int64]
-INDEX_FILES = (VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE)
+INDEX_FILES = (VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE, FACTS_FILE)
 AUTO_LARGE_KIND: IndexKind = "hnsw-sq8"  # kind 'auto' past auto_hnsw_from (benchmarks/results/scale.md)
 
 
@@ -71,6 +73,7 @@ class PartitionIndex:
         self.vector = self._empty_vector(self.kind_for(0))
         self.lexical = self._empty_lexical()
         self.sessions = SessionTable(embedder.dim)
+        self.facts = RecordFacts()
         self.applied = 0
         self.unsaved = 0
 
@@ -145,6 +148,7 @@ class PartitionIndex:
             self.vector = VectorIndex.load(self.directory / VECTOR_FILE)
             self.lexical = BM25Index.load(self.directory / LEXICAL_FILE)
             self.sessions = SessionTable.load(self.directory / SESSIONS_FILE)
+            self.facts = RecordFacts.load(self.directory / FACTS_FILE)
         except (OSError, ValueError, KeyError) as exc:
             raise IndexFileError(f"cannot read index files in {self.directory}: {exc}") from exc
         self.applied = manifest.last_change
@@ -191,6 +195,7 @@ class PartitionIndex:
             added = [i for i, op in final.items() if op == "add" and i not in self.lexical]
             removed_ids = np.array(removed, dtype=np.int64)
             self.sessions.remove(removed_ids, self.vector.vectors_for(removed_ids))
+            self.facts.remove(removed_ids)
             self.vector.remove(removed_ids)
             self.lexical.remove(removed)
             for batch in self.store.embeddings(self.agent, self.tier, added):
@@ -221,6 +226,7 @@ class PartitionIndex:
             vectors[stale] = fresh
         self.vector.add(batch.ids, vectors)
         self.sessions.add(batch.ids, batch.sessions, vectors)
+        self.facts.add(batch.ids, batch.roles, batch.texts)
         for row, record_id in enumerate(batch.ids.tolist()):
             self.lexical.add_fields(record_id, self._lexical_fields(batch, row), group=self.sessions.row_of(record_id))
         return len(stale)
@@ -242,6 +248,7 @@ class PartitionIndex:
             kind = self.kind_for(self.store.count(self.agent, self.tier), current=self.vector.kind)
             self.vector, self.lexical = self._empty_vector(kind), self._empty_lexical()
             self.sessions = SessionTable(self.embedder.dim)
+            self.facts = RecordFacts()
             reembedded = sum(self._add_batch(b) for b in self.store.embeddings(self.agent, self.tier))
             self.catch_up()  # anything written while we read
             self.save()
@@ -253,6 +260,7 @@ class PartitionIndex:
             write_atomically(self.directory / VECTOR_FILE, self.vector.save)
             write_atomically(self.directory / LEXICAL_FILE, self.lexical.save)
             write_atomically(self.directory / SESSIONS_FILE, self.sessions.save)
+            write_atomically(self.directory / FACTS_FILE, self.facts.save)
             fields = self._manifest_fields()
             manifest = Manifest.model_validate(
                 {
@@ -269,9 +277,6 @@ class PartitionIndex:
         return len(self.lexical)
 
     # -- what a search reads (memvec.search.parts.SearchableTier) ---------------------------
-    def speakers_and_texts(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
-        return self.store.speakers_and_texts(self.agent, ids)
-
     def texts(self, filters: SearchFilters) -> Iterator[tuple[int, str]]:
         return self.store.texts(self.agent, self.tier, filters)
 

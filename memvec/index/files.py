@@ -1,6 +1,7 @@
 """Index files on disk: atomic writes, checksums and the manifest that ties them to the store.
 
-Layout under the memory home: ``index/<agent>/<tier>/{vector.npz, lexical.npz, sessions.npz, manifest.json}``.
+Layout under the memory home:
+``index/<agent>/<tier>/{vector.npz, lexical.npz, sessions.npz, facts.npz, manifest.json}``.
 Each file is written to a temporary name, fsynced and renamed over the old one; the manifest is
 renamed last and records the SHA-256 of the files it describes, so a crash between renames is
 seen as a checksum mismatch on the next load (and the index is rebuilt), never trusted.
@@ -21,10 +22,11 @@ from pydantic import BaseModel, ValidationError
 
 from memvec.errors import IndexFileError, OldIndexFormatError
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: facts.npz (the ranker's per-record facts)
 VECTOR_FILE = "vector.npz"
 LEXICAL_FILE = "lexical.npz"
 SESSIONS_FILE = "sessions.npz"
+FACTS_FILE = "facts.npz"
 MANIFEST_FILE = "manifest.json"
 
 

@@ -300,13 +300,11 @@ def _featured(
     from the store once: the first `head` rows read among those candidates only, the rest (the
     tail's own scores) among every candidate shown; `head` None: every row among all of them."""
     candidates, previous = _candidates(index, found, top, query_vector)
-    speakers, texts = _speakers_and_texts(index, np.concatenate([candidates.ids, previous]))
-    count = len(candidates.ids)
-    speakers, texts, previous_texts = speakers[:count], texts[:count], texts[count:]
-    if head is None or head >= count:
-        return candidates.ids, feature_matrix(request.query, candidates, speakers, texts, previous_texts)
-    first = feature_matrix(request.query, candidates.first(head), speakers[:head], texts[:head], previous_texts[:head])
-    whole = feature_matrix(request.query, candidates, speakers, texts, previous_texts)
+    facts, before = index.facts.of(candidates.ids), index.facts.of(previous)
+    if head is None or head >= len(candidates.ids):
+        return candidates.ids, feature_matrix(request.query, candidates, facts, before)
+    first = feature_matrix(request.query, candidates.first(head), facts.first(head), before.first(head))
+    whole = feature_matrix(request.query, candidates, facts, before)
     return candidates.ids, np.vstack([first, whole[head:]])
 
 
@@ -338,13 +336,6 @@ def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Sc
         neighbour_bm25=neighbour_bm25.astype(np.float32),
         sessions=rows,
     ), previous
-
-
-def _speakers_and_texts(index: SearchableTier, ids: Ids) -> tuple[list[str | None], list[str]]:
-    """Role and text of each id in one read (-1 or an id deleted meanwhile: None, "")."""
-    facts = index.speakers_and_texts(ids[ids >= 0].tolist())
-    found = [facts.get(int(i), (None, "")) for i in ids.tolist()]
-    return [role for role, _ in found], [text for _, text in found]
 
 
 def _token(index: SearchableTier, request: SearchRequest) -> Ranked:

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.embed.base import Embedder
+from memvec.index.facts import RecordFacts
 from memvec.index.lexical import BM25Index
 from memvec.index.sessions import SessionTable
 from memvec.index.vector import VectorIndex
@@ -22,14 +23,11 @@ class SearchableTier(Protocol):
     vector: VectorIndex
     lexical: BM25Index
     sessions: SessionTable
+    facts: RecordFacts  # what the ranker reads of each record
     embedder: Embedder
 
     def exact_vectors(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """The float32 vectors of `ids` as stored (the index may hold them quantized)."""
-        ...
-
-    def speakers_and_texts(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
-        """Role and text of records, by id (what the ranker reads)."""
         ...
 
     def texts(self, filters: SearchFilters) -> Iterable[tuple[int, str]]:

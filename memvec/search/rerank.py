@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memvec.index.facts import Facts
 from memvec.search.compiled_trees import CompiledTrees
 from memvec.search.trees import TreeEnsemble
 
@@ -67,14 +68,6 @@ FEATURES = (
     "ends_question",
     "has_question",
     "prev_has_question",
-)
-# Words that place an event in time: a "when" question's answer usually holds one ("yesterday",
-# "last week", "in May"), and a turn that asks a question rarely holds the answer.
-_TIME_WORDS = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|weekend|recently|soon|(?:day|week|month|year)s?|"
-    r"january|february|march|april|may|june|july|august|september|october|november|december|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4})\b",
-    re.IGNORECASE,
 )
 _ASKS_TIME = re.compile(r"^\s*when\b|\bwhat (?:year|month|day|date)\b|\bhow long\b", re.IGNORECASE)
 
@@ -145,24 +138,14 @@ def _session_best(sessions: Ids, scores: Matrix) -> tuple[Matrix, Matrix]:
     return best, count
 
 
-def _text_flags(texts: list[str]) -> dict[str, Matrix]:
-    return {
-        "time_words": np.array([bool(_TIME_WORDS.search(t)) for t in texts], dtype=np.float64),
-        "ends_question": np.array([t.rstrip().endswith("?") for t in texts], dtype=np.float64),
-        "has_question": np.array(["?" in t for t in texts], dtype=np.float64),
-    }
-
-
-def feature_matrix(
-    query: str, found: Candidates, speakers: list[str | None], texts: list[str], previous_texts: list[str]
-) -> Matrix:
-    """One row per candidate, one column per name in FEATURES; `speakers` (roles) and `texts` of
-    the candidates and the texts of the records before them in their session ("" for none) come
-    from the store (a record deleted meanwhile: None, "")."""
+def feature_matrix(query: str, found: Candidates, facts: Facts, previous: Facts) -> Matrix:
+    """One row per candidate, one column per name in FEATURES; `facts` of the candidates and of the
+    records before them in their session (memvec.index.facts: none there, an empty text) come from
+    the index, as it held them when the candidates were found."""
     if len(found.ids) == 0:
         return np.zeros((0, len(FEATURES)))
     best_bm25 = float(found.bm25.max(initial=0.0))
-    named, other = _speakers(query, speakers)
+    named, other = _speakers(query, facts.roles)
     vector, fused = found.vector.astype(np.float64), found.fused.astype(np.float64)
     columns = {
         "vector": vector,
@@ -178,11 +161,13 @@ def feature_matrix(
         "neighbour_bm25_share": _share(found.neighbour_bm25, best_bm25),
         "speaker_named": named,
         "other_speaker_named": other,
-        "length_log": np.log1p(np.array([len(t) for t in texts], dtype=np.float64)),
-        "asks_time": np.full(len(texts), float(bool(_ASKS_TIME.search(query)))),
-        **_text_flags(texts),
+        "length_log": np.log1p(facts.lengths.astype(np.float64)),
+        "asks_time": np.full(len(found.ids), float(bool(_ASKS_TIME.search(query)))),
+        "time_words": facts.time_words.astype(np.float64),
+        "ends_question": facts.ends_question.astype(np.float64),
+        "has_question": facts.has_question.astype(np.float64),
         # a turn that follows a question is often its answer (LoCoMo: R@1 +0.02 held out)
-        "prev_has_question": np.array(["?" in t for t in previous_texts], dtype=np.float64),
+        "prev_has_question": previous.has_question.astype(np.float64),
     }
     columns["session_best_vector"], count = _session_best(found.sessions, vector)
     columns["session_best_bm25_share"] = _session_best(found.sessions, columns["bm25_share"])[0]

@@ -76,6 +76,7 @@ class EmbeddingBatch:
     contexts: list[str | None]
     created_at: list[str]
     sessions: list[str | None]
+    roles: list[str | None]
 
 
 class Store(Protocol):
@@ -118,10 +119,6 @@ class Store(Protocol):
     def expired_ids(
         self, agent: str, tier: Tier, now: datetime, created_before: datetime | None = None
     ) -> list[int]: ...
-
-    def speakers_and_texts(self, agent: str, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
-        """Role and text of each record found, by id (the ranker's reads)."""
-        ...
 
     def list_records(
         self,

@@ -21,7 +21,7 @@ RECORD_COLUMNS = (
 VALID_FROM = "COALESCE(valid_from, created_at)"
 # a current version: never superseded, and not ended (valid_to, when set, still ahead)
 CURRENT = "(valid_to IS NULL OR (superseded_by IS NULL AND valid_to > ?))"
-EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at, session_id"
+EMBEDDING_COLUMNS = "id, text, embedding, embedding_model, context, created_at, session_id, role"
 
 
 LOG_CHANGE = "INSERT INTO changes (agent, tier, record_id, op) VALUES (?, ?, ?, ?)"
@@ -144,4 +144,5 @@ def embedding_batch(rows: Sequence[Any]) -> EmbeddingBatch:
         contexts=[r["context"] for r in rows],
         created_at=[r["created_at"] for r in rows],
         sessions=[r["session_id"] for r in rows],
+        roles=[r["role"] for r in rows],
     )

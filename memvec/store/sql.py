@@ -265,18 +265,6 @@ class SQLStore(
             by_id.update({int(r["id"]): row_to_record(r) for r in rows})
         return [by_id[int(i)] for i in ids if int(i) in by_id]
 
-    def speakers_and_texts(self, agent: str, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
-        """Role and text of records, by id: what the ranker reads of the store."""
-        out: dict[int, tuple[str | None, str]] = {}
-        for start in range(0, len(ids), CHUNK):
-            chunk = [int(i) for i in ids[start : start + CHUNK]]
-            rows = self._query(
-                f"SELECT id, role, text FROM records WHERE id IN ({marks(len(chunk))}) AND {self.ROW_HINT}agent = ?",
-                [*chunk, agent],
-            )
-            out.update({int(r["id"]): (r["role"], r["text"]) for r in rows})
-        return out
-
     def list_records(
         self,
         agent: str,
