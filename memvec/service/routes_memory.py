@@ -11,7 +11,16 @@ from starlette.concurrency import run_in_threadpool
 from memvec.errors import InvalidInputError
 from memvec.exchange.agentfile import AgentFileReport, import_document, parse_document, read_document
 from memvec.exchange.export import AgentExport
-from memvec.service.deps import Caller, ScopedAgent, Service, ServiceState, api_router, cursor, visible_agent
+from memvec.service.deps import (
+    Caller,
+    ScopedAgent,
+    Service,
+    ServiceState,
+    api_router,
+    cursor,
+    json_response,
+    visible_agent,
+)
 from memvec.service.schemas import (
     Deleted,
     ForgetIn,
@@ -111,7 +120,7 @@ def _search(
     mode: SearchMode,
     filters: dict[str, object],
     ranking: dict[str, object],
-) -> SearchOut:
+) -> Response:
     request = SearchRequest.model_validate(
         {
             "agent": agent,
@@ -124,7 +133,7 @@ def _search(
         }
     )
     results = [SearchResult.of(hit) for hit in service.memory.search(request)]
-    return SearchOut(count=len(results), results=results)
+    return json_response(SearchOut(count=len(results), results=results))
 
 
 def _list_passages(
@@ -253,7 +262,7 @@ def search_passages(
     start_datetime: datetime | None = None,
     end_datetime: datetime | None = None,
     as_of: AsOf = None,
-) -> SearchOut:
+) -> Response:
     """Hybrid search of current passages (or of those that held `as_of`); `start_datetime`/
     `end_datetime` filter record time (created_at)."""
     visible_agent(agent_id, principal, service)
@@ -326,7 +335,7 @@ def search_messages(
     session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
     start_datetime: datetime | None = None,
     end_datetime: datetime | None = None,
-) -> SearchOut:
+) -> Response:
     """memvec only: search the agent's messages (Letta has no such route), results as for passages."""
     visible_agent(agent_id, principal, service)
     return _search(
