@@ -68,9 +68,6 @@ class RecordFacts:
         self._code_of_role: dict[str | None, int] = {None: 0}
         self._packed = IdMap()
 
-    def __len__(self) -> int:
-        return len(self._packed)
-
     def _code(self, role: str | None) -> int:
         code = self._code_of_role.get(role)
         if code is None:

@@ -296,8 +296,8 @@ def _featured(
     query_vector: Scores,
     head: int | None = None,
 ) -> tuple[Ids, Matrix]:
-    """The chosen candidates' ids and ranker features (the same for a search and for fitting), read
-    from the store once: the first `head` rows read among those candidates only, the rest (the
+    """The chosen candidates' ids and ranker features (the same for a search and for fitting), their
+    facts looked up once: the first `head` rows read among those candidates only, the rest (the
     tail's own scores) among every candidate shown; `head` None: every row among all of them."""
     candidates, previous = _candidates(index, found, top, query_vector)
     facts, before = index.facts.of(candidates.ids), index.facts.of(previous)
