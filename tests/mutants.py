@@ -146,10 +146,24 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_stable_top_k.py",
     ),
     (
-        "a period's second ranking embeds the query again",
+        "a ranking to be merged scores the hits past the ranker's depth too",
+        "memvec/search/hybrid.py",
+        "top if score_tail else top[:head]",
+        "top",
+        "tests/test_stable_top_k.py",
+    ),
+    (
+        "a period's second ranking scores the query by BM25 again",
         "memvec/engine/engine.py",
-        "self._rank(inside.model_copy(update=depth), query_vector)[1]",
-        "self._rank(inside.model_copy(update=depth))[1]",
+        "lexical = index.lexical.query_scores(request.query) if also else None",
+        "lexical = None",
+        "tests/test_period.py",
+    ),
+    (
+        "a merged hit takes a ranking's missing ranker score over the other's",
+        "memvec/search/period.py",
+        "if column is not None and record in ranks and not np.isnan(column[ranks[record]]):",
+        "if column is not None and record in ranks:",
         "tests/test_period.py",
     ),
     (

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from memvec import Memory
 from memvec.embed import HashingEmbedder
 from memvec.embed.base import Vectors
+from memvec.index.lexical import BM25Index, QueryScores
 from memvec.search.hybrid import Ranked
 from memvec.search.period import with_period
 from memvec.service.app import create_app
@@ -67,6 +69,16 @@ def test_a_record_of_the_period_rises_above_its_equals() -> None:
     assert merged.ids.tolist() == [3, 1, 2, 7, 4]
 
 
+def test_a_hit_past_one_rankings_ranker_depth_shows_the_ranker_score_of_the_other() -> None:
+    # a ranking to be merged leaves its ranker part NaN past the ranker's depth (rank's score_tail)
+    nan = np.float32(np.nan)
+    everything = Ranked(np.array([1, 2, 3], dtype=np.int64), np.ones(3, np.float32), ranker=np.array([0.9, 0.8, nan]))
+    in_period = Ranked(np.array([3, 4], dtype=np.int64), np.ones(2, np.float32), ranker=np.array([0.7, 0.6]))
+    merged = with_period(everything, in_period, 10, 60)
+    shown = {int(r): merged.method_scores(row).ranker for row, r in enumerate(merged.ids)}
+    assert shown == {1: pytest.approx(0.9), 2: pytest.approx(0.8), 3: pytest.approx(0.7), 4: pytest.approx(0.6)}
+
+
 def purchases(memory: Memory) -> None:
     recall = memory.recall("ana")
     for day, text in (
@@ -116,13 +128,22 @@ class CountingEmbedder(HashingEmbedder):
         return super().embed_query(text)
 
 
-def test_both_rankings_of_a_period_share_one_query_vector(tmp_path: Path) -> None:
-    embedder = CountingEmbedder()
+def test_both_rankings_of_a_period_share_one_query_vector_and_one_bm25_scoring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder, scored = CountingEmbedder(), []
+    query_scores = BM25Index.query_scores
+
+    def counted(index: BM25Index, query: str) -> QueryScores:
+        scored.append(query)
+        return query_scores(index, query)
+
+    monkeypatch.setattr(BM25Index, "query_scores", counted)
     with Memory.open(tmp_path / "home", embedder=embedder, query_cache_size=0) as mem:  # every call a pass
         purchases(mem)
         asked = "which bike helmet did I buy two weeks ago?"
         lifted = mem.recall("ana").search(asked, k=10, reference_time=REFERENCE)
-    assert lifted[0].scores.period is not None and embedder.queries == [asked]
+    assert lifted[0].scores.period is not None and embedder.queries == scored == [asked]
 
 
 def test_over_http_a_search_takes_boost_dates_in_query(memory: Memory) -> None:

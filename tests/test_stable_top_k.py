@@ -10,12 +10,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memvec import Memory, SearchRequest
+from memvec import Memory, SearchRequest, Tier
 from memvec.embed import Embedder, HashingEmbedder
+from memvec.search.hybrid import EVERYTHING, rank
 
 SUBJECTS = [
     "the boat",
@@ -123,6 +125,26 @@ def test_the_ranker_orders_its_depth_and_scores_never_rise(real_memory: Memory) 
         fused = [h.scores.fused or 0.0 for h in hits[50:]]
         assert all(h.scores.fused is not None for h in hits[50:])
         assert fused == sorted(fused, reverse=True)
+
+
+def test_a_ranking_to_be_merged_keeps_its_order_and_leaves_the_hits_past_the_ranker_unscored(
+    real_memory: Memory,
+) -> None:
+    fill(real_memory, 300, seed=5)
+    engine = real_memory._engine
+    index, ranker = engine.tier_index("a", Tier.RECALL), engine.ranker
+    assert ranker is not None
+    for query in QUERIES:
+        request = SearchRequest(agent="a", tier=Tier.RECALL, query=query, k=100)
+        vector = index.embedder.embed_query(query)
+        scored, merged = (
+            rank(index, request, engine.search_settings, EVERYTHING, vector, ranker, score_tail=tail)
+            for tail in (True, False)
+        )
+        assert scored.ranker is not None and merged.ranker is not None
+        assert merged.ids.tolist() == scored.ids.tolist() and len(merged.ids) == 100
+        assert merged.ranker[: ranker.depth].tolist() == scored.ranker[: ranker.depth].tolist()
+        assert np.isnan(merged.ranker[ranker.depth :]).all() and not np.isnan(scored.ranker).any()
 
 
 def test_the_ranker_spreads_sessions_over_the_first_hits_when_asked(real_memory: Memory) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.config import DedupSettings, IndexSettings, SearchSettings
-from memvec.embed.base import Embedder, Vectors, checked_vectors
+from memvec.embed.base import Embedder, checked_vectors
 from memvec.engine.index_cache import IndexCache
 from memvec.engine.partition_index import LoadReport, PartitionIndex
 from memvec.engine.repeats import Target, find_repeats
@@ -288,7 +288,8 @@ class Engine:
         period = boost_period(narrowed)
         inside = None if period is None else narrowed_to(narrowed, period)
         if inside is None or not self._divides(narrowed, inside):
-            return self._ranked(narrowed)
+            index, (ranked,) = self._rank(narrowed)
+            return to_hits(index, ranked)
         return self._with_period(narrowed, inside)
 
     def _divides(self, request: SearchRequest, inside: SearchRequest) -> bool:
@@ -303,22 +304,18 @@ class Engine:
         return start > max(span[0], given.start or span[0]) or end < min(span[1], given.end or span[1])
 
     def _with_period(self, request: SearchRequest, inside: SearchRequest) -> list[Hit]:
-        """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it),
-        the query embedded once for both; only the merged first k are read from the store."""
+        """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it);
+        only the merged first k are read from the store."""
         depth = {"k": max(request.k, self.search_settings.candidate_pool)}
-        index, everything, query_vector = self._rank(request.model_copy(update=depth))
-        in_period = self._rank(inside.model_copy(update=depth), query_vector)[1]
+        index, (everything, in_period) = self._rank(request.model_copy(update=depth), inside.model_copy(update=depth))
         return to_hits(index, with_period(everything, in_period, request.k, self.search_settings.rrf_k))
 
-    def _ranked(self, request: SearchRequest) -> list[Hit]:
-        index, ranked, _ = self._rank(request)
-        return to_hits(index, ranked)
-
-    def _rank(
-        self, request: SearchRequest, query_vector: Vectors | None = None
-    ) -> tuple[PartitionIndex, Ranked, Vectors | None]:
-        """The request ranked, with the index and the query vector it used (`query_vector`: already
-        embedded for this query)."""
+    def _rank(self, request: SearchRequest, *also: SearchRequest) -> tuple[PartitionIndex, list[Ranked]]:
+        """The request ranked, and `also` (the same query and tier, other filters: a hybrid search's
+        period) against the same state of the index: the query embedded once, before taking the
+        index lock (concurrent searches of one tier then share a forward pass), its BM25 scores
+        computed once. Rankings that are to be merged read only places past the ranker's depth, so
+        those hits get no ranker score."""
         labels = (request.tier.value, request.mode.value)
         with (
             span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}),
@@ -326,14 +323,28 @@ class Engine:
         ):
             self.sweep(request.agent, request.tier)
             index = self.tier_index(request.agent, request.tier)
-            scope = self._scope(request, index) if request.mode is not SearchMode.TOKEN else Scope()
-            # embedded before taking the index lock: concurrent searches of one tier then share a forward pass
-            if query_vector is None and needs_query_vector(request):
+            requests = (request, *also)
+            scopes = [self._scope(r, index) if r.mode is not SearchMode.TOKEN else Scope() for r in requests]
+            query_vector = None
+            if needs_query_vector(request):
                 with span("memvec.search.embed"), timed(SEARCH_SECONDS, *labels, "embed"):
                     query_vector = index.embedder.embed_query(request.query)
             with index.lock, span("memvec.search.rank"), timed(SEARCH_SECONDS, *labels, "rank"):
-                ranked = rank(index, request, self.search_settings, scope, query_vector, self._ranker_for(request))
-            return index, ranked, query_vector
+                lexical = index.lexical.query_scores(request.query) if also else None
+                ranked = [
+                    rank(
+                        index,
+                        r,
+                        self.search_settings,
+                        scope,
+                        query_vector,
+                        self._ranker_for(r),
+                        lexical=lexical,
+                        score_tail=not also,
+                    )
+                    for r, scope in zip(requests, scopes, strict=True)
+                ]
+            return index, ranked
 
     def _ranker_for(self, request: SearchRequest) -> Ranker | None:
         fusion = (request.fusion or self.search_settings.fusion).value

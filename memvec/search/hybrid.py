@@ -77,10 +77,16 @@ def rank(
     scope: Scope = EVERYTHING,
     query_vector: npt.NDArray[np.float32] | None = None,
     ranker: Ranker | None = None,
+    *,
+    lexical: QueryScores | None = None,
+    score_tail: bool = True,
 ) -> Ranked:
     """`query_vector` (the query embedded by the index's model) may be computed beforehand, so that
     the forward pass runs outside the index lock; it is embedded here when needed and not given.
-    With a `ranker`, hybrid search re-orders its best fused candidates with it."""
+    `lexical`: the query's BM25 scores over this index as it stands, when already computed.
+    With a `ranker`, hybrid search re-orders its best fused candidates with it; `score_tail` False:
+    the hits past its depth (in fusion's order either way) get no ranker score, for a caller that
+    reads only their places."""
     if request.mode is SearchMode.TOKEN:
         return _token(index, request)
     if request.mode is SearchMode.BM25:
@@ -90,7 +96,7 @@ def rank(
         query_vector = index.embedder.embed_query(request.query)
     if request.mode is SearchMode.VECTOR:
         return _vector(index, request.k, settings, scope, query_vector)
-    return _hybrid(index, request, settings, scope, query_vector, ranker)
+    return _hybrid(index, request, settings, scope, query_vector, ranker, lexical, score_tail)
 
 
 def _vector(
@@ -131,13 +137,15 @@ def _hybrid(
     scope: Scope,
     query_vector: npt.NDArray[np.float32],
     ranker: Ranker | None = None,
+    lexical: QueryScores | None = None,
+    score_tail: bool = True,
 ) -> Ranked:
-    found = _fuse(index, request, settings, scope, query_vector, ranker)
+    found = _fuse(index, request, settings, scope, query_vector, ranker, lexical)
     order = np.lexsort((found.union, -found.fused))
     spread = settings.session_spread if request.spread_sessions else 0.0
     if found.ranker is not None:
         top = order[: max(found.ranker.depth, request.k)]
-        return _rerank(index, request, found, top, found.ranker, query_vector, spread)
+        return _rerank(index, request, found, top, found.ranker, query_vector, spread, score_tail)
     order = _first_k(index, found.union, order, found.fused, spread, request.k)
     return Ranked(
         found.union[order],
@@ -165,12 +173,13 @@ def _fuse(
     scope: Scope,
     query_vector: npt.NDArray[np.float32],
     ranker: Ranker | None = None,
+    lexical: QueryScores | None = None,
 ) -> _Fused:
     # One pool for every k up to candidate_pool: fusion scales scores over the pool, so a pool that
     # grew with k would change the order of the top hits (SciFact's top 10 differed at k=10 and k=100).
     depth = max(request.k, settings.candidate_pool)
     vector_ids, _ = index.vector.search(query_vector, depth, scope.allowed, scope.excluded)
-    lexical = index.lexical.query_scores(request.query)
+    lexical = index.lexical.query_scores(request.query) if lexical is None else lexical
     bm25_ids, _ = index.lexical.search_scored(lexical, depth, scope.allowed, scope.excluded)
     union = np.union1d(vector_ids, bm25_ids).astype(np.int64)
     vector = index.vector.vectors_for(union) @ query_vector
@@ -252,17 +261,21 @@ def _rerank(
     ranker: Ranker,
     query_vector: Scores,
     spread: float = 0.0,
+    score_tail: bool = True,
 ) -> Ranked:
     """The ranker re-orders the best `ranker.depth` fused candidates, whatever k is asked (so the top
     hits do not depend on k: their features are read among those candidates only); hits past that
-    depth follow in fusion's order. A hit's score is the ranker's, capped at the score of the hit
-    above it, so scores never rise down the list. `spread`: the first hits spread over sessions."""
+    depth follow in fusion's order, scored by the ranker only with `score_tail` (else NaN). A hit's
+    score is the ranker's, capped at the score of the hit above it, so scores never rise down the
+    list. `spread`: the first hits spread over sessions."""
     head = min(ranker.depth, len(top))
-    ids, features = _featured(index, request, found, top, query_vector, head)
+    ids, features = _featured(index, request, found, top if score_tail else top[:head], query_vector, head)
     learned = ranker.score(features, found.model)
+    if len(ids) < len(top):
+        ids, learned = found.union[top], np.r_[learned, np.full(len(top) - head, np.nan, dtype=np.float32)]
     order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))]
     order = _first_k(index, ids, order, learned, spread, request.k, pool=head)
-    shown = np.minimum.accumulate(learned[order]) if len(order) else learned[order]
+    shown = np.fmin.accumulate(learned[order]) if len(order) else learned[order]
     return Ranked(
         ids[order],
         shown,

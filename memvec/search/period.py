@@ -49,15 +49,16 @@ def with_period(everything: Ranked, in_period: Ranked, k: int, rrf_k: int) -> Ra
 
 
 def _part(name: str, order: list[int], *sources: tuple[Ranked, dict[int, int]]) -> Scores | None:
-    """One score part for the merged rows. Where a ranking's own score was the fused one (no ranker
-    re-ordered), that stays readable as `fused`."""
+    """One score part for the merged rows, from the first ranking that has it for the row (a ranking
+    leaves the ranker's part NaN past the ranker's depth). Where a ranking's own score was the fused
+    one (no ranker re-ordered), that stays readable as `fused`."""
     columns = [_column(ranked, name) for ranked, _ in sources]
     if all(column is None for column in columns):
         return None
     out = np.full(len(order), np.nan, dtype=np.float32)
     for row, record in enumerate(order):
         for column, (_, ranks) in zip(columns, sources, strict=True):
-            if column is not None and record in ranks:
+            if column is not None and record in ranks and not np.isnan(column[ranks[record]]):
                 out[row] = column[ranks[record]]
                 break
     return out
