@@ -804,8 +804,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the previous turn is read from another session",
         "memvec/search/hybrid.py",
-        "            previous[same] = near[same]",
-        "            previous = near",
+        "    previous = np.where(same[:count], near[:count], -1)",
+        "    previous = near[:count]",
         "tests/test_ranker.py",
     ),
     (
@@ -867,7 +867,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the ranker ranks candidates unlike those it was fitted on",
         "memvec/search/hybrid.py",
-        "model = ranker.model_for(_context(index, union), request.tier.value) if ranker and matched else None",
+        "model = ranker.model_for(_context(index, union, sessions), request.tier.value) if ranker and matched else None",
         "model = request.tier.value if ranker and matched else None",
         "tests/test_ranker.py",
     ),

@@ -126,6 +126,7 @@ class _Fused:
     session_vector: Scores
     session_bm25: Scores
     lexical: QueryScores
+    sessions: Ids  # each one's session row (-1: none)
     ranker: Ranker | None  # the ranker that will re-order them (None: fusion alone ranks)
     model: str = ""  # which of its trees: the kind of record the candidates are (Ranker.model_for)
 
@@ -184,13 +185,14 @@ def _fuse(
     union = np.union1d(vector_ids, bm25_ids).astype(np.int64)
     vector = index.vector.vectors_for(union) @ query_vector
     bm25 = index.lexical.scores_for(lexical, union)
-    session_vector, session_bm25 = _session_scores(index, union, vector, bm25, query_vector, lexical)
+    sessions = index.sessions.rows_for(union)
+    session_vector, session_bm25 = _session_scores(index, sessions, vector, bm25, query_vector, lexical)
     # A query sharing no word with any candidate is outside what the ranker was fitted on (every
     # LoCoMo question shares some): its text features would re-order what only the vector can judge,
     # so it ranks by fusion alone, fused as fusion alone fuses. So do candidates unlike the ones it
     # was fitted on (documents without sessions, turns much longer than the fitted ones).
     matched = bool(len(union)) and bm25.max() > 0
-    model = ranker.model_for(_context(index, union), request.tier.value) if ranker and matched else None
+    model = ranker.model_for(_context(index, union, sessions), request.tier.value) if ranker and matched else None
     if model is None:
         ranker = None
     weight = _session_weight(request, settings, ranker)
@@ -208,12 +210,12 @@ def _fuse(
     else:
         vector_weight = settings.vector_weight if request.vector_weight is None else request.vector_weight
         fused = convex(with_vector, with_bm25, vector_weight)
-    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, ranker, model or "")
+    return _Fused(union, vector, bm25, fused, session_vector, session_bm25, lexical, sessions, ranker, model or "")
 
 
-def _context(index: SearchableTier, union: Ids) -> dict[str, float]:
+def _context(index: SearchableTier, union: Ids, sessions: Ids) -> dict[str, float]:
     """What kind of records the candidates are (rerank.CONTEXT): read only where a ranker may apply."""
-    return candidate_context(index.lexical.lengths_for(union), index.sessions.rows_for(union))
+    return candidate_context(index.lexical.lengths_for(union), sessions)
 
 
 def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
@@ -224,14 +226,14 @@ def _matched(bm25: Scores) -> npt.NDArray[np.bool_]:
 
 
 def _session_scores(
-    index: SearchableTier, union: Ids, vector: Scores, bm25: Scores, query_vector: Scores, lexical: QueryScores
+    index: SearchableTier, rows: Ids, vector: Scores, bm25: Scores, query_vector: Scores, lexical: QueryScores
 ) -> tuple[Scores, Scores]:
-    """Each candidate's session mean scores (memvec.index.sessions); a record without a session
-    is its own session. Hits still report their own scores; the fused score adds the session's."""
+    """Each candidate's session mean scores (memvec.index.sessions), given their session `rows`; a
+    record without a session is its own session. Hits still report their own scores; the fused
+    score adds the session's."""
     sessions = index.sessions
-    if len(sessions) == 0 or len(union) == 0:
+    if len(sessions) == 0 or len(rows) == 0:
         return vector, bm25
-    rows = sessions.rows_for(union)
     vector_means = sessions.vector_means(query_vector, rows)
     bm25_means = sessions.score_means(lexical.groups, lexical.scores, rows)
     return sessions.spread(rows, vector_means, vector), sessions.spread(rows, bm25_means, bm25)
@@ -250,7 +252,7 @@ def candidate_table(
     the candidate set's context (what its support is made of), fused as a search with `ranker` fuses them."""
     found = _fuse(index, request, settings, scope, query_vector, ranker)
     ids, features = _featured(index, request, found, np.lexsort((found.union, -found.fused))[:depth], query_vector)
-    return ids, features, _context(index, found.union)
+    return ids, features, _context(index, found.union, found.sessions)
 
 
 def _rerank(
@@ -325,19 +327,14 @@ def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Sc
     """The chosen candidates with their neighbours' scores: the records just before and after each
     in the same session (ids in between belong to other sessions or tiers); and the id of the
     record before each in its session (-1: none)."""
-    ids = found.union[top]
-    rows = index.sessions.rows_for(ids)
-    neighbour_vector, neighbour_bm25 = [], np.zeros(len(ids), dtype=np.float32)
-    previous = np.full(len(ids), -1, dtype=np.int64)
-    for step in (-1, 1):
-        near = ids + step
-        same = (rows >= 0) & (index.sessions.rows_for(near) == rows)
-        if step == -1:
-            previous[same] = near[same]
-        near_vector = np.zeros(len(ids), dtype=np.float32)
-        near_vector[same] = index.vector.vectors_for(near[same]) @ query_vector  # held ids only: one C++ batch
-        neighbour_vector.append(near_vector)
-        neighbour_bm25 = np.maximum(neighbour_bm25, np.where(same, index.lexical.scores_for(found.lexical, near), 0.0))
+    ids, rows, count = found.union[top], found.sessions[top], len(top)
+    near = np.r_[ids - 1, ids + 1]  # the records before, then after
+    same = np.tile(rows >= 0, 2) & (index.sessions.rows_for(near) == np.tile(rows, 2))
+    near_vector = np.zeros(len(near), dtype=np.float32)
+    near_vector[same] = index.vector.vectors_for(near[same]) @ query_vector  # held ids only: one C++ batch
+    near_bm25 = np.where(same, index.lexical.scores_for(found.lexical, near), 0.0)
+    neighbour_bm25 = np.maximum(near_bm25[:count], near_bm25[count:])
+    previous = np.where(same[:count], near[:count], -1)
     return Candidates(
         ids=ids,
         vector=found.vector[top],
@@ -345,7 +342,7 @@ def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Sc
         fused=found.fused[top],
         session_vector=found.session_vector[top],
         session_bm25=found.session_bm25[top],
-        neighbour_vector=(neighbour_vector[0], neighbour_vector[1]),
+        neighbour_vector=(near_vector[:count], near_vector[count:]),
         neighbour_bm25=neighbour_bm25.astype(np.float32),
         sessions=rows,
     ), previous
