@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -77,6 +78,19 @@ def llm() -> Iterator[ScriptedLLM]:
     SCRIPTED.reset()
     yield SCRIPTED
     SCRIPTED.reset()
+
+
+class SteppingClock:
+    """A clock for `Memory.open(clock=...)` that moves only when told: time passes without sleeping."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, by: timedelta) -> None:
+        self.now += by
 
 
 @pytest.fixture

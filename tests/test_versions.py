@@ -323,23 +323,6 @@ def test_an_export_carries_every_version_and_an_import_restores_them_linked(memo
     ]
 
 
-@pytest.mark.slow
-def test_a_version_leaves_search_when_its_valid_to_passes(memory: Memory) -> None:
-    import time
-    from datetime import timedelta
-
-    archival = memory.archival("ana")
-    soon = datetime.now(UTC) + timedelta(seconds=1)
-    archival.insert("The offer holds until tonight.", valid_to=soon)
-    archival.insert("The shop opens at nine.")
-    assert [h.text for h in archival.search("offer tonight", mode="bm25")] == ["The offer holds until tonight."]
-    time.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds()) + 0.05)
-    assert archival.search("offer tonight", mode="bm25") == []  # nothing was written meanwhile
-    assert [h.text for h in archival.search("offer tonight", mode="bm25", as_of=soon - timedelta(seconds=0.5))] == [
-        "The offer holds until tonight."
-    ]
-
-
 def test_a_new_version_keeps_the_deadline_unless_it_sets_one_and_cannot_begin_before_the_old(memory: Memory) -> None:
     from datetime import timedelta
 

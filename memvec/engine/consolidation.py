@@ -9,8 +9,6 @@ exactly, or refuses when something the run wrote has changed since (undo the lat
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from memvec.engine.engine import Engine
 from memvec.errors import CoreMemoryError, InvalidInputError, NotFoundError, VersionConflictError
 from memvec.exchange.consolidation import (
@@ -30,7 +28,7 @@ def apply_run(
     sources = _sources(engine, agent, proposal.facts)
     superseded = _superseded(engine, agent, proposal.facts)
     blocks = _blocks(engine, agent, proposal.blocks)
-    started_at = datetime.now(UTC)
+    started_at = engine.store.clock()
     with engine.store.transaction():
         run_id = engine.store.start_run(agent, model, through_message, started_at)
         facts = _write_facts(engine, agent, proposal.facts, sources, superseded)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -170,7 +170,7 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
     if (same := _same_content(engine, item.owner, ready.content_hash)) is not None:
         return DocumentReport(document=same, created=False)
     previous = engine.store.current_document(item.owner, name=item.name)
-    now = datetime.now(UTC)
+    now = engine.store.clock()
     ids: list[int] = []
     with engine.store.transaction():
         document_id = engine.store.add_document_row(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from memvec.config import DedupSettings, IndexSettings, SearchSettings
 from memvec.embed.base import Embedder, checked_vectors
+from memvec.engine import searching
 from memvec.engine.index_cache import IndexCache
 from memvec.engine.partition_index import LoadReport, PartitionIndex
 from memvec.engine.repeats import Target, find_repeats
@@ -20,14 +21,8 @@ from memvec.engine.rows import prepared_rows
 from memvec.errors import NotFoundError, VersionConflictError
 from memvec.exchange.reports import IndexUsage
 from memvec.guard import checked_on_read
-from memvec.search.hybrid import Ranked, Scope, candidate_table, needs_query_vector, rank, to_hits
-from memvec.search.per_document import best_per_document, widened
-from memvec.search.period import boost_period, with_period
 from memvec.search.rerank import Matrix, Ranker
-from memvec.search.when import dated, narrowed_to
 from memvec.store.base import PreparedRecord, Store
-from memvec.telemetry.metrics import SEARCH_SECONDS, timed
-from memvec.telemetry.tracing import span
 from memvec.types import (
     LATEST,
     Hit,
@@ -35,7 +30,6 @@ from memvec.types import (
     NewRecord,
     Record,
     SearchFilters,
-    SearchMode,
     SearchRequest,
     Tier,
 )
@@ -173,7 +167,7 @@ class Engine:
             return {}
         # a tier that never held a record has nothing to repeat: its index is not opened for it
         index = self.tier_index(agent, tier) if self.store.last_change(agent, tier) else None
-        closed = self._closed(index) if index is not None else np.zeros(0, dtype=np.int64)
+        closed = self.closed_ids(index) if index is not None else np.zeros(0, dtype=np.int64)
         return find_repeats(self.store, index, closed, agent, tier, rows, self.dedup)
 
     def _still_there(self, agent: str, repeats: dict[int, Target]) -> dict[int, Target]:
@@ -220,7 +214,7 @@ class Engine:
         """Purge the tier's records past their `expires_at` or the tier's retention: from the store
         (one transaction, logged), then from the index, which is saved. Every read of a tier runs it
         first (one indexed query when nothing expired), so an expired record is never returned."""
-        now = datetime.now(UTC)
+        now = self.store.clock()
         keep = self.retention.get(tier)
         expired = self.store.expired_ids(agent, tier, now, now - keep if keep is not None else None)
         return self._purge(agent, tier, expired)
@@ -280,104 +274,18 @@ class Engine:
         )
 
     def search(self, request: SearchRequest) -> list[Hit]:
-        if request.per_document:
-            return best_per_document(self.search(widened(request)), request.k)
-        narrowed = dated(request)  # the period a time expression in the query names, when asked
-        if narrowed is None:
-            return []
-        period = boost_period(narrowed)
-        inside = None if period is None else narrowed_to(narrowed, period)
-        if inside is None or not self._divides(narrowed, inside):
-            index, (ranked,) = self._rank(narrowed)
-            return to_hits(index, ranked)
-        return self._with_period(narrowed, inside)
-
-    def _divides(self, request: SearchRequest, inside: SearchRequest) -> bool:
-        """Whether the period holds some of the records the request may see but not all (by the span
-        of their times): over none its ranking is empty, over all it is the plain one, and either way
-        lifting it would change no hit's place."""
-        span = self.store.time_span(request.agent, request.tier)
-        start, end = inside.filters.start, inside.filters.end
-        if span is None or start is None or end is None or start > span[1] or end < span[0]:
-            return False
-        given = request.filters
-        return start > max(span[0], given.start or span[0]) or end < min(span[1], given.end or span[1])
-
-    def _with_period(self, request: SearchRequest, inside: SearchRequest) -> list[Hit]:
-        """Both rankings at the candidate pool's depth (so the top k is the same whatever k up to it);
-        only the merged first k are read from the store."""
-        depth = {"k": max(request.k, self.search_settings.candidate_pool)}
-        index, (everything, in_period) = self._rank(request.model_copy(update=depth), inside.model_copy(update=depth))
-        return to_hits(index, with_period(everything, in_period, request.k, self.search_settings.rrf_k))
-
-    def _rank(self, request: SearchRequest, *also: SearchRequest) -> tuple[PartitionIndex, list[Ranked]]:
-        """The request ranked, and `also` (the same query and tier, other filters: a hybrid search's
-        period) against the same state of the index: the query embedded once, before taking the
-        index lock (concurrent searches of one tier then share a forward pass), its BM25 scores
-        computed once. Rankings that are to be merged read only places past the ranker's depth, so
-        those hits get no ranker score."""
-        labels = (request.tier.value, request.mode.value)
-        with (
-            span("memvec.search", **{"memvec.tier": labels[0], "memvec.mode": labels[1], "memvec.k": request.k}),
-            timed(SEARCH_SECONDS, *labels, "total"),
-        ):
-            self.sweep(request.agent, request.tier)
-            index = self.tier_index(request.agent, request.tier)
-            requests = (request, *also)
-            scopes = [self._scope(r, index) if r.mode is not SearchMode.TOKEN else Scope() for r in requests]
-            query_vector = None
-            if needs_query_vector(request):
-                with span("memvec.search.embed"), timed(SEARCH_SECONDS, *labels, "embed"):
-                    query_vector = index.embedder.embed_query(request.query)
-            with index.lock, span("memvec.search.rank"), timed(SEARCH_SECONDS, *labels, "rank"):
-                lexical = index.lexical.query_scores(request.query) if also else None
-                ranked = [
-                    rank(
-                        index,
-                        r,
-                        self.search_settings,
-                        scope,
-                        query_vector,
-                        self._ranker_for(r),
-                        lexical=lexical,
-                        score_tail=not also,
-                    )
-                    for r, scope in zip(requests, scopes, strict=True)
-                ]
-            return index, ranked
-
-    def _ranker_for(self, request: SearchRequest) -> Ranker | None:
-        fusion = (request.fusion or self.search_settings.fusion).value
-        if request.rerank is False or self.ranker is None or not self.ranker.applies_to(self.embedder.model_id, fusion):
-            return None
-        return self.ranker
+        return searching.search(self, request)
 
     def candidate_features(
         self, request: SearchRequest, depth: int
     ) -> tuple[npt.NDArray[np.int64], Matrix, dict[str, float]]:
-        """The best `depth` fused candidates of a hybrid search, their ranker features and the
-        candidate set's context, computed exactly as a search computes them (`make train-ranker`
-        fits the ranker and its support on these)."""
-        index = self.tier_index(request.agent, request.tier)
-        scope = self._scope(request, index)
-        query_vector = index.embedder.embed_query(request.query)
-        with index.lock:
-            return candidate_table(
-                index, request, self.search_settings, scope, query_vector, depth, self._ranker_for(request)
-            )
+        """What `make train-ranker` fits the ranker on (searching.candidate_features)."""
+        return searching.candidate_features(self, request, depth)
 
-    def _scope(self, request: SearchRequest, index: PartitionIndex) -> Scope:
-        """The ids the request's filters allow, the versions valid now (or `as_of`) among them; with no
-        filter, every id but the versions no longer current."""
-        if request.filters.is_empty():
-            closed = self._closed(index)
-            return Scope(excluded=closed if len(closed) else None)
-        return Scope(allowed=self.store.filter_ids(request.agent, request.tier, request.filters))
-
-    def _closed(self, index: PartitionIndex) -> npt.NDArray[np.int64]:
+    def closed_ids(self, index: PartitionIndex) -> npt.NDArray[np.int64]:
         """The tier's versions that are not current, read again only once the tier changed (its index
         applied another change) or a version's `valid_to` has passed since they were read."""
-        now, key = datetime.now(UTC), (index.agent, index.tier)
+        now, key = self.store.clock(), (index.agent, index.tier)
         cached = self._closed_cache.get(key)
         if cached is not None and cached[0] == index.applied and now < cached[2]:
             return cached[1]

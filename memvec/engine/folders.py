@@ -4,8 +4,6 @@ detaching deletes the agent's copies; deleting the folder deletes its documents 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from memvec.engine.documents import (
     FOLDER_OWNER_PREFIX,
     Chunked,
@@ -39,7 +37,7 @@ def attach(engine: Engine, folder_id: str, agent: str) -> bool:
     cut: dict[int, tuple[Document, Chunked]] = {}
     for document in engine.store.documents(folder_owner(folder_id)):
         cut[document.id] = (document, chunked(engine, stored_document(engine, document)))
-    now = datetime.now(UTC)
+    now = engine.store.clock()
     with engine.store.transaction():
         if not engine.store.attach_folder(folder_id, agent, now):
             return False

@@ -15,8 +15,6 @@ rows' vectors.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import numpy.typing as npt
 
@@ -51,7 +49,7 @@ def find_repeats(
     threshold = dedup.near_cosine
     if threshold is None or not rows:
         return {}
-    now = datetime.now(UTC)
+    now = store.clock()
     by_key = store.near_key_ids(agent, tier, [r.near_key for r in rows if r.near_key], now) if index else {}
     batch = np.array([row.embedding for row in rows], dtype=np.float32)
     nearest = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +34,7 @@ def prepared_rows(
         vectors = embed_records(
             embedder, [record.text for record in records], vector_contexts, windows=settings.long_text_windows
         )
-    now = datetime.now(UTC)
+    now = store.clock()
     return [
         PreparedRecord(
             record=record,

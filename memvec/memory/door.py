@@ -39,6 +39,7 @@ from memvec.tiers.folders import Folders
 from memvec.tiers.recall import RecallMemory
 from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
+    Clock,
     DocumentReport,
     Hit,
     InsertResult,
@@ -55,13 +56,17 @@ STORE_SCHEMA_VERSION = LATEST_VERSION  # the schema this memvec writes (`memvec 
 class Memory(AgentMethods, MaintenanceMethods):
     """One home: its tiers per agent, its agents, its upkeep (see the package's docstring)."""
 
-    def __init__(self, config: MemoryConfig, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, config: MemoryConfig, *, embedder: Embedder | None = None, clock: Clock | None = None) -> None:
+        """`clock`: what "now" is for record times, validity, expiry and relative time words (default:
+        the wall clock; a test's makes time pass without sleeping)."""
         self.config = config
         self._closed = False
         # a new SQLite home is worth a word: a mistyped --home or MEMVEC_HOME would look like an empty one
         self.created_home = config.store is None and not (Path(config.home) / STORE_FILE).exists()
         self.home = prepare_home(config.home)
         self._store = open_store(self.home, config.store, timeout=config.store_timeout)
+        if clock is not None:
+            self._store.clock = clock
         requested = embedder.model_id if embedder else self.requested_model(config.model, config.embed_backend)
         self.model_id = home_model(self._store, self.home, requested)
         self.index_settings = home_index_settings(self._store, config.index)
@@ -84,10 +89,11 @@ class Memory(AgentMethods, MaintenanceMethods):
         *,
         model: str | None = None,
         embedder: Embedder | None = None,
+        clock: Clock | None = None,
         **settings: Any,
     ) -> Memory:
         """Open (creating if needed) the memory home; see :class:`MemoryConfig` for settings."""
-        return cls(MemoryConfig.resolve(home=home, model=model, **settings), embedder=embedder)
+        return cls(MemoryConfig.resolve(home=home, model=model, **settings), embedder=embedder, clock=clock)
 
     @staticmethod
     def pending_migrations(config: MemoryConfig) -> list[tuple[int, str]] | None:

@@ -17,6 +17,7 @@ from memvec.types import (
     AgentState,
     BlockChange,
     Citation,
+    Clock,
     CoreBlock,
     Document,
     Folder,
@@ -80,6 +81,8 @@ class EmbeddingBatch:
 
 
 class Store(Protocol):
+    clock: Clock  # what "now" is for record times, validity and expiry (the wall clock, or a test's)
+
     def close(self) -> None: ...
 
     def checkpoint(self) -> None:

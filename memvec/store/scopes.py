@@ -4,14 +4,14 @@ span of record times (what a period in a query can narrow)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
 from memvec.store.base import Ids
 from memvec.store.rows import CURRENT, filter_sql, format_time, parse_time
-from memvec.types import SearchFilters, Tier
+from memvec.types import Clock, SearchFilters, Tier
 
 CHUNK = 500  # ids per IN list: well under SQLite's variable limit
 
@@ -21,6 +21,8 @@ def marks(n: int) -> str:
 
 
 class _SQL(Protocol):
+    clock: Clock
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
     def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters, *, all_versions: bool = False) -> Ids: ...
@@ -46,7 +48,7 @@ class ScopeStore:
 
     def filter_ids(self: _SQL, agent: str, tier: Tier, filters: SearchFilters, *, all_versions: bool = False) -> Ids:
         """Ids passing `filters`: of the versions valid now (or at `filters.as_of`), or of all of them."""
-        where, params = filter_sql(filters, now=None if all_versions else datetime.now(UTC))
+        where, params = filter_sql(filters, now=None if all_versions else self.clock())
         rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ?{where}", [agent, tier.value, *params])
         return np.fromiter((r["id"] for r in rows), dtype=np.int64, count=len(rows))
 
@@ -71,7 +73,7 @@ class ScopeStore:
         return int(rows[0]["n"])
 
     def texts(self: _SQL, agent: str, tier: Tier, filters: SearchFilters | None = None) -> Iterator[tuple[int, str]]:
-        where, params = filter_sql(filters, now=datetime.now(UTC))
+        where, params = filter_sql(filters, now=self.clock())
         # a fixed order whichever index the planner picks (the token baseline's ties at its cut depend on
         # it): session then id, what records_by_session gave before another index could serve this query
         rows = self._query(

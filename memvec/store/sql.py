@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from memvec.store.scopes import CHUNK, ScopeStore, marks
 from memvec.store.shared_blocks import SharedBlockStore
 from memvec.store.versions import VersionStore
 from memvec.telemetry.tracing import span
-from memvec.types import Citation, NewRecord, Record, SearchFilters, Tier
+from memvec.types import Citation, Clock, NewRecord, Record, SearchFilters, Tier, utc_now
 
 RECORD_INSERT = (
     "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, tags, created_at, "
@@ -67,6 +67,8 @@ class SQLStore(
     META_TABLE = "meta"
     ROW_HINT = ""  # prefix on `agent`/`tier` where the planner must look rows up by primary key
     BLOCK_ORDER = "position"
+    # what "now" is for the versions valid now (Memory.open(clock=...) gives a test's)
+    clock: Clock = staticmethod(utc_now)
 
     # -- plumbing (backend) ---------------------------------------------------------------
     def _write(self) -> AbstractContextManager[Any]:
@@ -277,7 +279,7 @@ class SQLStore(
         after: int | None = None,
         before: int | None = None,
     ) -> list[Record]:
-        where, params = filter_sql(filters, now=datetime.now(UTC))
+        where, params = filter_sql(filters, now=self.clock())
         order = "DESC" if newest_first else "ASC"
         for cursor, past in ((after, not newest_first), (before, newest_first)):
             if cursor is not None:

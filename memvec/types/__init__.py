@@ -47,6 +47,7 @@ from memvec.types.values import (
     SHARED_BLOCK_ID_PATTERN,
     VERSION,
     AgentName,
+    Clock,
     Fusion,
     IdText,
     IndexKind,
@@ -61,6 +62,7 @@ from memvec.types.values import (
     checked_utf8,
     describe_validation_error,
     normalize_text,
+    utc_now,
 )
 
 __all__ = [
@@ -84,6 +86,7 @@ __all__ = [
     "AgentState",
     "BlockChange",
     "Citation",
+    "Clock",
     "CoreBlock",
     "Document",
     "DocumentCitation",
@@ -110,4 +113,5 @@ __all__ = [
     "checked_utf8",
     "describe_validation_error",
     "normalize_text",
+    "utc_now",
 ]

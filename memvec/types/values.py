@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
@@ -45,6 +46,14 @@ def _installed_version() -> str:
 
 
 VERSION = _installed_version()
+
+# What "now" is for validity, expiry, retention, record times and relative time expressions: the
+# wall clock, or a test's (Memory.open(clock=...)), so time-dependent behaviour is tested without sleeps.
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 class Tier(StrEnum):
