@@ -137,12 +137,16 @@ def run_level(url: str, clients: int, seconds: float, request: Any, expected: in
 def run(model: str, preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]:
     queries = [t.split(",")[0] for t in synthetic_texts(500, seed=11)]
 
-    def search(api: httpx.Client, worker: int, i: int) -> int:
+    def search(api: httpx.Client, worker: int, i: int, **options: str) -> int:
         params: dict[str, str | int] = {
             "query": f"{queries[(worker * 7919 + i) % len(queries)]} (client {worker}, #{i})",
             "top_k": 10,
+            **options,
         }
         return api.get("/v1/agents/load/archival-memory/search", params=params).status_code
+
+    def fusion_alone(api: httpx.Client, worker: int, i: int) -> int:  # the baseline of the learned ranker
+        return search(api, worker, i, rerank="false")
 
     def insert(api: httpx.Client, worker: int, i: int) -> int:
         body = {"text": f"load test note from client {worker}, number {i}, at {time.time_ns()}"}
@@ -161,6 +165,7 @@ def run(model: str, preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]
                     )
             results = {
                 "search": [run_level(url, c, seconds, search, 200) for c in LEVELS],
+                "search, fusion alone": [run_level(url, c, seconds, fusion_alone, 200) for c in LEVELS],
                 "insert": [run_level(url, c, seconds, insert, 201) for c in LEVELS],
             }
         finally:

@@ -488,8 +488,8 @@ def _http_section(http: dict[str, Any]) -> list[str]:
             level["p50_ms"],
             level["p99_ms"],
         ]
-        for op in ("search", "insert")
-        for level in http[op]
+        for op in ("search", "search, fusion alone", "insert")
+        for level in http.get(op, [])
     ]
     return (
         [
@@ -497,8 +497,9 @@ def _http_section(http: dict[str, Any]) -> list[str]:
             "",
             f"A real `memvec serve` (uvicorn, default model) on 127.0.0.1 holding {http['preload']:,} passages; "
             f"each level runs {http['seconds_per_level']:.0f}s of back-to-back requests per client. Clients and "
-            "server share the same cores, so these are lower bounds. Search embeds every query; insert embeds "
-            "and commits (fsync) each passage.",
+            "server share the same cores, so these are lower bounds. Search embeds every query (the default "
+            "search, then with `rerank=false`: fusion alone, without the learned ranker); insert embeds and "
+            "commits (fsync) each passage.",
             "",
             _table(["operation", "clients", "requests", "errors", "requests/s", "p50 ms", "p99 ms"], rows),
             "",
