@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 
 def search(engine: Engine, request: SearchRequest) -> list[Hit]:
+    """The request's hits: ranked once, or twice and merged when its query names a period that
+    divides the records it may see."""
     if request.per_document:
         return best_per_document(search(engine, widened(request)), request.k)
     if request.reference_time is None:  # relative time words ("yesterday") read against the store's clock
