@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from memvec import CoreBlock, Memory
+from memvec import CoreBlock, Memory, NotFoundError
 from memvec.embed import HashingEmbedder
 from memvec.exchange.consolidation import ConsolidationProposal
 from memvec.service.app import create_app
-from memvec.service.auth import KeyRing
+from memvec.service.auth import KeyRing, Principal
+from memvec.service.deps import scoped_agent
 from memvec.types import AgentSettings
 from tests.service_helpers import api_routes
 
@@ -144,3 +145,10 @@ def test_every_route_with_an_agent_in_its_path_takes_it_through_the_scope_depend
         ]
         assert "agent_id" not in direct and through in ([scoped_agent], [page_agent]), route.path
     assert checked > 30
+
+
+def test_the_scope_dependency_refuses_an_agent_the_key_may_not_see_before_any_read() -> None:
+    scoped, everyone = Principal(agents=frozenset({"ana"})), Principal()
+    assert (scoped_agent("ana", scoped), scoped_agent("bob", everyone)) == ("ana", "bob")
+    with pytest.raises(NotFoundError, match="'bob' not found"):
+        scoped_agent("bob", scoped)
