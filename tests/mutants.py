@@ -1433,9 +1433,9 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "routes parse and validate bodies themselves, on the event loop",
-        "memvec/service/app.py",
-        "    app.router.route_class = OffLoopBodyRoute",
-        "    pass",
+        "memvec/service/deps.py",
+        "    return APIRouter(route_class=OffLoopBodyRoute, responses=ERROR_RESPONSES, **settings)",
+        "    return APIRouter(responses=ERROR_RESPONSES, **settings)",
         "tests/test_request_bodies.py",
     ),
     (

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute
 
 import memvec.limits
 from memvec.service import body, front
@@ -141,3 +142,9 @@ def test_the_api_answers_with_a_trailing_slash_without_a_redirect(service: InPro
     assert created.status_code == 201 and listed.status_code == 200 and retrieved.status_code == 200
     assert [a["id"] for a in listed.json()] == ["ana"] and retrieved.json()["id"] == "ana"
     assert missing.status_code == 404
+
+
+def test_every_route_of_the_app_reads_its_body_off_the_event_loop(service: InProcess) -> None:
+    # what each route module's router makes (deps.api_router); a route added another way would not
+    routes = [route for route in service.app.routes if isinstance(route, APIRoute)]
+    assert len(routes) > 50 and all(isinstance(route, body.OffLoopBodyRoute) for route in routes)

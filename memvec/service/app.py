@@ -36,7 +36,6 @@ from memvec.service import (
 )
 from memvec.service.access_log import AccessLog
 from memvec.service.auth import KeyRing
-from memvec.service.body import OffLoopBodyRoute
 from memvec.service.deps import ERROR_STATUS, ServiceState
 from memvec.service.error_schema import ERROR_RESPONSES
 from memvec.service.fairness import MAX_IN_FLIGHT_PER_KEY, FairShare
@@ -196,7 +195,6 @@ def create_app(
         redoc_url=None,  # docs_pages serves them
         telemetry=NO_FRAMEWORK_TELEMETRY,
     )
-    app.router.route_class = OffLoopBodyRoute  # before any route is added: every route gets it
     app.state.service = ServiceState(memory, keys or KeyRing({}))
     install_error_handlers(app)
     app.add_middleware(
