@@ -529,7 +529,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "memvec/search/hybrid.py",
         "pool = max(k, settings.candidate_pool)",
         "pool = k",
-        "tests/test_stable_top_k.py",
+        "tests/test_index_kind.py",
     ),
     (
         "MCP drops an unknown argument",

@@ -82,3 +82,17 @@ def test_vector_search_on_a_compact_index_ranks_by_the_exact_vectors(tmp_path: P
         assert [score for _, score in compact] == [score for _, score in exact]  # exact scores, best first
         above_ties = exact[-1][1]  # ids tied at the 10th score may differ
         assert {i for i, s in compact if s > above_ties} == {i for i, s in exact if s > above_ties}
+
+
+def test_vector_search_on_a_compact_index_gives_the_same_top_ten_at_k_10_and_k_100(tmp_path: Path) -> None:
+    """Its candidates come from a pool of candidate_pool (not k) times the refine factor: a top ten
+    read from 40 compressed candidates would miss what the exact vectors of 400 rank first."""
+    with Memory.open(tmp_path / "home", embedder=HashingEmbedder(64), index={"kind": "flat-sq8"}) as mem:
+        mem.insert(records(0, 3_000))
+        for query in ("topic 3 colour 2", "note 17 about", "colour 5 topic 11", "note 1999", "about topic"):
+            asked = {"agent": "ana", "tier": "archival", "query": query, "mode": "vector"}
+            ten, hundred = (
+                [(h.id, h.score) for h in mem.search(SearchRequest.model_validate({**asked, "k": k}))]
+                for k in (10, 100)
+            )
+            assert ten == hundred[:10], query
