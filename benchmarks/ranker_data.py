@@ -143,6 +143,13 @@ def longmemeval_dev(questions: list[dict[str, Any]], per_type: int) -> list[dict
     return longmemeval.subset(later, per_type)
 
 
+def longmemeval_unseen(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answerable questions after those `make bench` reports and the ranker is fitted on (the
+    first PER_TYPE_DEFAULT + PER_TYPE_DEV of each type), in file order: nothing was chosen on them."""
+    seen = {q["question_id"] for q in longmemeval.subset(questions, longmemeval.PER_TYPE_DEFAULT + PER_TYPE_DEV)}
+    return [q for q in longmemeval.subset(questions, None) if q["question_id"] not in seen]
+
+
 def longmemeval_questions(path: Path, embedder: Any, per_type: int = PER_TYPE_DEV) -> list[Question]:
     def build() -> list[Question]:
         out = []

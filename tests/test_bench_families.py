@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import longmemeval, scifact
+from benchmarks import longmemeval, ranker_data, scifact
 from benchmarks.datasets import Query
 from benchmarks.families import LONGMEMEVAL, NAMES_A_PERIOD, SCIFACT, family_tasks, score
 from benchmarks.periods import MODES, SHOWN, naming_a_period
@@ -63,6 +63,21 @@ def test_scifact_claims_keep_their_judged_abstracts_and_folds_split_them(needs_d
     (quick,) = tasks[SCIFACT.name][1]
     assert set().union(*(q.evidence for q in quick.queries)) <= {d.key for d in quick.docs}
     assert len(tasks[LONGMEMEVAL.name][1]) == 1
+
+
+def test_the_unseen_questions_are_neither_reported_nor_fitted_on(needs_data: None) -> None:
+    questions = longmemeval.load(LONGMEMEVAL_FILE)
+
+    def ids(chosen: list[dict[str, object]]) -> set[object]:
+        return {q["question_id"] for q in chosen}
+
+    unseen = ids(ranker_data.longmemeval_unseen(questions))
+    reported = ids(longmemeval.subset(questions, longmemeval.PER_TYPE_DEFAULT))
+    fitted = ids(ranker_data.longmemeval_dev(questions, ranker_data.PER_TYPE_DEV))
+    assert unseen and not unseen & (reported | fitted)
+    assert unseen | reported | fitted == ids(longmemeval.subset(questions, None))
+    tasks = family_tasks(LONGMEMEVAL_FILE, SCIFACT_DIR, "unseen")
+    assert list(tasks) == [LONGMEMEVAL.name] and {t.queries[0].qid for t in tasks[LONGMEMEVAL.name][1]} == unseen
 
 
 def test_session_recall_reads_the_session_of_each_top_turn() -> None:
