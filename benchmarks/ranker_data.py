@@ -138,16 +138,19 @@ def locomo_questions(path: Path, embedder: Any) -> list[Question]:
 def longmemeval_dev(questions: list[dict[str, Any]], per_type: int) -> list[dict[str, Any]]:
     """`per_type` answerable questions of each type after the first `longmemeval.PER_TYPE_DEFAULT`
     (those decide in `make bench`), in file order."""
-    reported = {q["question_id"] for q in longmemeval.subset(questions, longmemeval.PER_TYPE_DEFAULT)}
-    later = [q for q in longmemeval.subset(questions, None) if q["question_id"] not in reported]
-    return longmemeval.subset(later, per_type)
+    return longmemeval.subset(_after(questions, longmemeval.PER_TYPE_DEFAULT), per_type)
 
 
 def longmemeval_unseen(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The answerable questions after those `make bench` reports and the ranker is fitted on (the
     first PER_TYPE_DEFAULT + PER_TYPE_DEV of each type), in file order: nothing was chosen on them."""
-    seen = {q["question_id"] for q in longmemeval.subset(questions, longmemeval.PER_TYPE_DEFAULT + PER_TYPE_DEV)}
-    return [q for q in longmemeval.subset(questions, None) if q["question_id"] not in seen]
+    return _after(questions, longmemeval.PER_TYPE_DEFAULT + PER_TYPE_DEV)
+
+
+def _after(questions: list[dict[str, Any]], first: int) -> list[dict[str, Any]]:
+    """The answerable questions after the `first` of each type, in file order."""
+    taken = {q["question_id"] for q in longmemeval.subset(questions, first)}
+    return [q for q in longmemeval.subset(questions, None) if q["question_id"] not in taken]
 
 
 def longmemeval_questions(path: Path, embedder: Any, per_type: int = PER_TYPE_DEV) -> list[Question]:
