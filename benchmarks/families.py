@@ -36,7 +36,9 @@ from memvec.search.when import period_in
 MODES: dict[str, dict[str, Any]] = {
     "default": {"mode": "hybrid"},
     "fusion alone": {"mode": "hybrid", "rerank": False},
-    "sessions spread": {"mode": "hybrid", "spread_sessions": True},  # opt-in: the first 5 from many sessions
+    # the default spreads the first 5 hits over sessions when the question asks for a count or a total
+    "sessions always spread": {"mode": "hybrid", "spread_sessions": True},
+    "sessions never spread": {"mode": "hybrid", "spread_sessions": False},
     "no date boost": {"mode": "hybrid", "boost_dates_in_query": False},  # a period in the question ignored
     "bm25": {"mode": "bm25"},
     "vector": {"mode": "vector"},

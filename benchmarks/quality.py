@@ -29,7 +29,9 @@ MODES: dict[str, dict[str, Any]] = {
     "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf", "rerank": False},
     "hybrid, no ranker": {"mode": "hybrid", "rerank": False},
     "hybrid (default)": {"mode": "hybrid"},
-    "hybrid, sessions spread": {"mode": "hybrid", "spread_sessions": True},  # opt-in
+    # the default spreads the first hits over sessions when the question asks for a count or a total
+    "hybrid, sessions always spread": {"mode": "hybrid", "spread_sessions": True},
+    "hybrid, sessions never spread": {"mode": "hybrid", "spread_sessions": False},
     "hybrid, no date boost": {"mode": "hybrid", "boost_dates_in_query": False},  # a period in the question ignored
 }
 

@@ -26,7 +26,8 @@ SHOWN_MODES = [
     "hybrid-rrf",
     "hybrid, no ranker",
     "hybrid (default)",
-    "hybrid, sessions spread",
+    "hybrid, sessions always spread",
+    "hybrid, sessions never spread",
 ]
 
 

@@ -41,6 +41,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_spread.py",
     ),
     (
+        "a question asking for a count no longer spreads sessions by itself",
+        "memvec/search/spread.py",
+        "    return asks_for_a_sum(query) if asked is None else asked",
+        "    return bool(asked)",
+        "tests/test_spread.py",
+    ),
+    (
+        "every question spreads sessions unless told not to",
+        "memvec/search/spread.py",
+        "    return _ASKS_FOR_A_SUM.search(query) is not None",
+        "    return True",
+        "tests/test_spread.py",
+    ),
+    (
         "a long record is read to its first window only",
         "memvec/embed/base.py",
         "        rest = spans.get(i, [])[window:]\n",

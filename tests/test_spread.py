@@ -6,12 +6,13 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memvec import Hit, Memory
-from memvec.search.spread import SPREAD_HEAD, spread_sessions
+from memvec.search.spread import SPREAD_HEAD, asks_for_a_sum, spread_sessions, spreads
 from memvec.service.app import create_app
 from tests.conftest import run_cli
 
@@ -44,6 +45,29 @@ def test_past_the_head_the_hits_keep_their_order() -> None:
     # the lone other session wins the second place; the rest of session 0 follows in order
     assert spread(scores, sessions, penalty=0.45, head=3) == [0, 7, 1, 2, 3, 4, 5, 6]
     assert spread(scores, sessions, penalty=0.45, head=1) == list(range(8))
+
+
+@pytest.mark.parametrize(
+    ("query", "sums"),
+    [
+        ("How many doctors did I visit?", True),
+        ("how much have I made from selling eggs this month", True),
+        ("What is the total cost of the vet visit and the flea medication?", True),
+        ("How many  days a week do I go to the gym", True),  # any space between the words
+        ("How MUCH did the flights cost", True),
+        ("what did I spend in total on gifts", True),
+        ("When did Caroline go to the support group?", False),
+        ("Which trip did I take first, Lisbon or Porto?", False),
+        ("what is my favourite totally tubular band", False),  # "total" only as a word of its own
+        ("the totals of the quarter", False),
+        ("how I met your mother", False),
+        ("many thanks for the recipe", False),
+    ],
+)
+def test_a_question_asking_for_a_count_or_a_total_is_a_sum(query: str, sums: bool) -> None:
+    assert asks_for_a_sum(query) is sums
+    assert spreads(None, query) is sums
+    assert spreads(True, query) and not spreads(False, query)  # asked either way: as asked
 
 
 def test_no_penalty_is_the_score_order() -> None:
@@ -92,6 +116,19 @@ def test_a_search_asked_to_spread_brings_a_second_session_up(memory: Memory) -> 
     assert [h.score for h in spread] == sorted((h.score for h in spread), reverse=True)  # never rise
 
 
+def test_a_question_asking_for_a_count_spreads_unless_told_not_to(memory: Memory) -> None:
+    garden(memory)
+    recall = memory.recall("ana")
+    asked = "how many garden roses"
+    assert sessions_of(recall.search(asked, k=4, rerank=False)) == ["s1", "s2", "s1", "s1"]
+    assert sessions_of(recall.search(asked, k=4, rerank=False, spread_sessions=False)) == ["s1", "s1", "s1", "s2"]
+    archival = memory.archival("ana")
+    for session, text in GARDEN:
+        archival.insert(text, session_id=session)
+    assert sessions_of(archival.search(asked, k=4, rerank=False))[:2] == ["s1", "s2"]
+    assert sessions_of(archival.search(asked, k=4, rerank=False, spread_sessions=False))[:2] == ["s1", "s1"]
+
+
 def test_over_http_a_search_spreads_sessions(memory: Memory) -> None:
     garden(memory)
     with TestClient(create_app(memory), base_url="http://localhost") as api:
@@ -104,6 +141,11 @@ def test_over_http_a_search_spreads_sessions(memory: Memory) -> None:
             }
             found = api.get("/v1/agents/ana/recall-memory/search", params=params).json()
             assert [r["citation"]["session_id"] for r in found["results"]][:2] == expected
+        asked: dict[str, str | int] = {"query": "how many garden roses", "top_k": 4, "rerank": "false"}
+        extras: list[dict[str, str | int]] = [{"spread_sessions": "false"}, {}]  # left out: a count spreads
+        for extra, expected in zip(extras, (["s1", "s1"], ["s1", "s2"]), strict=True):
+            found = api.get("/v1/agents/ana/recall-memory/search", params=asked | extra).json()
+            assert [r["citation"]["session_id"] for r in found["results"]][:2] == expected
 
 
 def test_the_command_line_spreads_sessions(tmp_path: Path) -> None:
@@ -113,3 +155,7 @@ def test_the_command_line_spreads_sessions(tmp_path: Path) -> None:
     search = ["--model", "hash:64", "search", "garden roses", "--agent", "ana", "--tier", "recall", "--no-rerank"]
     found = run_cli(*search, "-k", "4", "--spread-sessions", "--json", home=home)
     assert [hit["citation"]["session_id"] for hit in json.loads(found.stdout)][:2] == ["s1", "s2"]
+    search[3] = "how many garden roses"
+    for flags, expected in (([], ["s1", "s2"]), (["--no-spread-sessions"], ["s1", "s1"])):
+        found = run_cli(*search, "-k", "4", *flags, "--json", home=home)
+        assert [hit["citation"]["session_id"] for hit in json.loads(found.stdout)][:2] == expected

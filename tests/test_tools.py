@@ -108,3 +108,5 @@ def test_conversation_search_spreads_its_first_results_over_sessions_when_asked(
 
     assert sessions() == ["cafe"] * 5
     assert "boat" in sessions(spread_sessions=True)
+    assert "boat" in sessions(query="how many times did we have tea")  # a count spreads by itself
+    assert sessions(query="how many times did we have tea", spread_sessions=False) == ["cafe"] * 5

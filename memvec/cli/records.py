@@ -236,7 +236,10 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
 )
 @click.option("--per-document", is_flag=True, help="The best chunk of each document only (-k documents).")
 @click.option(
-    "--spread-sessions", is_flag=True, help="The first 5 hits spread over sessions (a question about several)."
+    "--spread-sessions/--no-spread-sessions",
+    default=None,
+    help="The first 5 hits spread over sessions, for a question about several (default: when the query "
+    "asks for a count or a total: 'how many', 'how much', 'in total').",
 )
 @click.option(
     "--queries",
@@ -267,7 +270,7 @@ def search(
     no_date_boost: bool,
     reference_time: datetime | None,
     per_document: bool,
-    spread_sessions: bool,
+    spread_sessions: bool | None,
     queries: Path | None,
     as_json: bool,
 ) -> None:

@@ -18,7 +18,7 @@ from memvec.index.tokenize import plain_tokens
 from memvec.search.fuse import convex, rrf
 from memvec.search.parts import SearchableTier
 from memvec.search.rerank import Candidates, Matrix, Ranker, candidate_context, feature_matrix
-from memvec.search.spread import spread_sessions
+from memvec.search.spread import spread_sessions, spreads
 from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
 
 Ids = npt.NDArray[np.int64]
@@ -143,7 +143,7 @@ def _hybrid(
 ) -> Ranked:
     found = _fuse(index, request, settings, scope, query_vector, ranker, lexical)
     order = np.lexsort((found.union, -found.fused))
-    spread = settings.session_spread if request.spread_sessions else 0.0
+    spread = settings.session_spread if spreads(request.spread_sessions, request.query) else 0.0
     if found.ranker is not None:
         top = order[: max(found.ranker.depth, request.k)]
         return _rerank(index, request, found, top, found.ranker, query_vector, spread, score_tail)

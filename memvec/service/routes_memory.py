@@ -91,8 +91,12 @@ def ranking(
     ] = None,
     per_document: Annotated[bool, Query(description="the best chunk of each document only (top_k documents)")] = False,
     spread_sessions: Annotated[
-        bool, Query(description="the first 5 hits spread over sessions, for a question about several conversations")
-    ] = False,
+        bool | None,
+        Query(
+            description="the first 5 hits spread over sessions, for a question about several conversations "
+            "(default: when the query asks for a count or a total, 'how many', 'how much', 'in total')"
+        ),
+    ] = None,
 ) -> dict[str, object]:
     """Search options shared by both search endpoints (None: the server's defaults)."""
     return {

@@ -95,7 +95,7 @@ class ArchivalMemory(TierView):
         boost_dates_in_query: bool = True,
         reference_time: datetime | None = None,
         per_document: bool = False,
-        spread_sessions: bool = False,
+        spread_sessions: bool | None = None,
     ) -> list[Hit]:
         """`start`/`end` filter record time (created_at); `as_of` searches the versions that held at
         that event time (default: current versions only). `rerank=False` ranks hybrid hits by fusion
@@ -103,7 +103,8 @@ class ArchivalMemory(TierView):
         records from the period the query names ("last week"), resolved against `reference_time`;
         otherwise that period's records rise (`boost_dates_in_query`, memvec.search.period).
         `per_document`: the best chunk of each document only (`k` documents). `spread_sessions`: the
-        first hits spread over sessions (memvec.search.spread)."""
+        first hits spread over sessions (memvec.search.spread); None: when the query asks for a count
+        or a total."""
         filters = {"tags": list(tags), "tag_match": tag_match, "start": start, "end": end, "as_of": as_of}
         return self._search(
             query,

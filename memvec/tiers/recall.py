@@ -52,14 +52,15 @@ class RecallMemory(TierView):
         dates_in_query: bool = False,
         boost_dates_in_query: bool = True,
         reference_time: datetime | None = None,
-        spread_sessions: bool = False,
+        spread_sessions: bool | None = None,
     ) -> list[Hit]:
         """`rerank=False` ranks hybrid hits by fusion alone (default: the learned ranker, when the
         home's model has one). `dates_in_query`: only messages from the period the query names
         ("what did I say yesterday"), resolved against `reference_time` (default now); otherwise that
         period's messages rise (`boost_dates_in_query`, memvec.search.period).
         `spread_sessions`: the first hits come from as many conversations as earn a place (a
-        question about several sessions; memvec.search.spread)."""
+        question about several sessions; memvec.search.spread); None: when the query asks for a
+        count or a total ("how many times did I ...")."""
         filters = {"roles": list(roles), "start": start, "end": end, "session_id": session_id}
         return self._search(
             query,

@@ -112,14 +112,15 @@ class ConversationSearchArgs(ToolArguments):  # Letta's names; without a query, 
     session_id: SessionId = None
     limit: Count = 5
     spread_sessions: Annotated[
-        bool,
+        bool | None,
         Field(
             description=(
                 "Pick the first results from as many past conversations as earn a place: for a question about "
-                "several conversations, where one would otherwise fill the list."
+                "several conversations, where one would otherwise fill the list. Left out: done when the query "
+                "asks for a count or a total ('how many', 'how much', 'in total')."
             )
         ),
-    ] = False
+    ] = None
 
 
 class ArchivalListArgs(ToolArguments):

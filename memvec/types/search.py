@@ -129,8 +129,9 @@ class SearchRequest(BaseModel):
         default=False,
         description="the best chunk of each document only (a record that is no document's chunk stands for itself)",
     )
-    spread_sessions: bool = Field(
-        default=False,
+    spread_sessions: bool | None = Field(
+        default=None,
         description="hybrid: the first 5 hits spread over sessions (each further turn of a session picked there "
-        "scores session_spread less), for a question about several conversations; past them, score order",
+        "scores session_spread less), for a question about several conversations; past them, score order. "
+        "None: when the query asks for a count or a total ('how many', 'how much', 'in total')",
     )
