@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from benchmarks import datasets, quality, ranker_data, train_ranker
 from benchmarks.harness import MeasuredEmbedder
-from benchmarks.report import _table
+from benchmarks.tables import markdown_table
 from memvec.embed import Embedder, load_embedder
 
 NONE = {"context_weight": 0.0, "index_dates": False, "vector_context": False, "bm25_k1": 1.2, "bm25_b": 0.75}
@@ -130,7 +130,7 @@ def markdown(results: dict[str, Any], ranked: dict[str, Any], conversations: lis
             ]
             for variant, r in ranked[tier].items()
         ]
-        lines += [f"## {tier}", "", _table(header, rows), ""]
+        lines += [f"## {tier}", "", markdown_table(header, rows), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.cluster_load import Call, Load, audit, setup_agents, summary
 from benchmarks.load import free_port, wait_healthy
 from benchmarks.metrics import percentile
 from benchmarks.report import write_report
@@ -46,7 +46,6 @@ http {{
     include {dir}/memvec.conf;
 }}
 """
-RETRYABLE = {502, 503, 504, 0}  # 0: the connection failed; what a client may retry
 
 
 @dataclass
@@ -157,109 +156,6 @@ def running_cluster(pg_url: str, size: int = 3, drain_s: float = 1.0) -> Iterato
             yield cluster.start()
         finally:
             cluster.stop()
-
-
-@dataclass(frozen=True)
-class Call:
-    agent: str
-    kind: str
-    started: float
-    ended: float
-    status: int
-    text: str = ""
-    detail: str = ""
-
-
-class Load:
-    """Client threads through the router, one agent each, mixing inserts, searches and messages."""
-
-    def __init__(self, url: str, agents: list[str]) -> None:
-        self.url, self.agents = url, agents
-        self.calls: list[Call] = []
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._client, args=(a,), daemon=True) for a in agents]
-
-    def __enter__(self) -> Load:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=120)
-
-    def _client(self, agent: str) -> None:
-        with httpx.Client(base_url=self.url, timeout=60) as api:
-            n = 0
-            while not self._stop.is_set():
-                kind = ("insert", "search", "insert", "message")[n % 4]
-                self._one(api, agent, kind, f"{agent} fact {n}: the code word is w{n}x{agent}")
-                n += 1
-
-    def _one(self, api: httpx.Client, agent: str, kind: str, text: str) -> None:
-        started = time.monotonic()
-        try:
-            if kind == "insert":
-                response = api.post(f"/v1/agents/{agent}/archival-memory", json={"text": text})
-            elif kind == "search":
-                response = api.get(f"/v1/agents/{agent}/archival-memory/search", params={"query": text})
-            else:
-                response = api.post(
-                    f"/v1/agents/{agent}/messages", json={"messages": [{"role": "user", "content": text}]}
-                )
-            status, detail = response.status_code, response.text[:200] if response.status_code >= 300 else ""
-        except httpx.TransportError as exc:
-            status, detail = 0, repr(exc)
-        with self._lock:
-            self.calls.append(Call(agent, kind, started, time.monotonic(), status, text, detail))
-
-
-def setup_agents(url: str, count: int) -> list[str]:
-    agents = [f"agent-{n:02d}" for n in range(count)]
-    with httpx.Client(base_url=url, timeout=60) as api:
-        for agent in agents:
-            api.post("/v1/agents", json={"name": agent, "model": "scripted/echo"}).raise_for_status()
-    return agents
-
-
-def audit(url: str, calls: list[Call]) -> dict[str, Any]:
-    """Acknowledged inserts missing from the store, and texts stored more than once."""
-    acknowledged = {(c.agent, c.text) for c in calls if c.kind == "insert" and c.status in (200, 201)}
-    stored: dict[tuple[str, str], int] = {}
-    with httpx.Client(base_url=url, timeout=60) as api:
-        for agent in sorted({c.agent for c in calls}):
-            after = None
-            while True:
-                page = api.get(
-                    f"/v1/agents/{agent}/archival-memory", params={"limit": 1000, **({"after": after} if after else {})}
-                ).json()
-                for passage in page:
-                    stored[(agent, passage["text"])] = stored.get((agent, passage["text"]), 0) + 1
-                if len(page) < 1000:
-                    break
-                after = page[-1]["id"]
-    return {
-        "acknowledged_inserts": len(acknowledged),
-        "lost": len(acknowledged - set(stored)),
-        "stored_twice": sum(1 for n in stored.values() if n > 1),
-    }
-
-
-def summary(calls: list[Call]) -> dict[str, Any]:
-    failed = [c for c in calls if c.status not in (200, 201)]
-    return {
-        "requests": len(calls),
-        "failed": len(failed),
-        "failed_by_status": {
-            str(status): sum(1 for c in failed if c.status == status) for status in sorted({c.status for c in failed})
-        },
-        "failed_not_retryable": sum(1 for c in failed if c.status not in RETRYABLE),
-        "failed_by_kind": {k: sum(1 for c in failed if c.kind == k) for k in ("insert", "search", "message")},
-        "failed_calls": [f"{c.kind} {c.agent} -> {c.status}: {c.detail}" for c in failed[:20]],
-        "by_kind": {k: sum(1 for c in calls if c.kind == k) for k in ("insert", "search", "message")},
-    }
 
 
 def server_loss(pg_url: str = DEFAULT_PG, agents: int = 9, seconds: float = 6.0, servers: int = 3) -> dict[str, Any]:

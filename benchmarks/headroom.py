@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from benchmarks import datasets
 from benchmarks.harness import MeasuredEmbedder, load_task
-from benchmarks.report import _table
+from benchmarks.tables import markdown_table
 from memvec import Memory, SearchRequest
 from memvec.embed import load_embedder
 from memvec.search.fuse import min_max
@@ -215,18 +215,18 @@ def markdown(results: dict[str, dict[str, Any]], seconds: float) -> str:
         "oracle weight R@10",
         "oracle weight R@20",
     ]
-    lines += [_table(["", *tiers], [[k, *(results[t][k] for t in tiers)] for k in keys]), ""]
+    lines += [markdown_table(["", *tiers], [[k, *(results[t][k] for t in tiers)] for k in keys]), ""]
     variants = list(results[tiers[0]]["variants R@10"])
     lines += [
         "## Fusion variants from the same scores (R@10)",
         "",
-        _table(["variant", *tiers], [[v, *(results[t]["variants R@10"][v] for t in tiers)] for v in variants]),
+        markdown_table(["variant", *tiers], [[v, *(results[t]["variants R@10"][v] for t in tiers)] for v in variants]),
         "",
         "## Misses (answerable, not in the top 10 of the min-max fusion over all records)",
         "",
     ]
     buckets = list(results[tiers[0]]["misses"])
-    lines += [_table(["", *tiers], [[b, *(results[t]["misses"][b] for t in tiers)] for b in buckets])]
+    lines += [markdown_table(["", *tiers], [[b, *(results[t]["misses"][b] for t in tiers)] for b in buckets])]
     return "\n".join(lines) + "\n"
 
 

@@ -26,7 +26,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from benchmarks import datasets
 from benchmarks.harness import records_for
 from benchmarks.metrics import hit_at_k, percentile
-from benchmarks.report import _table
+from benchmarks.tables import markdown_table
 from memvec import Memory, SearchRequest
 from memvec.embed import load_embedder
 from memvec.embed.locate import packaged_minilm_path
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         "ranker fitted on the other four, `latest.md`) it is lower; *fusion alone* (no ranker, nothing "
         "fitted) is the clean comparison. The torch backend has no ranker fitted for it: fusion alone.",
         "",
-        _table(["system", "recall@10", "index s", "query p50 ms", "query p99 ms", "data"], rows),
+        markdown_table(["system", "recall@10", "index s", "query p50 ms", "query p99 ms", "data"], rows),
         "",
         *_ratios(measured),
     ]

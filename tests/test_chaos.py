@@ -34,7 +34,7 @@ def test_undos_are_checked_between_those_acknowledged_and_those_also_unanswered(
     acknowledged one must be, and no more than were sent may be."""
     import httpx
 
-    from benchmarks.chaos import History, _check_blocks
+    from benchmarks.chaos_history import History, check_blocks
 
     changes = [{"op": "undo", "new": None}] * logged
     api = httpx.Client(
@@ -42,4 +42,4 @@ def test_undos_are_checked_between_those_acknowledged_and_those_also_unanswered(
     )
     history = History()
     history.undos[("ana", "c0")], history.undos_unsure[("ana", "c0")] = acknowledged, unanswered
-    assert (_check_blocks(api, history) == []) is holds
+    assert (check_blocks(api, history) == []) is holds

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks import cluster
+from benchmarks import cluster, cluster_load
 from memvec.errors import InvalidInputError
 from memvec.service.listener import stop_admitting
 from memvec.service.nginx import nginx_config
@@ -69,7 +69,7 @@ def test_router_config_refuses_what_is_not_host_and_port(upstreams: list[str], l
 def test_each_agent_is_served_by_one_server_through_the_router() -> None:
     require_nginx()
     with cluster.running_cluster(PG, size=2) as running:
-        agents = cluster.setup_agents(running.url, 9)
+        agents = cluster_load.setup_agents(running.url, 9)
         owners = {agent: running.owner(agent) for agent in agents}
         assert len({id(o) for o in owners.values()}) == 2  # the ring spreads 9 agents over both servers
         for agent in agents:  # again: the same server, nothing loaded anywhere else
