@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-unseen bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods train-ranker screenshots
+.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-unseen bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods bench-search-profile train-ranker screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -53,7 +53,7 @@ lint: install
 	# the layers and the one door (contracts in pyproject.toml [tool.importlinter])
 	$(VENV)/bin/lint-imports
 
-# The benchmark (~40 min on 2 cores, 12 of them LongMemEval_S and SciFact): writes
+# The benchmark (~65 min on 2 cores, 25 of them LongMemEval_S and SciFact): writes
 # benchmarks/results/latest.{md,json} and plots.
 bench: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks $(BENCH_ARGS)
@@ -111,6 +111,10 @@ bench-transfer: install
 # A period named in the question lifted, ignored or filtered: LongMemEval_S's 15 such questions (~6 min).
 bench-periods: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.periods $(BENCH_ARGS)
+
+# Where one search's time goes in process, per part, default vs fusion alone (~3 min; search-parts.md).
+bench-search-profile: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.search_profile $(BENCH_ARGS)
 
 # Upper bounds on LoCoMo (ceiling, deeper k, oracle fusion weight) from the raw per-method scores (~3 min).
 bench-headroom: install

@@ -103,7 +103,8 @@ def backends_section(backends: dict[str, Any]) -> list[str]:
         "## Embedding backends (one run, same model)",
         "",
         f"Vectors of all {compare['turns']:,} LoCoMo turns from each backend, compared with torch's; LoCoMo "
-        "hybrid (default) quality per tier with each backend; cold `memvec search` = a new process from "
+        "quality per tier with each backend by hybrid fusion (the ranker left out: it is fitted on one "
+        "backend's vectors); cold `memvec search` = a new process from "
         "interpreter start to printed hits, and its peak RSS (median of 3; any ONNX export already cached). "
         "Batch invariance: 8 LoCoMo questions each alone and first in a batch with 31 others, the lowest "
         "cosine; int8's dynamic quantization scales a batch's activations together, so its query path "

@@ -133,3 +133,26 @@ def test_missing_locomo_gives_a_clear_message(tmp_path: Path, capsys: pytest.Cap
     assert main(["--quick", "--locomo", str(tmp_path / "nope.json"), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "locomo10.json" in err and "snap-research/LoCoMo" in err
+
+
+@pytest.mark.slow
+def test_search_profile_times_each_part_where_it_runs(tmp_path: Path) -> None:
+    """`make bench-search-profile`'s parts are found in the profile: the ranker's only where it ranks,
+    the period's merge only where a period is lifted."""
+    from benchmarks import search_profile
+
+    assert search_profile.main(["--records", "300", "--queries", "20", "--rounds", "1", "--out", str(tmp_path)]) == 0
+    modes = json.loads((tmp_path / "search-parts.json").read_text())["modes"]
+    for mode in modes.values():
+        assert (
+            mode["p50_ms"] > 0
+            and mode["parts_ms"]["whole search"] > mode["parts_ms"]["fusion (candidates, scores, session means)"] > 0
+        )
+        assert (
+            mode["parts_ms"]["BM25 scoring of the query"] > 0
+            and mode["parts_ms"]["reading the hits from the store"] > 0
+        )
+    trees, merge = "the ranker's trees", "merging a period's two rankings"
+    assert modes["default"]["parts_ms"][trees] > 0 == modes["fusion alone"]["parts_ms"][trees]
+    assert modes["default"]["parts_ms"][merge] > 0 == modes["default, period ignored"]["parts_ms"][merge]
+    assert "| the ranker's features (under cProfile) |" in (tmp_path / "search-parts.md").read_text()
