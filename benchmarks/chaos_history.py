@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from benchmarks.load import all_pages
+
 AGENTS = ("log-a", "log-b")
 
 
@@ -53,7 +55,7 @@ def check(url: str, history: History, clients: int) -> list[str]:
 def _check_messages(api: httpx.Client, history: History) -> list[str]:
     problems = []
     for agent in AGENTS:
-        stored = _all_pages(api, f"/v1/agents/{agent}/messages", {"order": "asc"})
+        stored = all_pages(api, f"/v1/agents/{agent}/messages", {"order": "asc"})
         ids = Counter(m["id"] for m in stored)
         turns = Counter(m["citation"]["turn_id"] for m in stored)
         problems += [f"{agent}: turn id {t} given {n} times" for t, n in turns.items() if n > 1]
@@ -99,17 +101,7 @@ def _check_passages(api: httpx.Client, history: History) -> list[str]:
 
 
 def _current_ids(api: httpx.Client, agent: str) -> set[int]:
-    return {int(p["id"]) for p in _all_pages(api, f"/v1/agents/{agent}/archival-memory", {})}
-
-
-def _all_pages(api: httpx.Client, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
-    """Every item of a cursor-paged listing, oldest first."""
-    items: list[dict[str, Any]] = []
-    while page := api.get(
-        path, params={**params, "limit": 1000, **({"after": items[-1]["id"]} if items else {})}
-    ).json():
-        items += page
-    return items
+    return {int(p["id"]) for p in all_pages(api, f"/v1/agents/{agent}/archival-memory")}
 
 
 def check_blocks(api: httpx.Client, history: History) -> list[str]:

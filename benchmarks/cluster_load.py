@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from benchmarks.load import all_pages
 
 RETRYABLE = {502, 503, 504, 0}  # 0: the connection failed; what a client may retry
 
@@ -81,19 +84,12 @@ def setup_agents(url: str, count: int) -> list[str]:
 def audit(url: str, calls: list[Call]) -> dict[str, Any]:
     """Acknowledged inserts missing from the store, and texts stored more than once."""
     acknowledged = {(c.agent, c.text) for c in calls if c.kind == "insert" and c.status in (200, 201)}
-    stored: dict[tuple[str, str], int] = {}
     with httpx.Client(base_url=url, timeout=60) as api:
-        for agent in sorted({c.agent for c in calls}):
-            after = None
-            while True:
-                page = api.get(
-                    f"/v1/agents/{agent}/archival-memory", params={"limit": 1000, **({"after": after} if after else {})}
-                ).json()
-                for passage in page:
-                    stored[(agent, passage["text"])] = stored.get((agent, passage["text"]), 0) + 1
-                if len(page) < 1000:
-                    break
-                after = page[-1]["id"]
+        stored = Counter(
+            (agent, passage["text"])
+            for agent in sorted({c.agent for c in calls})
+            for passage in all_pages(api, f"/v1/agents/{agent}/archival-memory")
+        )
     return {
         "acknowledged_inserts": len(acknowledged),
         "lost": len(acknowledged - set(stored)),

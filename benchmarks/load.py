@@ -34,6 +34,16 @@ def free_port() -> int:
         return port
 
 
+def all_pages(api: httpx.Client, path: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every item of a cursor-paged listing (`limit`, `after`), oldest first."""
+    items: list[dict[str, Any]] = []
+    while page := api.get(
+        path, params={**(params or {}), "limit": 1000, **({"after": items[-1]["id"]} if items else {})}
+    ).json():
+        items += page
+    return items
+
+
 def start_server(
     home: Path, options: Sequence[str], serve_options: Sequence[str] = (), *, stderr_path: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:

@@ -14,16 +14,15 @@ import pstats
 import statistics
 import subprocess
 import tempfile
-import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks.report import write_report
-from benchmarks.speed import ingest, synthetic_texts
+from benchmarks.speed import ingest, latencies, synthetic_texts
 from benchmarks.tables import markdown_table
 from memvec import Memory, SearchRequest
-from memvec.embed import Embedder, load_embedder
+from memvec.embed import load_embedder
 
 MODES: dict[str, dict[str, Any]] = {
     "default": {},
@@ -47,25 +46,12 @@ PARTS: dict[str, tuple[str, str]] = {
 }
 
 
-def requests(queries: list[str], fields: dict[str, Any]) -> list[SearchRequest]:
-    return [
+def parts_ms(mem: Memory, queries: list[str], fields: dict[str, Any]) -> dict[str, float]:
+    """Each part's cumulative milliseconds per search under cProfile (0.0: never called)."""
+    batch = [
         SearchRequest.model_validate({"agent": "bench", "tier": "archival", "query": q, "k": 10, **fields})
         for q in queries
     ]
-
-
-def wall_ms(mem: Memory, batch: list[SearchRequest], rounds: int) -> list[float]:
-    out = []
-    for _ in range(rounds):
-        for request in batch:
-            started = time.perf_counter()
-            mem.search(request)
-            out.append((time.perf_counter() - started) * 1000)
-    return out
-
-
-def parts_ms(mem: Memory, batch: list[SearchRequest]) -> dict[str, float]:
-    """Each part's cumulative milliseconds per search under cProfile (0.0: never called)."""
     profiler = cProfile.Profile()
     profiler.runcall(lambda: [mem.search(r) for r in batch])
     stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
@@ -76,21 +62,20 @@ def parts_ms(mem: Memory, batch: list[SearchRequest]) -> dict[str, float]:
     return out
 
 
-def measure(n: int, n_queries: int, rounds: int, embedder: Embedder | None = None) -> dict[str, Any]:
+def measure(n: int, n_queries: int, rounds: int) -> dict[str, Any]:
     texts = synthetic_texts(n)
     queries = [t.split(",")[0] for t in synthetic_texts(n_queries, seed=99)]
     with tempfile.TemporaryDirectory() as tmp:
-        mem = Memory.open(Path(tmp), embedder=embedder or load_embedder(), query_cache_size=2 * n_queries)
+        mem = Memory.open(Path(tmp), embedder=load_embedder(), query_cache_size=2 * n_queries)
         ingest(mem, texts, spread_over=timedelta(days=365))
         results: dict[str, Any] = {"n": n, "queries": n_queries, "rounds": rounds, "commit": _commit(), "modes": {}}
         for mode, fields in MODES.items():
-            batch = requests(queries, fields)
-            wall_ms(mem, batch, 1)  # vectors cached, every code path warm
-            times = wall_ms(mem, batch, rounds)
+            latencies(mem, queries, fields)  # vectors cached, every code path warm
+            times = [ms for _ in range(rounds) for ms in latencies(mem, queries, fields)]
             results["modes"][mode] = {
                 "p50_ms": statistics.median(times),
                 "mean_ms": statistics.fmean(times),
-                "parts_ms": parts_ms(mem, batch),
+                "parts_ms": parts_ms(mem, queries, fields),
             }
         mem.close()
     return results
