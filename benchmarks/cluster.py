@@ -209,9 +209,9 @@ def _recovery(calls: list[Call], moved: list[str], killed_at: float) -> dict[str
 def rolling_restart(
     pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 1.0, servers: int = 3
 ) -> dict[str, Any]:
-    """SIGTERM each server in turn under load, wait for it to exit, start it again and, once it is
-    healthy, nginx's fail_timeout (until then nginx still counts it as down: with two servers,
-    stopping the other one sooner leaves none), then the next."""
+    """SIGTERM each server in turn under load, wait for it to exit, start it again and, once nginx
+    routes requests to it again, the next (with two servers, stopping the other one while nginx still
+    counts this one as down leaves none)."""
     drained = []
     with running_cluster(pg_url, size=servers, drain_s=drain_s) as cluster:
         names = setup_agents(cluster.url, agents)
@@ -220,7 +220,7 @@ def rolling_restart(
             time.sleep(1.0)
             for member in cluster.members:
                 drained.append(_restart(cluster, member))
-                time.sleep(FAIL_TIMEOUT_S + 0.5)
+                drained[-1]["routed_again_s"] = wait_routed(cluster, member)
         calls = [c for c in load.calls if c.started >= started]
         return {
             "servers": cluster.size,
@@ -228,6 +228,8 @@ def rolling_restart(
             "drain_s": drain_s,
             "health_503_while_draining": all(d["health_503"] for d in drained),
             "exit_s_median": percentile([d["exit_s"] for d in drained], 50),
+            "routed_again_s_max": max(d["routed_again_s"] for d in drained),
+            "nginx_failed_attempts": len(_nginx_failures(cluster, None)),
             **summary(calls),
             **audit(cluster.url, calls),
         }
@@ -242,6 +244,37 @@ def _restart(cluster: Cluster, member: Member) -> dict[str, Any]:
     exited = time.monotonic() - stopping
     cluster.start_member(member)
     return {"health_503": health.status_code == 503 and health.json()["status"] == "draining", "exit_s": exited}
+
+
+def wait_routed(cluster: Cluster, member: Member, timeout: float = 120) -> float:
+    """Seconds until nginx counts `member` as up again after its restart: nginx logged no failed attempt
+    at it during a short window in which it answered requests through the router, or in which nginx's
+    last failure of it was more than fail_timeout ago (a server that owns no agent is sent nothing).
+    A fixed wait of fail_timeout after health is not enough: under load nginx can count it down again."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        failures, served = _nginx_failures(cluster, member), _routed_requests(member)
+        time.sleep(0.5)
+        later = _nginx_failures(cluster, member)
+        quiet = not later or time.time() - later[-1] > FAIL_TIMEOUT_S + 1  # the log's clock has whole seconds
+        if later == failures and (quiet or _routed_requests(member) > served):
+            return time.monotonic() - began
+    raise TimeoutError(f"nginx still counts {member.url} as down {timeout:g} s after its restart")
+
+
+def _routed_requests(member: Member) -> float:
+    """Requests `member` answered other than health and metrics (which only this checker asks it)."""
+    text = httpx.get(f"{member.url}/metrics", timeout=10).text
+    counted = (line for line in text.splitlines() if line.startswith("memvec_http_requests_total{"))
+    return sum(float(line.rsplit(" ", 1)[1]) for line in counted if "/v1/health" not in line and "/metrics" not in line)
+
+
+def _nginx_failures(cluster: Cluster, member: Member | None) -> list[float]:
+    """When nginx logged a failed attempt at `member` (at any member when None), as epoch seconds."""
+    log = cluster.root / "nginx" / "error.log"
+    named = f'upstream: "http://127.0.0.1:{member.port}/' if member is not None else 'upstream: "http://'
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    return [time.mktime(time.strptime(line[:19], "%Y/%m/%d %H:%M:%S")) for line in lines if named in line]
 
 
 def markdown(results: dict[str, Any]) -> str:

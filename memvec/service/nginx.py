@@ -51,7 +51,7 @@ def _port_ok(port: str) -> bool:
 
 
 # after a failed attempt nginx sends a server nothing for this long, even once it is back: a rolling
-# restart waits this long after a server is healthy before stopping the next (docs/deployment.md)
+# restart waits until nginx routes to a restarted server again before stopping the next (docs/deployment.md)
 FAIL_TIMEOUT_S = 5
 
 
