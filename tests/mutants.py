@@ -148,8 +148,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a period named in the query lifts nothing",
         "memvec/search/period.py",
-        "for ranks in (place, inside) if record in ranks)",
-        "for ranks in (place,) if record in ranks)",
+        "fused = _share(place, rrf_k) + _share(inside, rrf_k)",
+        "fused = _share(place, rrf_k)",
         "tests/test_period.py",
     ),
     (
@@ -211,8 +211,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a merged hit takes a ranking's missing ranker score over the other's",
         "memvec/search/period.py",
-        "if column is not None and record in ranks and not np.isnan(column[ranks[record]]):",
-        "if column is not None and record in ranks:",
+        "out = np.where(np.isnan(out), values, out).astype(np.float32)",
+        "out = np.where(ranks >= 0, values, out).astype(np.float32)",
         "tests/test_period.py",
     ),
     (
@@ -237,10 +237,17 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_period.py",
     ),
     (
+        "the ranker's session-best features count candidates without a session as one session",
+        "memvec/search/rerank.py",
+        "same = (sessions[:, None] == sessions[None, :]) & (sessions >= 0)[:, None]",
+        "same = sessions[:, None] == sessions[None, :]",
+        "tests/test_ranker.py",
+    ),
+    (
         "a lifted hit shows the other ranking's score parts",
         "memvec/search/period.py",
-        "name: _part(name, order, (everything, place), (in_period, inside))",
-        "name: _part(name, order, (in_period, inside), (everything, place))",
+        "sources = ((everything, place[order]), (in_period, inside[order]))",
+        "sources = ((in_period, inside[order]), (everything, place[order]))",
         "tests/test_period.py",
     ),
     (

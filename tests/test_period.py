@@ -59,6 +59,43 @@ def test_fused_rankings_keep_every_hit_once_in_falling_score_and_any_k_is_a_pref
     assert all((part.fused, part.vector) == own[r] for part, r in zip(parts, ids, strict=True))
 
 
+def reference_with_period(everything: Ranked, in_period: Ranked, k: int, rrf_k: int) -> tuple[list[int], list[float]]:
+    """The merge written out record by record: the ids and scores with_period must give."""
+    place = {int(r): n for n, r in enumerate(everything.ids)}
+    inside = {int(r): n for n, r in enumerate(in_period.ids)}
+
+    def fused(record: int) -> float:
+        return sum(1.0 / (rrf_k + ranks[record] + 1) for ranks in (place, inside) if record in ranks)
+
+    records = list(dict.fromkeys([*place, *inside]))
+    order = sorted(records, key=lambda r: (-fused(r), place.get(r, len(place)), r))[:k]
+    return order, [float(np.float32(fused(r))) for r in order]
+
+
+def with_nan_ranker(records: list[int], depth: int) -> Ranked:
+    """A ranking whose ranker part is NaN past `depth`, as a ranking to be merged leaves it."""
+    scores = np.linspace(0.9, 0.1, len(records), dtype=np.float32)
+    ranker = np.where(np.arange(len(records)) < depth, scores, np.nan).astype(np.float32)
+    return Ranked(np.array(records, dtype=np.int64), scores, ranker=ranker, fused=scores[::-1].copy())
+
+
+@given(rankings, rankings, st.integers(1, 30), st.integers(0, 25), st.integers(0, 25), st.integers(1, 80))
+def test_the_merge_matches_the_record_by_record_definition(
+    everything: list[int], in_period: list[int], k: int, depth: int, period_depth: int, rrf_k: int
+) -> None:
+    first, second = with_nan_ranker(everything, depth), with_nan_ranker(in_period, period_depth)
+    merged = with_period(first, second, k, rrf_k)
+    ids, scores = reference_with_period(first, second, k, rrf_k)
+    assert merged.ids.tolist() == ids and merged.score.tolist() == scores
+    parts = {name: [getattr(r, name) for r in (first, second)] for name in ("ranker", "fused")}
+    for row, record in enumerate(ids):
+        at = [r.ids.tolist().index(record) if record in r.ids.tolist() else None for r in (first, second)]
+        rankers = [float(c[i]) for c, i in zip(parts["ranker"], at, strict=True) if c is not None and i is not None]
+        fused = [float(c[i]) for c, i in zip(parts["fused"], at, strict=True) if c is not None and i is not None]
+        shown = merged.method_scores(row)
+        assert shown.ranker == next((v for v in rankers if not np.isnan(v)), None) and shown.fused == fused[0]
+
+
 def test_with_no_record_in_the_period_the_ranking_is_unchanged() -> None:
     assert with_period(ranked((5, 3, 9, 1)), ranked(()), 10, 60).ids.tolist() == [5, 3, 9, 1]
 

@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchmarks.ranker_data import Question
 from benchmarks.train_ranker import fit
@@ -384,3 +386,25 @@ def test_documents_without_sessions_rank_by_fusion_alone(real_memory: Memory) ->
     assert documents and all(h.scores.ranker is None for h in documents)
     turns = real_memory.recall("docs").search("What did Caroline research?", k=4)
     assert turns and all(h.scores.ranker is not None for h in turns)
+
+
+@given(st.lists(st.tuples(st.integers(-1, 6), st.floats(0, 1), st.sampled_from([0.0, 0.25, 1.0])), max_size=128))
+def test_the_session_best_features_are_the_same_by_matrix_and_by_sorting(
+    rows: list[tuple[int, float, float]],
+) -> None:
+    sessions = np.array([r[0] for r in rows], dtype=np.int64)
+    vector, share = (np.array([r[i] for r in rows], dtype=np.float64) for i in (1, 2))  # ties in share
+    if not rows:
+        return
+    by_matrix = rerank.session_best(sessions, vector, share)
+    by_sorting = rerank.session_best_sorted(sessions, vector, share)
+    assert [b.tolist() for b in by_matrix[0]] == [b.tolist() for b in by_sorting[0]]
+    assert by_matrix[1].tolist() == by_sorting[1].tolist()
+
+
+def test_session_best_is_the_best_other_score_of_the_same_session() -> None:
+    sessions = np.array([3, 3, -1, 5, 3, -1], dtype=np.int64)
+    scores = np.array([0.2, 0.9, 0.8, 0.4, 0.5, 0.1])
+    for way in (rerank.session_best, rerank.session_best_sorted):
+        (best,), count = way(sessions, scores)
+        assert best.tolist() == [0.9, 0.5, 0.0, 0.0, 0.9, 0.0] and count.tolist() == [3, 3, 1, 1, 3, 1]

@@ -119,9 +119,28 @@ def _speakers(query: str, speakers: list[str | None]) -> tuple[Matrix, Matrix]:
     return named, other
 
 
-def _session_best(sessions: Ids, scores: Matrix) -> tuple[Matrix, Matrix]:
-    """(the best score of another candidate in the same session, how many candidates share it);
-    a candidate without a session (-1) is alone. Vectorized: candidates sorted by session, then score."""
+# up to this many candidates (the ranker's depth is 50) one n x n comparison is faster than sorting
+SAME_SESSION_MATRIX_MAX = 128
+
+
+def session_best(sessions: Ids, *scores: Matrix) -> tuple[list[Matrix], Matrix]:
+    """For each of `scores`, the best score of another candidate in the same session (0: none), and
+    how many candidates share each one's session; a candidate without a session (-1) is alone."""
+    if len(sessions) > SAME_SESSION_MATRIX_MAX:
+        return session_best_sorted(sessions, *scores)
+    same = (sessions[:, None] == sessions[None, :]) & (sessions >= 0)[:, None]
+    np.fill_diagonal(same, False)
+    count = same.sum(axis=1) + 1.0
+    return [np.where(count > 1, np.where(same, s, -np.inf).max(axis=1, initial=-np.inf), 0.0) for s in scores], count
+
+
+def session_best_sorted(sessions: Ids, *scores: Matrix) -> tuple[list[Matrix], Matrix]:
+    """session_best for many candidates: sorted by session, then score (n log n, not n squared)."""
+    best, count = zip(*(_best_sorted(sessions, s) for s in scores), strict=True) if scores else ((), ())
+    return list(best), count[0] if count else np.ones(len(sessions))
+
+
+def _best_sorted(sessions: Ids, scores: Matrix) -> tuple[Matrix, Matrix]:
     order = np.lexsort((-scores, sessions))
     ordered_sessions, ordered_scores = sessions[order], scores[order]
     starts = np.flatnonzero(np.r_[True, ordered_sessions[1:] != ordered_sessions[:-1]])
@@ -169,8 +188,9 @@ def feature_matrix(query: str, found: Candidates, facts: Facts, previous: Facts)
         # a turn that follows a question is often its answer (LoCoMo: R@1 +0.02 held out)
         "prev_has_question": previous.has_question.astype(np.float64),
     }
-    columns["session_best_vector"], count = _session_best(found.sessions, vector)
-    columns["session_best_bm25_share"] = _session_best(found.sessions, columns["bm25_share"])[0]
+    (columns["session_best_vector"], columns["session_best_bm25_share"]), count = session_best(
+        found.sessions, vector, columns["bm25_share"]
+    )
     columns["session_candidates_log"] = np.log(count)
     return np.column_stack([columns[name] for name in FEATURES])
 
