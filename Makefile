@@ -112,7 +112,8 @@ bench-transfer: install
 bench-periods: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.periods $(BENCH_ARGS)
 
-# Where one search's time goes in process, per part, default vs fusion alone (~3 min; search-parts.md).
+# Where one search's time goes in process at 1k, 10k and 100k records, per part, default vs fusion alone
+# (~10 min; search-parts.md).
 bench-search-profile: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.search_profile $(BENCH_ARGS)
 

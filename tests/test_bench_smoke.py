@@ -137,22 +137,32 @@ def test_missing_locomo_gives_a_clear_message(tmp_path: Path, capsys: pytest.Cap
 
 @pytest.mark.slow
 def test_search_profile_times_each_part_where_it_runs(tmp_path: Path) -> None:
-    """`make bench-search-profile`'s parts are found in the profile: the ranker's only where it ranks,
-    the period's merge only where a period is lifted."""
+    """`make bench-search-profile`'s parts are found in the profile at each size: the ranker's only
+    where it ranks, the period's merge only where a period is lifted."""
     from benchmarks import search_profile
 
-    assert search_profile.main(["--records", "300", "--queries", "20", "--rounds", "1", "--out", str(tmp_path)]) == 0
-    modes = json.loads((tmp_path / "search-parts.json").read_text())["modes"]
-    for mode in modes.values():
-        assert (
-            mode["p50_ms"] > 0
-            and mode["parts_ms"]["whole search"] > mode["parts_ms"]["fusion (candidates, scores, session means)"] > 0
-        )
-        assert (
-            mode["parts_ms"]["BM25 scoring of the query"] > 0
-            and mode["parts_ms"]["reading the hits from the store"] > 0
-        )
-    trees, merge = "the ranker's trees", "merging a period's two rankings"
-    assert modes["default"]["parts_ms"][trees] > 0 == modes["fusion alone"]["parts_ms"][trees]
-    assert modes["default"]["parts_ms"][merge] > 0 == modes["default, period ignored"]["parts_ms"][merge]
-    assert "| the ranker's features (under cProfile) |" in (tmp_path / "search-parts.md").read_text()
+    args = ["--records", "300,150", "--queries", "20", "--rounds", "1", "--out", str(tmp_path)]
+    assert search_profile.main(args) == 0
+    sizes = json.loads((tmp_path / "search-parts.json").read_text())["sizes"]
+    assert list(sizes) == ["150", "300"]
+    fusion = "fusion (candidates, scores, session means)"
+    for modes in sizes.values():
+        for mode in modes.values():
+            parts = mode["parts_ms"]
+            assert mode["p50_ms"] > 0 and parts["whole search"] > parts[fusion] > 0
+            assert parts["BM25 scoring of the query"] > 0 and parts["reading the hits from the store"] > 0
+        trees, merge = "the ranker's trees", "merging a period's two rankings"
+        assert modes["default"]["parts_ms"][trees] > 0 == modes["fusion alone"]["parts_ms"][trees]
+        assert modes["default"]["parts_ms"][merge] > 0 == modes["default, period ignored"]["parts_ms"][merge]
+        assert 0 < search_profile.ranker_share(modes)[2] < 1
+    report = (tmp_path / "search-parts.md").read_text()
+    assert "| the ranker's features (under cProfile) |" in report and "## 300 records" in report
+    assert report.count("| 150 |") == 1 and report.count("| 300 |") == 1  # the share table, one row a size
+
+
+def test_search_profile_refuses_sizes_that_are_not_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import search_profile
+
+    with pytest.raises(SystemExit) as stopped:
+        search_profile.main(["--records", "10k"])
+    assert stopped.value.code == 2 and "not comma-separated numbers" in capsys.readouterr().err

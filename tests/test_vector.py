@@ -119,6 +119,25 @@ def test_filtered_search_is_exact_over_the_allowed_ids(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("share", [1, 2, 50])
+def test_filtered_search_scores_every_allowed_stored_vector_and_skips_the_rest(kind: str, share: int) -> None:
+    """Over the stored (for compact kinds, decoded) vectors: removed ids and ids never added are not
+    found even when allowed, and no allowed vector is missed whatever share of the tier is allowed."""
+    data, query = unit_vectors(1500, 32, 16), unit_vectors(1, 32, 17)[0]
+    ids = np.arange(1, 1501, dtype=np.int64) * 2
+    index = VectorIndex(32, kind=kind)  # type: ignore[arg-type]
+    index.add(ids, data)
+    index.remove(ids[:40])
+    allowed = np.r_[ids[::share], [3, 5, 100_001]]  # odd ids were never added
+    found, scores = index.search(query, 50, allowed=allowed)
+    alive = ids[40:][np.isin(ids[40:], allowed)]
+    stored = index.vectors_for(alive) @ query
+    expected = alive[np.lexsort((alive, -stored))][:50]
+    assert found.tolist() == expected.tolist()
+    np.testing.assert_allclose(scores, np.sort(stored)[::-1][:50], atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_save_load_round_trip(tmp_path: Path, kind: str) -> None:
     data = unit_vectors(300, 24, 8)
     ids = np.arange(10, 310, dtype=np.int64)

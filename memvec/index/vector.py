@@ -220,15 +220,25 @@ class VectorIndex:
         return faiss.SearchParameters(sel=selector)
 
     def _exact_subset(self, query: Vectors, k: int, allowed: Ids) -> tuple[Ids, Vectors]:
-        stored = self._stored_ids()
-        mask = np.isin(stored, allowed)
+        """Exact top-k among `allowed`: every allowed stored vector scored by FAISS itself, by brute
+        force over the stored codes (an HNSW graph walk would skip some), no vector copied or
+        decoded into Python (decoding every compact vector cost 12 ms a search at 100k records)."""
+        _one_omp_thread_here()
         if self._tombstones:
-            mask &= ~np.isin(stored, np.fromiter(self._tombstones, dtype=np.int64))
-        rows = np.flatnonzero(mask)
-        if len(rows) == 0:
+            allowed = np.setdiff1d(allowed, np.fromiter(self._tombstones, dtype=np.int64))
+        if len(self) == 0 or len(allowed) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores = self._storage()[rows] @ query.astype(np.float32)
-        return top_k(stored[rows], scores, k)
+        base = faiss.downcast_index(self._index.index)
+        codes = faiss.downcast_index(base.storage) if self.is_hnsw else base
+        members = faiss.IDSelectorBatch(allowed)
+        chosen = faiss.IDSelectorTranslated(self._index.id_map, members)  # stored position -> record id
+        scores, positions = codes.search(
+            np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32),
+            max(1, min(k, len(allowed))),
+            params=faiss.SearchParameters(sel=chosen),
+        )
+        found = positions[0] >= 0
+        return top_k(self._stored_ids()[positions[0][found]], scores[0][found], k)
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, path: Path) -> None:
