@@ -244,6 +244,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_ranker.py",
     ),
     (
+        "a period's scope looks each record up in the table for its validity",
+        "memvec/store/schema.py",
+        "records_by_time_and_validity ON records (agent, tier, created_at, valid_to, superseded_by);",
+        "records_by_time_and_validity ON records (agent, tier, created_at);",
+        "tests/test_store_plans.py",
+    ),
+    (
+        "a filtered vector search misses nothing but counts removed records",
+        "memvec/index/vector.py",
+        "            allowed = np.setdiff1d(allowed, np.fromiter(self._tombstones, dtype=np.int64))",
+        "            pass",
+        "tests/test_vector.py",
+    ),
+    (
         "a lifted hit shows the other ranking's score parts",
         "memvec/search/period.py",
         "sources = ((everything, place[order]), (in_period, inside[order]))",
@@ -394,8 +408,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "store reads have no span",
         "memvec/store/sql.py",
-        '        with span("memvec.store.read"',
-        '        with __import__("contextlib").nullcontext(), span("x"',
+        '        return span("memvec.store.read"',
+        '        return span("x"',
         "tests/test_tracing.py",
     ),
     (

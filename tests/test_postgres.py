@@ -314,3 +314,25 @@ def test_documents_on_postgres(tmp_path: Path, pg_url: str) -> None:
         assert [d.id for d in other.documents("app").list()] == [second.document.id]
         assert other.documents("app").delete(second.document.id) == 2
         assert other.archival("app").count() == 0
+
+
+def test_a_periods_scope_is_an_index_only_scan_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    """PostgreSQL's twin of tests/test_store_plans.py: the covering index holds every column the read needs."""
+    from tests.test_store_plans import MARCH, scope_sql
+
+    store = PostgresStore(pg_url)
+    try:
+        sql, params = scope_sql(store.clock())
+        with store._connection() as db:
+            # a year of records, a day apart, and the planner's statistics of them
+            db.execute(
+                "INSERT INTO records (agent, tier, text, dedup_key, created_at) "
+                "SELECT 'a', 'archival', 'n' || day, 'k' || day, to_char(TIMESTAMP '2026-01-01' + day * INTERVAL "
+                "'1 day', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') FROM generate_series(0, 364) AS day"
+            )
+            db.execute("VACUUM ANALYZE records")
+            plan = " ".join(row["QUERY PLAN"] for row in db.execute(f"EXPLAIN {store._sql(sql)}", params))
+        assert len(store.filter_ids("a", Tier.ARCHIVAL, MARCH)) == 31  # March 1 to 31, midnight each
+        assert "Index Only Scan using records_by_time_and_validity" in plan, plan
+    finally:
+        store.close()

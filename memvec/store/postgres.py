@@ -28,7 +28,6 @@ CREATE TABLE IF NOT EXISTS records (
     text TEXT NOT NULL, dedup_key TEXT NOT NULL, role TEXT, session_id TEXT, turn_id TEXT, source_url TEXT,
     tags TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL, embedding BYTEA, embedding_model TEXT,
     untrusted BOOLEAN NOT NULL DEFAULT FALSE, context TEXT, UNIQUE (agent, tier, dedup_key));
-CREATE INDEX IF NOT EXISTS records_by_time ON records (agent, tier, created_at);
 CREATE INDEX IF NOT EXISTS records_by_session ON records (agent, tier, session_id);
 CREATE TABLE IF NOT EXISTS record_tags (
     record_id BIGINT NOT NULL REFERENCES records (id) ON DELETE CASCADE, tag TEXT NOT NULL,
@@ -58,6 +57,9 @@ ALTER TABLE records ADD COLUMN IF NOT EXISTS valid_to TEXT;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS supersedes BIGINT;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS superseded_by BIGINT;
 CREATE INDEX IF NOT EXISTS records_by_validity ON records (agent, tier, valid_to);
+CREATE INDEX IF NOT EXISTS records_by_time_and_validity ON records (agent, tier, created_at)
+    INCLUDE (valid_to, superseded_by, id);
+DROP INDEX IF EXISTS records_by_time;
 CREATE TABLE IF NOT EXISTS consolidation_runs (
     id BIGSERIAL PRIMARY KEY, agent TEXT NOT NULL, model TEXT NOT NULL, started_at TEXT NOT NULL,
     through_message BIGINT, diff TEXT NOT NULL DEFAULT '{}', undone_at TEXT);
@@ -190,6 +192,15 @@ class PostgresStore(SQLStore):
             with self._connection() as db:
                 rows: list[dict[str, Any]] = db.execute(sql, params).fetchall()
                 return rows
+
+        return _retry_if_broken(read)
+
+    def _values(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        from psycopg.rows import tuple_row
+
+        def read() -> list[Any]:
+            with self._connection() as db, db.cursor(row_factory=tuple_row) as cursor:
+                return [row[0] for row in cursor.execute(sql, params).fetchall()]
 
         return _retry_if_broken(read)
 

@@ -222,6 +222,14 @@ MIGRATIONS: list[tuple[int, str]] = [
     CREATE INDEX records_by_document ON records (document_id);
     """,
     ),
+    (
+        14,
+        """
+    -- a period's records read from one index: its time range and which versions are current
+    CREATE INDEX records_by_time_and_validity ON records (agent, tier, created_at, valid_to, superseded_by);
+    DROP INDEX records_by_time;
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

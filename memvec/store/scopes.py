@@ -25,6 +25,8 @@ class _SQL(Protocol):
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
+    def _query_values(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
     def filter_ids(self, agent: str, tier: Tier, filters: SearchFilters, *, all_versions: bool = False) -> Ids: ...
 
 
@@ -49,8 +51,10 @@ class ScopeStore:
     def filter_ids(self: _SQL, agent: str, tier: Tier, filters: SearchFilters, *, all_versions: bool = False) -> Ids:
         """Ids passing `filters`: of the versions valid now (or at `filters.as_of`), or of all of them."""
         where, params = filter_sql(filters, now=None if all_versions else self.clock())
-        rows = self._query(f"SELECT id FROM records WHERE agent = ? AND tier = ?{where}", [agent, tier.value, *params])
-        return np.fromiter((r["id"] for r in rows), dtype=np.int64, count=len(rows))
+        ids = self._query_values(
+            f"SELECT id FROM records WHERE agent = ? AND tier = ?{where}", [agent, tier.value, *params]
+        )
+        return np.array(ids, dtype=np.int64)
 
     def ids(self: _SQL, agent: str, tier: Tier) -> Ids:
         return self.filter_ids(agent, tier, SearchFilters(), all_versions=True)
@@ -84,7 +88,7 @@ class ScopeStore:
 
     def time_span(self: _SQL, agent: str, tier: Tier) -> tuple[datetime, datetime] | None:
         """The earliest and latest `created_at` of the tier's records, every version (None: no record);
-        two reads of records_by_time's ends."""
+        two reads of records_by_time_and_validity's ends."""
         # two subqueries: SQLite reads an index's end for a lone MIN or MAX, and scans for both at once
         one = "FROM records WHERE agent = ? AND tier = ?"
         rows = self._query(

@@ -77,12 +77,23 @@ class SQLStore(
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError
 
+    def _values(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The first column of each row, without a row object each (a period's scope reads thousands)."""
+        raise NotImplementedError
+
     def _sql(self, sql: str) -> str:
         return sql if self.PLACEHOLDER == "?" else sql.replace("?", self.PLACEHOLDER)
 
+    def _read_span(self, sql: str) -> AbstractContextManager[Any]:
+        return span("memvec.store.read", **{"db.system": self.DB_SYSTEM, "db.operation": _operation(sql)})
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with span("memvec.store.read", **{"db.system": self.DB_SYSTEM, "db.operation": _operation(sql)}):
+        with self._read_span(sql):
             return self._rows(self._sql(sql), params)
+
+    def _query_values(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._read_span(sql):
+            return self._values(self._sql(sql), params)
 
     def _run(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         """Execute inside a `_write` transaction; returns the cursor."""

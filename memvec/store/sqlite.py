@@ -84,6 +84,12 @@ class SQLiteStore(SQLStore):
         with self._lock, self._errors():
             return self._db.execute(sql, params).fetchall()
 
+    def _values(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock, self._errors():
+            cursor = self._db.cursor()
+            cursor.row_factory = None
+            return [row[0] for row in cursor.execute(sql, params).fetchall()]
+
     @contextmanager
     def _errors(self) -> Iterator[None]:
         """SQLite failures as memvec errors: another process holding the write lock past the timeout
