@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.cluster_load import Call, Load, audit, setup_agents, summary
 from benchmarks.load import free_port, wait_healthy
@@ -264,9 +265,13 @@ def wait_routed(cluster: Cluster, member: Member, timeout: float = 120) -> float
 
 def _routed_requests(member: Member) -> float:
     """Requests `member` answered other than health and metrics (which only this checker asks it)."""
-    text = httpx.get(f"{member.url}/metrics", timeout=10).text
-    counted = (line for line in text.splitlines() if line.startswith("memvec_http_requests_total{"))
-    return sum(float(line.rsplit(" ", 1)[1]) for line in counted if "/v1/health" not in line and "/metrics" not in line)
+    families = text_string_to_metric_families(httpx.get(f"{member.url}/metrics", timeout=10).text)
+    return sum(
+        sample.value
+        for family in families
+        for sample in family.samples
+        if sample.name == "memvec_http_requests_total" and sample.labels["route"] not in ("/v1/health", "/metrics")
+    )
 
 
 def _nginx_failures(cluster: Cluster, member: Member | None) -> list[float]:

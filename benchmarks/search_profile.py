@@ -110,10 +110,10 @@ def ranker_share(modes: dict[str, Any]) -> tuple[float, float, float]:
 
 def markdown(results: dict[str, Any]) -> str:
     sizes = results["sizes"]
-    shares = [
-        [f"{int(n):,}", *(f"{v:.2f}" for v in ranker_share(modes)[:2]), f"{ranker_share(modes)[2]:.0%}"]
-        for n, modes in sizes.items()
-    ]
+    shares = []
+    for n, modes in sizes.items():
+        with_period, without, share = ranker_share(modes)
+        shares.append([f"{int(n):,}", f"{with_period:.2f}", f"{without:.2f}", f"{share:.0%}"])
     lines = [
         "# Where a search's time goes, in process (`make bench-search-profile`)",
         "",

@@ -226,7 +226,7 @@ class VectorIndex:
         _one_omp_thread_here()
         if self._tombstones:
             allowed = np.setdiff1d(allowed, np.fromiter(self._tombstones, dtype=np.int64))
-        if len(self) == 0 or len(allowed) == 0:
+        if len(allowed) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         base = faiss.downcast_index(self._index.index)
         codes = faiss.downcast_index(base.storage) if self.is_hnsw else base
@@ -234,7 +234,7 @@ class VectorIndex:
         chosen = faiss.IDSelectorTranslated(self._index.id_map, members)  # stored position -> record id
         scores, positions = codes.search(
             np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32),
-            max(1, min(k, len(allowed))),
+            min(k, len(allowed)),
             params=faiss.SearchParameters(sel=chosen),
         )
         found = positions[0] >= 0
