@@ -358,12 +358,20 @@ def main(argv: list[str] | None = None) -> int:
     ablated = ablation(questions)
     result = {**leave_one_out(questions, ablated[SHIPPED]), "ablation": ablated, "families": list(args.families)}
     args.out.write_text(json.dumps(ranker.to_json(), separators=(",", ":")) + "\n")  # ~150 kB on one line
-    args.out.with_name(compiled_name(args.out.name)).write_bytes(compile_ranker(ranker.tiers, len(FEATURES)))
+    write_compiled(args.out, ranker)
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     args.report.with_suffix(".md").write_text(report_markdown(result, ranker))
     print(report_markdown(result, ranker))
     return 0
+
+
+def write_compiled(ranker_path: Path, ranker: Ranker) -> None:
+    """Each tier's compiled trees beside the ranker file (stale ones from older files removed)."""
+    for stale in ranker_path.parent.glob(ranker_path.name.removesuffix(".json") + ".*onnx"):
+        stale.unlink()
+    for tier, graph in compile_ranker(ranker.tiers, len(FEATURES)).items():
+        ranker_path.with_name(compiled_name(ranker_path.name, tier)).write_bytes(graph)
 
 
 if __name__ == "__main__":

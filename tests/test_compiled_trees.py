@@ -55,8 +55,24 @@ def test_the_shipped_graphs_are_the_shipped_ranker_files_compiled() -> None:
     assert len(files) == len(shipped_rankers()) >= 2
     for path in files:
         ranker = Ranker.load(path)
-        shipped = path.with_name(compiled_name(path.name)).read_bytes()
+        shipped = {tier: path.with_name(compiled_name(path.name, tier)).read_bytes() for tier in ranker.tiers}
         assert compile_ranker(ranker.tiers, len(FEATURES)) == shipped, f"run make train-ranker: {path.name} changed"
+    graphs = {path.name for path in SEARCH_DIR.glob("ranker*.onnx")}
+    expected = {compiled_name(path.name, tier) for path in files for tier in Ranker.load(path).tiers}
+    assert graphs == expected, "a compiled graph without its ranker file"
+
+
+def test_each_tier_runs_its_own_trees_only() -> None:
+    """ONNX Runtime runs every node of a graph whatever output is asked: a graph holding every
+    tier's trees would walk them all for each search."""
+    import onnxruntime as ort
+
+    for path in sorted(SEARCH_DIR.glob(rerank.RANKER_FILES)):
+        for tier in Ranker.load(path).tiers:
+            graph = path.with_name(compiled_name(path.name, tier)).read_bytes()
+            session = ort.InferenceSession(graph, providers=["CPUExecutionProvider"])
+            assert [output.name for output in session.get_outputs()] == [tier]
+            assert graph.count(b"TreeEnsemble") == 1, f"{path.name}: {tier}'s graph holds other trees"
 
 
 def test_searches_score_with_the_compiled_trees_and_agree_with_the_walk() -> None:
@@ -71,5 +87,5 @@ def test_searches_score_with_the_compiled_trees_and_agree_with_the_walk() -> Non
 
 
 def test_a_graph_onnx_runtime_cannot_load_leaves_the_numpy_walk(caplog: pytest.LogCaptureFixture) -> None:
-    assert CompiledTrees.load(b"not an onnx model") is None
+    assert CompiledTrees.load({"recall": b"not an onnx model"}) is None
     assert "walked in numpy" in caplog.text

@@ -1,8 +1,10 @@
-"""The ranker's trees compiled for ONNX Runtime: one graph per ranker file, one TreeEnsemble node
-(ai.onnx.ml opset 5, doubles throughout) and one output per tier, so a search's 50 candidates walk
-200 trees in C++ instead of in numpy steps. `make train-ranker` writes the graph beside the JSON
-(`compile_ranker` needs the onnx package, which takes a second to import); search only hands the
-bytes to ONNX Runtime, which the default embedding backend loads anyway. The numpy walk
+"""The ranker's trees compiled for ONNX Runtime: one graph per tier of a ranker file, each one
+TreeEnsemble node (ai.onnx.ml opset 5, doubles throughout), so a search's 50 candidates walk 200
+trees in C++ instead of in numpy steps. One graph per tier, not one for the file: ONNX Runtime runs
+every node of a graph whatever output is asked, so a search paid for every tier's trees. `make
+train-ranker` writes the graphs beside the JSON (`compile_ranker` needs the onnx package, which
+takes a second to import); search only hands the bytes to ONNX Runtime, which the default
+embedding backend loads anyway. The numpy walk
 (memvec.search.trees) stays the reference and the fallback: for a ranker file without its graph,
 or an ONNX Runtime that lacks the operator.
 """
@@ -10,6 +12,7 @@ or an ONNX Runtime that lacks the operator.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -28,16 +31,20 @@ ML_OPSET = 5
 _LEQ = 0  # TreeEnsemble's BRANCH_LEQ: left when value <= threshold, as LightGBM splits
 
 
-def compile_ranker(tiers: dict[str, TreeEnsemble], n_features: int) -> bytes:
-    """The ONNX model of `tiers` (output `<tier>`: each row's raw score, the sum of its leaves)."""
+def compile_ranker(tiers: dict[str, TreeEnsemble], n_features: int) -> dict[str, bytes]:
+    """Each tier's ONNX model (see compile_tier)."""
+    return {tier: compile_tier(tier, trees, n_features) for tier, trees in sorted(tiers.items())}
+
+
+def compile_tier(tier: str, trees: TreeEnsemble, n_features: int) -> bytes:
+    """The ONNX model of one tier's `trees` (output `<tier>`: each row's raw score, the sum of its leaves)."""
     from onnx import TensorProto, helper
 
-    nodes = [_tree_node(tier, trees) for tier, trees in sorted(tiers.items())]
     graph = helper.make_graph(
-        nodes,
+        [_tree_node(tier, trees)],
         "memvec-ranker",
         [helper.make_tensor_value_info(INPUT, TensorProto.DOUBLE, [None, n_features])],
-        [helper.make_tensor_value_info(tier, TensorProto.DOUBLE, [None, 1]) for tier in sorted(tiers)],
+        [helper.make_tensor_value_info(tier, TensorProto.DOUBLE, [None, 1])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", ML_OPSET)])
     model.ir_version = IR_VERSION
@@ -86,23 +93,29 @@ def _tree_node(tier: str, trees: TreeEnsemble) -> Any:
 
 
 class CompiledTrees:
-    """A compiled ranker file's trees, evaluated by ONNX Runtime (one thread: a search's trees are
-    small work, and the server runs searches side by side)."""
+    """A compiled ranker file's trees, evaluated by ONNX Runtime, one session per tier (one thread:
+    a search's trees are small work, and the server runs searches side by side)."""
 
-    def __init__(self, model: bytes) -> None:
+    def __init__(self, models: Mapping[str, bytes]) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        self.tiers = frozenset(output.name for output in self._session.get_outputs())
+        self._sessions = {
+            tier: ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+            for tier, model in models.items()
+        }
+        for tier, session in self._sessions.items():
+            if [output.name for output in session.get_outputs()] != [tier]:
+                raise ValueError(f"the compiled trees for {tier!r} answer {session.get_outputs()[0].name!r}")
+        self.tiers = frozenset(self._sessions)
 
     @classmethod
-    def load(cls, model: bytes) -> CompiledTrees | None:
+    def load(cls, models: Mapping[str, bytes]) -> CompiledTrees | None:
         """The compiled trees, or None (with a warning) where this ONNX Runtime cannot run them."""
         try:
-            return cls(model)
+            return cls(models)
         except Exception as exc:  # onnxruntime raises its own types; numpy ranks the same, slower
             log.warning("the ranker's compiled trees do not load (%s); its trees are walked in numpy", exc)
             return None
@@ -111,5 +124,5 @@ class CompiledTrees:
         if len(rows) == 0:
             return np.zeros(0)
         features = np.ascontiguousarray(zeroed(rows), dtype=np.float64)
-        result: Matrix = self._session.run([tier], {INPUT: features})[0][:, 0]
+        result: Matrix = self._sessions[tier].run([tier], {INPUT: features})[0][:, 0]
         return result

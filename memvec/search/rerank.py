@@ -334,15 +334,19 @@ def shipped_rankers() -> tuple[Ranker, ...]:
     for entry in entries:
         if fnmatch(entry.name, RANKER_FILES):
             ranker = Ranker.from_json(json.loads(entry.read_text(encoding="utf-8")))
-            graph = names.get(compiled_name(entry.name))
-            compiled = CompiledTrees.load(graph.read_bytes()) if graph is not None else None
+            graphs = {tier: names.get(compiled_name(entry.name, tier)) for tier in ranker.tiers}
+            compiled = (
+                CompiledTrees.load({tier: graph.read_bytes() for tier, graph in graphs.items() if graph is not None})
+                if None not in graphs.values()
+                else None
+            )
             rankers.append(replace(ranker, compiled=compiled) if compiled is not None else ranker)
     return tuple(rankers)
 
 
-def compiled_name(ranker_file: str) -> str:
-    """The compiled trees' file beside a ranker file: `ranker.json` -> `ranker.onnx`."""
-    return ranker_file.removesuffix(".json") + ".onnx"
+def compiled_name(ranker_file: str, tier: str) -> str:
+    """A tier's compiled trees beside a ranker file: `ranker.json`, recall -> `ranker.recall.onnx`."""
+    return f"{ranker_file.removesuffix('.json')}.{tier}.onnx"
 
 
 def shipped_ranker(model_id: str) -> Ranker | None:
