@@ -1564,6 +1564,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "[_cites_new_documents(row, documents) for row in ready.passages],",
         "tests/test_consolidation.py",
     ),
+    (
+        "an id map's lookups keep a popped id",
+        "memvec/index/idmap.py",
+        "        if row is not None:\n            self._recent_sorted = None\n",
+        "        if row is not None:\n",
+        "tests/test_idmap.py",
+    ),
 ]
 
 

@@ -24,6 +24,7 @@ class IdMap:
         self._rows: Ids = np.zeros(0, dtype=np.int64)
         self._removed = 0  # entries of the arrays marked _ABSENT
         self._recent: dict[int, int] = {}
+        self._recent_sorted: tuple[Ids, Ids] | None = None  # the dict as sorted arrays, built on lookup
 
     @classmethod
     def from_arrays(cls, keys: Ids, rows: Ids) -> IdMap:
@@ -62,6 +63,7 @@ class IdMap:
             self._rows[at] = row
             return
         self._recent[key] = row
+        self._recent_sorted = None
         if len(self._recent) > max(self._recent_limit, len(self._keys) // 16):
             self._merge()
 
@@ -69,6 +71,7 @@ class IdMap:
         """Forget `key`; returns its row, or -1 when it was not there."""
         row = self._recent.pop(key, None)
         if row is not None:
+            self._recent_sorted = None
             return row
         at = self._position(key)
         if at < 0:
@@ -89,9 +92,21 @@ class IdMap:
             found = self._keys[at] == keys
             out[found] = self._rows[at[found]]
         if self._recent:
-            for i in np.flatnonzero(out == _ABSENT).tolist():
-                out[i] = self._recent.get(int(keys[i]), _ABSENT)
+            # keys absent from the arrays are common (a record without a session, a neighbour in
+            # another tier), so the dict is looked up as arrays too, not key by key
+            recent_keys, recent_rows = self._recent_arrays()
+            at = np.minimum(np.searchsorted(recent_keys, keys), len(recent_keys) - 1)
+            found = (out == _ABSENT) & (recent_keys[at] == keys)
+            out[found] = recent_rows[at[found]]
         return out
+
+    def _recent_arrays(self) -> tuple[Ids, Ids]:
+        if self._recent_sorted is None:
+            keys = np.fromiter(self._recent, dtype=np.int64, count=len(self._recent))
+            rows = np.fromiter(self._recent.values(), dtype=np.int64, count=len(self._recent))
+            order = np.argsort(keys)
+            self._recent_sorted = (keys[order], rows[order])
+        return self._recent_sorted
 
     def items(self) -> tuple[Ids, Ids]:
         """(keys in ascending order, their rows)."""
@@ -108,3 +123,4 @@ class IdMap:
         self._keys, self._rows = keys[order], rows[order]
         self._removed = 0
         self._recent = {}
+        self._recent_sorted = None
