@@ -115,10 +115,9 @@ class IdMap:
 
     def _merge(self) -> None:
         live = self._rows != _ABSENT
-        keys = np.concatenate([self._keys[live], np.fromiter(self._recent, dtype=np.int64, count=len(self._recent))])
-        rows = np.concatenate(
-            [self._rows[live], np.fromiter(self._recent.values(), dtype=np.int64, count=len(self._recent))]
-        )
+        recent_keys, recent_rows = self._recent_arrays()
+        keys = np.concatenate([self._keys[live], recent_keys])
+        rows = np.concatenate([self._rows[live], recent_rows])
         order = np.argsort(keys, kind="stable")
         self._keys, self._rows = keys[order], rows[order]
         self._removed = 0

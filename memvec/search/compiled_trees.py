@@ -5,7 +5,7 @@ every node of a graph whatever output is asked, so a search paid for every tier'
 train-ranker` writes the graphs beside the JSON (`compile_ranker` needs the onnx package, which
 takes a second to import); search only hands the bytes to ONNX Runtime, which the default
 embedding backend loads anyway. The numpy walk
-(memvec.search.trees) stays the reference and the fallback: for a ranker file without its graph,
+(memvec.search.trees) stays the reference and the fallback: for a ranker file without its graphs,
 or an ONNX Runtime that lacks the operator.
 """
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from functools import lru_cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -334,14 +335,17 @@ def shipped_rankers() -> tuple[Ranker, ...]:
     for entry in entries:
         if fnmatch(entry.name, RANKER_FILES):
             ranker = Ranker.from_json(json.loads(entry.read_text(encoding="utf-8")))
-            graphs = {tier: names.get(compiled_name(entry.name, tier)) for tier in ranker.tiers}
-            compiled = (
-                CompiledTrees.load({tier: graph.read_bytes() for tier, graph in graphs.items() if graph is not None})
-                if None not in graphs.values()
-                else None
-            )
+            compiled = _compiled(ranker, entry.name, names)
             rankers.append(replace(ranker, compiled=compiled) if compiled is not None else ranker)
     return tuple(rankers)
+
+
+def _compiled(ranker: Ranker, ranker_file: str, names: dict[str, Traversable]) -> CompiledTrees | None:
+    """The ranker's compiled trees from the package's `names`; None unless every tier has its graph."""
+    graphs = {tier: names.get(compiled_name(ranker_file, tier)) for tier in ranker.tiers}
+    if any(graph is None for graph in graphs.values()):
+        return None
+    return CompiledTrees.load({tier: graph.read_bytes() for tier, graph in graphs.items() if graph is not None})
 
 
 def compiled_name(ranker_file: str, tier: str) -> str:
