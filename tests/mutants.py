@@ -1571,6 +1571,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "        if row is not None:\n",
         "tests/test_idmap.py",
     ),
+    (
+        "the median length is the upper middle value",
+        "memvec/search/rerank.py",
+        "    return float((low + high) / 2)\n",
+        "    return float(high)\n",
+        "tests/test_ranker.py",
+    ),
+    (
+        "a speaker's name is matched in its own case only",
+        "memvec/search/rerank.py",
+        'folded = {role: (role or "").casefold() for role in set(speakers)}',
+        'folded = {role: role or "" for role in set(speakers)}',
+        "tests/test_ranker.py",
+    ),
 ]
 
 

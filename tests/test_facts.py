@@ -108,3 +108,24 @@ def test_the_index_holds_the_store_facts_through_writes_reloads_and_rebuilds(tmp
                 *store_facts(mem, [*kept, added]),
                 (None, 0, False, False, False),
             ]
+
+
+def test_the_first_rows_and_the_rest_split_what_was_read() -> None:
+    facts = RecordFacts()
+    facts.add(np.arange(1, 7, dtype=np.int64), ["user", None, "Ana", "user", None, "Ana"], TEXTS)
+    whole = read(facts, [3, 1, 6, 2, 5])
+    found = facts.of(np.array([3, 1, 6, 2, 5], dtype=np.int64))
+    split = [found.first(2), found.after(2)]
+    rows = [
+        row
+        for part in split
+        for row in zip(
+            part.roles,
+            part.lengths.tolist(),
+            part.time_words.tolist(),
+            part.ends_question.tolist(),
+            part.has_question.tolist(),
+            strict=True,
+        )
+    ]
+    assert rows == whole and len(split[0].roles) == 2

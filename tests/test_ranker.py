@@ -408,3 +408,30 @@ def test_session_best_is_the_best_other_score_of_the_same_session() -> None:
     for way in (rerank.session_best, rerank.session_best_sorted):
         (best,), count = way(sessions, scores)
         assert best.tolist() == [0.9, 0.5, 0.0, 0.0, 0.9, 0.0] and count.tolist() == [3, 3, 1, 1, 3, 1]
+
+
+@given(st.lists(st.floats(0, 1e6, width=32), max_size=120))
+def test_the_median_length_is_numpys_to_the_bit(lengths: list[float]) -> None:
+    values = np.array(lengths, dtype=np.float32)
+    if not lengths:
+        return
+    assert rerank.log_median(values) == float(np.median(np.log1p(values)))
+
+
+ROLES = [None, "", "Caroline", "caroline", "CAROLINE", "Melanie", "user", "Ana"]
+
+
+@given(
+    st.lists(st.sampled_from(ROLES), max_size=60),
+    st.sampled_from(["what did caroline say", "ana and Melanie?", "user", "nothing here"]),
+)
+def test_a_speaker_is_named_by_any_case_of_their_name_and_the_others_are_not(
+    speakers: list[str | None], query: str
+) -> None:
+    words = set(query.casefold().rstrip("?").split())
+    named_roles = {(role or "").casefold() for role in speakers} & words
+    named, other = rerank.speakers_named(query, speakers)
+    assert named.tolist() == [float((role or "").casefold() in named_roles) for role in speakers]
+    assert other.tolist() == [
+        float(bool(named_roles) and (role or "").casefold() not in named_roles) for role in speakers
+    ]

@@ -53,12 +53,19 @@ class Facts:
     has_question: npt.NDArray[np.bool_]
 
     def first(self, count: int) -> Facts:
+        return self._part(slice(None, count))
+
+    def after(self, count: int) -> Facts:
+        """Those past the first `count`."""
+        return self._part(slice(count, None))
+
+    def _part(self, rows: slice) -> Facts:
         return Facts(
-            self.roles[:count],
-            self.lengths[:count],
-            self.time_words[:count],
-            self.ends_question[:count],
-            self.has_question[:count],
+            self.roles[rows],
+            self.lengths[rows],
+            self.time_words[rows],
+            self.ends_question[rows],
+            self.has_question[rows],
         )
 
 

@@ -274,8 +274,8 @@ def _rerank(
     ids, features = _featured(index, request, found, top if score_tail else top[:head], query_vector, head)
     learned = ranker.score(features, found.model)
     if len(ids) < len(top):
-        ids, learned = found.union[top], np.r_[learned, np.full(len(top) - head, np.nan, dtype=np.float32)]
-    order = np.r_[np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))]
+        ids, learned = found.union[top], np.concatenate([learned, np.full(len(top) - head, np.nan, dtype=np.float32)])
+    order = np.concatenate([np.lexsort((ids[:head], -learned[:head])), np.arange(head, len(ids))])
     order = _first_k(index, ids, order, learned, spread, request.k, pool=head)
     shown = np.fmin.accumulate(learned[order]) if len(order) else learned[order]
     return Ranked(
@@ -315,7 +315,8 @@ def _featured(
     facts looked up once: the first `head` rows read among those candidates only, the rest (the
     tail's own scores) among every candidate shown; `head` None: every row among all of them."""
     candidates, previous = _candidates(index, found, top, query_vector)
-    facts, before = index.facts.of(candidates.ids), index.facts.of(previous)
+    both = index.facts.of(np.concatenate([candidates.ids, previous]))  # one lookup for both
+    facts, before = both.first(len(previous)), both.after(len(previous))
     if head is None or head >= len(candidates.ids):
         return candidates.ids, feature_matrix(request.query, candidates, facts, before)
     first = feature_matrix(request.query, candidates.first(head), facts.first(head), before.first(head))
@@ -328,8 +329,9 @@ def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Sc
     in the same session (ids in between belong to other sessions or tiers); and the id of the
     record before each in its session (-1: none)."""
     ids, rows, count = found.union[top], found.sessions[top], len(top)
-    near = np.r_[ids - 1, ids + 1]  # the records before, then after
-    same = np.tile(rows >= 0, 2) & (index.sessions.rows_for(near) == np.tile(rows, 2))
+    near = np.concatenate([ids - 1, ids + 1])  # the records before, then after
+    twice = np.concatenate([rows, rows])
+    same = (twice >= 0) & (index.sessions.rows_for(near) == twice)
     near_vector = np.zeros(len(near), dtype=np.float32)
     near_vector[same] = index.vector.vectors_for(near[same]) @ query_vector  # held ids only: one C++ batch
     near_bm25 = np.where(same, index.lexical.scores_for(found.lexical, near), 0.0)

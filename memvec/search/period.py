@@ -31,7 +31,7 @@ def with_period(everything: Ranked, in_period: Ranked, k: int, rrf_k: int) -> Ra
     `period` the part the period's ranking gave it; ties keep the order over everything, then the
     lower id. The other parts come from the ranking over everything, else the period's (NaN: neither
     has it). Vectorized over the union: a per-record Python sort key cost a tenth of a search."""
-    records, at = np.unique(np.r_[everything.ids, in_period.ids], return_inverse=True)
+    records, at = np.unique(np.concatenate([everything.ids, in_period.ids]), return_inverse=True)
     count = len(everything.ids)
     place, inside = _ranks(len(records), at[:count]), _ranks(len(records), at[count:])
     fused = _share(place, rrf_k) + _share(inside, rrf_k)

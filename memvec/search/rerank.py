@@ -110,14 +110,14 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.casefold()))
 
 
-def _speakers(query: str, speakers: list[str | None]) -> tuple[Matrix, Matrix]:
+def speakers_named(query: str, speakers: list[str | None]) -> tuple[Matrix, Matrix]:
     """(the query names this record's speaker, the query names another candidate's speaker only)."""
-    words = _words(query)
-    roles = [(role or "").casefold() for role in speakers]
-    named = np.array([bool(role) and role in words for role in roles], dtype=np.float64)
-    others = {role for role in roles if role and role in words}
-    other = np.array([bool(others) and role not in others for role in roles], dtype=np.float64)
-    return named, other
+    folded = {role: (role or "").casefold() for role in set(speakers)}  # a few roles among the candidates
+    named_roles = {role for role in folded.values() if role} & _words(query) if any(folded.values()) else set()
+    if not named_roles:
+        return np.zeros(len(speakers)), np.zeros(len(speakers))
+    named = np.array([folded[role] in named_roles for role in speakers], dtype=np.float64)
+    return named, 1.0 - named
 
 
 # up to this many candidates (the ranker's depth is 50) one n x n comparison is faster than sorting
@@ -132,7 +132,11 @@ def session_best(sessions: Ids, *scores: Matrix) -> tuple[list[Matrix], Matrix]:
     same = (sessions[:, None] == sessions[None, :]) & (sessions >= 0)[:, None]
     np.fill_diagonal(same, False)
     count = same.sum(axis=1) + 1.0
-    return [np.where(count > 1, np.where(same, s, -np.inf).max(axis=1, initial=-np.inf), 0.0) for s in scores], count
+    if not scores:
+        return [], count
+    # every score at once: one (scores, n, n) pass instead of one per score
+    best = np.where(same, np.stack(scores)[:, None, :], -np.inf).max(axis=2, initial=-np.inf)
+    return list(np.where(count > 1, best, 0.0)), count
 
 
 def session_best_sorted(sessions: Ids, *scores: Matrix) -> tuple[list[Matrix], Matrix]:
@@ -165,7 +169,7 @@ def feature_matrix(query: str, found: Candidates, facts: Facts, previous: Facts)
     if len(found.ids) == 0:
         return np.zeros((0, len(FEATURES)))
     best_bm25 = float(found.bm25.max(initial=0.0))
-    named, other = _speakers(query, facts.roles)
+    named, other = speakers_named(query, facts.roles)
     vector, fused = found.vector.astype(np.float64), found.fused.astype(np.float64)
     columns = {
         "vector": vector,
@@ -193,7 +197,7 @@ def feature_matrix(query: str, found: Candidates, facts: Facts, previous: Facts)
         found.sessions, vector, columns["bm25_share"]
     )
     columns["session_candidates_log"] = np.log(count)
-    return np.column_stack([columns[name] for name in FEATURES])
+    return np.array([columns[name] for name in FEATURES]).T  # one copy, not one per column
 
 
 def probabilities(logits: Matrix) -> Scores:
@@ -221,7 +225,17 @@ def candidate_context(lengths: Scores, sessions: Ids) -> dict[str, float]:
     """The CONTEXT of a candidate set: `lengths` (indexed tokens) and `sessions` (rows, -1: none)."""
     if len(lengths) == 0:
         return {"length_log": 0.0, "in_session": 0.0}
-    return {"length_log": float(np.median(np.log1p(lengths))), "in_session": float(np.mean(sessions >= 0))}
+    return {"length_log": log_median(lengths), "in_session": np.count_nonzero(sessions >= 0) / len(sessions)}
+
+
+def log_median(lengths: Scores) -> float:
+    """np.median(np.log1p(lengths)), to the bit, without its overhead (a tenth of the ranker's time):
+    log1p keeps the order, so the middle values are picked first and only they are logged."""
+    middle = len(lengths) // 2
+    if len(lengths) % 2:
+        return float(np.log1p(np.partition(lengths, middle)[middle]))
+    low, high = np.log1p(np.partition(lengths, (middle - 1, middle))[middle - 1 : middle + 1])
+    return float((low + high) / 2)
 
 
 def context_support(contexts: list[dict[str, float]]) -> dict[str, tuple[float, float]]:
