@@ -874,8 +874,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the previous turn is read from another session",
         "memvec/search/hybrid.py",
-        "    previous = np.where(same[:count], near[:count], -1)",
-        "    previous = near[:count]",
+        "neighbour_bm25, np.where(same[:count], near[:count], -1)",
+        "neighbour_bm25, near[:count]",
         "tests/test_ranker.py",
     ),
     (
@@ -1583,6 +1583,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "memvec/search/rerank.py",
         'folded = {role: (role or "").casefold() for role in set(speakers)}',
         'folded = {role: role or "" for role in set(speakers)}',
+        "tests/test_ranker.py",
+    ),
+    (
+        "records without sessions read the ids beside them as neighbours",
+        "memvec/search/hybrid.py",
+        "np.zeros(count, np.float32), np.full(count, -1)\n",
+        "np.zeros(count, np.float32), ids - 1\n",
         "tests/test_ranker.py",
     ),
 ]

@@ -435,3 +435,23 @@ def test_a_speaker_is_named_by_any_case_of_their_name_and_the_others_are_not(
     assert other.tolist() == [
         float(bool(named_roles) and (role or "").casefold() not in named_roles) for role in speakers
     ]
+
+
+def test_records_without_sessions_have_no_neighbours(real_memory: Memory) -> None:
+    """Consecutive ids outside any session are not each other's turns: their neighbour and session
+    features stay zero, however question-like the record before."""
+    for text in ["Did the boiler get fixed?", "The boiler was fixed on Monday.", "Is the boiler warm now?"]:
+        real_memory.archival("notes").insert(text)
+    request = SearchRequest.model_validate({"agent": "notes", "tier": "archival", "query": "boiler fixed", "k": 3})
+    ids, features, _ = real_memory._engine.candidate_features(request, 50)
+    assert len(ids) == 3
+    for name in (
+        "prev_vector",
+        "next_vector",
+        "neighbour_bm25_share",
+        "prev_has_question",
+        "session_best_vector",
+        "session_best_bm25_share",
+        "session_candidates_log",
+    ):
+        assert features[:, FEATURES.index(name)].tolist() == [0.0, 0.0, 0.0], name

@@ -328,15 +328,8 @@ def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Sc
     """The chosen candidates with their neighbours' scores: the records just before and after each
     in the same session (ids in between belong to other sessions or tiers); and the id of the
     record before each in its session (-1: none)."""
-    ids, rows, count = found.union[top], found.sessions[top], len(top)
-    near = np.concatenate([ids - 1, ids + 1])  # the records before, then after
-    twice = np.concatenate([rows, rows])
-    same = (twice >= 0) & (index.sessions.rows_for(near) == twice)
-    near_vector = np.zeros(len(near), dtype=np.float32)
-    near_vector[same] = index.vector.vectors_for(near[same]) @ query_vector  # held ids only: one C++ batch
-    near_bm25 = np.where(same, index.lexical.scores_for(found.lexical, near), 0.0)
-    neighbour_bm25 = np.maximum(near_bm25[:count], near_bm25[count:])
-    previous = np.where(same[:count], near[:count], -1)
+    ids, rows = found.union[top], found.sessions[top]
+    before, after, neighbour_bm25, previous = _neighbours(index, found.lexical, ids, rows, query_vector)
     return Candidates(
         ids=ids,
         vector=found.vector[top],
@@ -344,10 +337,28 @@ def _candidates(index: SearchableTier, found: _Fused, top: Ids, query_vector: Sc
         fused=found.fused[top],
         session_vector=found.session_vector[top],
         session_bm25=found.session_bm25[top],
-        neighbour_vector=(near_vector[:count], near_vector[count:]),
-        neighbour_bm25=neighbour_bm25.astype(np.float32),
+        neighbour_vector=(before, after),
+        neighbour_bm25=neighbour_bm25,
         sessions=rows,
     ), previous
+
+
+def _neighbours(
+    index: SearchableTier, lexical: QueryScores, ids: Ids, rows: Ids, query_vector: Scores
+) -> tuple[Scores, Scores, Scores, Ids]:
+    """The vector scores of the records before and after each of `ids` in its session (0: none),
+    the better of their BM25 scores, and the id of the one before (-1: none)."""
+    count = len(ids)
+    if not (rows >= 0).any():  # no sessions (documents, notes): no neighbours to look up
+        return np.zeros(count, np.float32), np.zeros(count, np.float32), np.zeros(count, np.float32), np.full(count, -1)
+    near = np.concatenate([ids - 1, ids + 1])  # the records before, then after
+    twice = np.concatenate([rows, rows])
+    same = (twice >= 0) & (index.sessions.rows_for(near) == twice)
+    near_vector = np.zeros(len(near), dtype=np.float32)
+    near_vector[same] = index.vector.vectors_for(near[same]) @ query_vector  # held ids only: one C++ batch
+    near_bm25 = np.where(same, index.lexical.scores_for(lexical, near), 0.0)
+    neighbour_bm25 = np.maximum(near_bm25[:count], near_bm25[count:]).astype(np.float32)
+    return near_vector[:count], near_vector[count:], neighbour_bm25, np.where(same[:count], near[:count], -1)
 
 
 def _token(index: SearchableTier, request: SearchRequest) -> Ranked:

@@ -127,6 +127,8 @@ SAME_SESSION_MATRIX_MAX = 128
 def session_best(sessions: Ids, *scores: Matrix) -> tuple[list[Matrix], Matrix]:
     """For each of `scores`, the best score of another candidate in the same session (0: none), and
     how many candidates share each one's session; a candidate without a session (-1) is alone."""
+    if not (sessions >= 0).any():  # every candidate alone
+        return [np.zeros(len(sessions)) for _ in scores], np.ones(len(sessions))
     if len(sessions) > SAME_SESSION_MATRIX_MAX:
         return session_best_sorted(sessions, *scores)
     same = (sessions[:, None] == sessions[None, :]) & (sessions >= 0)[:, None]
