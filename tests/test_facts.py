@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from memvec import Memory, NewRecord, Tier
 from memvec.embed import HashingEmbedder
-from memvec.index.facts import RecordFacts, text_flags
+from memvec.index.facts import Facts, RecordFacts, text_flags
 
 TEXTS = [
     "We went hiking last weekend?",
@@ -32,7 +32,10 @@ def expected(roles: list[str | None], texts: list[str]) -> list[tuple[str | None
 
 
 def read(facts: RecordFacts, ids: list[int]) -> list[tuple[str | None, int, bool, bool, bool]]:
-    found = facts.of(np.array(ids, dtype=np.int64))
+    return rows_of(facts.of(np.array(ids, dtype=np.int64)))
+
+
+def rows_of(found: Facts) -> list[tuple[str | None, int, bool, bool, bool]]:
     return list(
         zip(
             found.roles,
@@ -116,16 +119,5 @@ def test_the_first_rows_and_the_rest_split_what_was_read() -> None:
     whole = read(facts, [3, 1, 6, 2, 5])
     found = facts.of(np.array([3, 1, 6, 2, 5], dtype=np.int64))
     split = [found.first(2), found.after(2)]
-    rows = [
-        row
-        for part in split
-        for row in zip(
-            part.roles,
-            part.lengths.tolist(),
-            part.time_words.tolist(),
-            part.ends_question.tolist(),
-            part.has_question.tolist(),
-            strict=True,
-        )
-    ]
+    rows = rows_of(split[0]) + rows_of(split[1])
     assert rows == whole and len(split[0].roles) == 2
