@@ -5,6 +5,7 @@ sent before, so the server's query cache never answers: each one is a forward pa
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
@@ -144,15 +145,24 @@ def run_level(url: str, clients: int, seconds: float, request: Any, expected: in
     }
 
 
+class QueryTexts:
+    """Search texts never sent before, over every level and mode of one run: a text that came again
+    (the same client and request number at the next level) was answered by the query cache, so
+    part of the later levels' searches skipped the forward pass."""
+
+    def __init__(self) -> None:
+        self._queries = [t.split(",")[0] for t in synthetic_texts(500, seed=11)]
+        self._sent = itertools.count()
+
+    def next(self, worker: int, i: int) -> str:
+        return f"{self._queries[(worker * 7919 + i) % len(self._queries)]} (client {worker}, #{next(self._sent)})"
+
+
 def run(model: str, preload: int = 2000, seconds: float = 6.0) -> dict[str, Any]:
-    queries = [t.split(",")[0] for t in synthetic_texts(500, seed=11)]
+    query_texts = QueryTexts()
 
     def search(api: httpx.Client, worker: int, i: int, **options: str) -> int:
-        params: dict[str, str | int] = {
-            "query": f"{queries[(worker * 7919 + i) % len(queries)]} (client {worker}, #{i})",
-            "top_k": 10,
-            **options,
-        }
+        params: dict[str, str | int] = {"query": query_texts.next(worker, i), "top_k": 10, **options}
         return api.get("/v1/agents/load/archival-memory/search", params=params).status_code
 
     def fusion_alone(api: httpx.Client, worker: int, i: int) -> int:  # the baseline of the learned ranker

@@ -1592,6 +1592,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "np.zeros(count, np.float32), ids - 1\n",
         "tests/test_ranker.py",
     ),
+    (
+        "the load benchmark numbers its search texts per level",
+        "benchmarks/load.py",
+        "(client {worker}, #{next(self._sent)})",
+        "(client {worker}, #{i})",
+        "tests/test_bench_metrics.py",
+    ),
 ]
 
 

@@ -87,3 +87,13 @@ def test_every_load_client_sends_at_least_one_request_however_late_it_starts() -
 
     result = run_level("http://127.0.0.1:9", 4, 0.0, lambda api, worker, i: 200, 200)  # deadline already passed
     assert result["requests"] == 4 and result["errors"] == 0 and result["p50_ms"] >= 0
+
+
+def test_the_load_benchmark_never_sends_a_search_text_twice() -> None:
+    """A repeated text is answered by the server's query cache: every level and mode of a run,
+    which number their clients' requests from 0 each time, must still send new texts."""
+    from benchmarks.load import QueryTexts
+
+    texts = QueryTexts()
+    sent = [texts.next(worker, i) for clients in (1, 8, 32, 1, 8) for worker in range(clients) for i in range(40)]
+    assert len(set(sent)) == len(sent)
