@@ -1599,6 +1599,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "(client {worker}, #{i})",
         "tests/test_bench_metrics.py",
     ),
+    (
+        "a speaker's name is read in ASCII letters only",
+        "memvec/search/rerank.py",
+        'return set(re.findall(r"[^\\W_]+", text.casefold()))',
+        'return set(re.findall(r"[a-z0-9]+", text.casefold()))',
+        "tests/test_ranker.py",
+    ),
 ]
 
 

@@ -418,12 +418,12 @@ def test_the_median_length_is_numpys_to_the_bit(lengths: list[float]) -> None:
     assert rerank.log_median(values) == float(np.median(np.log1p(values)))
 
 
-ROLES = [None, "", "Caroline", "caroline", "CAROLINE", "Melanie", "user", "Ana"]
+ROLES = [None, "", "Caroline", "caroline", "CAROLINE", "Melanie", "user", "Ana", "José", "JOSÉ", "Zoë"]
 
 
 @given(
     st.lists(st.sampled_from(ROLES), max_size=60),
-    st.sampled_from(["what did caroline say", "ana and Melanie?", "user", "nothing here"]),
+    st.sampled_from(["what did caroline say", "ana and Melanie?", "did josé call zoë?", "user", "nothing here"]),
 )
 def test_a_speaker_is_named_by_any_case_of_their_name_and_the_others_are_not(
     speakers: list[str | None], query: str

@@ -107,7 +107,9 @@ def _share(scores: Scores, best: float) -> Matrix:
 
 
 def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", text.casefold()))
+    """Letters and digits of any script: "[a-z0-9]+" split "José" into "jos", so a speaker with a
+    name outside ASCII was never named."""
+    return set(re.findall(r"[^\W_]+", text.casefold()))
 
 
 def speakers_named(query: str, speakers: list[str | None]) -> tuple[Matrix, Matrix]:
