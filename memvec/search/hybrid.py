@@ -315,8 +315,9 @@ def _featured(
     facts looked up once: the first `head` rows read among those candidates only, the rest (the
     tail's own scores) among every candidate shown; `head` None: every row among all of them."""
     candidates, previous = _candidates(index, found, top, query_vector)
+    count = len(candidates.ids)
     both = index.facts.of(np.concatenate([candidates.ids, previous]))  # one lookup for both
-    facts, before = both.first(len(previous)), both.after(len(previous))
+    facts, before = both.first(count), both.after(count)
     if head is None or head >= len(candidates.ids):
         return candidates.ids, feature_matrix(request.query, candidates, facts, before)
     first = feature_matrix(request.query, candidates.first(head), facts.first(head), before.first(head))

@@ -115,7 +115,8 @@ def _words(text: str) -> set[str]:
 def speakers_named(query: str, speakers: list[str | None]) -> tuple[Matrix, Matrix]:
     """(the query names this record's speaker, the query names another candidate's speaker only)."""
     folded = {role: (role or "").casefold() for role in set(speakers)}  # a few roles among the candidates
-    named_roles = {role for role in folded.values() if role} & _words(query) if any(folded.values()) else set()
+    roles = {role for role in folded.values() if role}
+    named_roles = roles & _words(query) if roles else set()  # no roles: the query need not be read
     if not named_roles:
         return np.zeros(len(speakers)), np.zeros(len(speakers))
     named = np.array([folded[role] in named_roles for role in speakers], dtype=np.float64)
