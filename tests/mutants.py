@@ -357,6 +357,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_postgres.py",
     ),
     (
+        "PostgreSQL's period index misses a column the scope reads",
+        "memvec/store/postgres.py",
+        "    INCLUDE (valid_to, superseded_by, id);",
+        "    INCLUDE (valid_to, id);",
+        "tests/test_postgres.py",
+    ),
+    (
         "serve never imports litellm ahead of the first reply",
         "memvec/cli/serve.py",
         "            if any(mem.get_agent(name)[0].model for name in mem.agents()):",
