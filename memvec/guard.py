@@ -72,9 +72,37 @@ SIGNALS: dict[str, re.Pattern[str]] = {
 }
 
 
+# Every match of a SIGNALS pattern holds one of these words, lowercased. An ASCII text without any
+# matches no pattern (re.I's other case twins of ASCII letters, such as a dotless i or the Kelvin
+# sign, are not ASCII), and finding that out costs a tenth of trying the six patterns, which every
+# hit of every search pays. Keep it in step with SIGNALS: a test draws matches of each pattern.
+WORDS_OF_SIGNALS = (
+    *("ignore", "disregard", "forget", "override", "instructions"),  # override (and exfiltration)
+    *("you are now", "from now on", "act as", "pretend to be", "roleplay as", "role-play as"),
+    *("developer mode", "jailbreak"),  # role-hijack
+    *("<|im_", "inst]", "<<sys>>", "system", "assistant"),  # prompt-markup
+    "untrusted",  # fence-break
+    *("tool_calls", "function_call", "arguments", "memory_", "conversation_", "send_message"),  # tool-call
+    *("api key", "password", "the user", "http"),  # exfiltration
+)
+
+
+def may_signal(plain: str) -> bool:
+    """False when no SIGNALS pattern can match the NFKC-normalized text `plain`."""
+    if not plain.isascii():
+        return True
+    folded = plain.lower()
+    for word in WORDS_OF_SIGNALS:  # noqa: SIM110 (a loop: any() over a generator or a map is a third slower)
+        if word in folded:
+            return True
+    return False
+
+
 def poisoning_signals(text: str) -> list[str]:
     """Names of the directive patterns found in `text` (empty: nothing found)."""
     plain = unicodedata.normalize("NFKC", text)
+    if not may_signal(plain):
+        return []
     return [name for name, pattern in SIGNALS.items() if pattern.search(plain)]
 
 

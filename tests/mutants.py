@@ -364,6 +364,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_postgres.py",
     ),
     (
+        "the guard's quick check waves a jailbreak through unread",
+        "memvec/guard.py",
+        '    *("developer mode", "jailbreak"),  # role-hijack',
+        '    *("developer mode",),  # role-hijack',
+        "tests/test_guard.py",
+    ),
+    (
+        "a hit's record keeps its valid_from only when it began with the record",
+        "memvec/store/rows.py",
+        "valid_from=created_at if not valid_from or valid_from == created else parse_time(valid_from),",
+        "valid_from=created_at,",
+        "tests/test_versions.py",
+    ),
+    (
         "serve never imports litellm ahead of the first reply",
         "memvec/cli/serve.py",
         "            if any(mem.get_agent(name)[0].model for name in mem.agents()):",

@@ -382,5 +382,6 @@ def to_hits(index: SearchableTier, ranked: Ranked) -> list[Hit]:
         record = records.get(record_id)
         if record is None:  # deleted between ranking and fetching
             continue
-        hits.append(Hit(**record.model_dump(), score=float(ranked.score[row]), scores=ranked.method_scores(row)))
+        # vars(): the record's fields as they are (model_dump and dict(record) rebuild them: thrice the time)
+        hits.append(Hit(**vars(record), score=float(ranked.score[row]), scores=ranked.method_scores(row)))
     return hits

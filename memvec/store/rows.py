@@ -57,28 +57,43 @@ def _time_or_none(value: str | None) -> datetime | None:
 
 
 def row_to_record(row: Any) -> Record:
-    """A row with the RECORD_COLUMNS, by name (sqlite3.Row or a psycopg dict row)."""
-    created_at = parse_time(row["created_at"])
+    """A row with the RECORD_COLUMNS, by name (sqlite3.Row or a psycopg dict row). Every hit of a
+    search is read through here: the common cases (no tags, valid since it was written) skip work."""
+    created, valid_from = row["created_at"], row["valid_from"]
+    created_at = parse_time(created)
+    tags = row["tags"]
     return Record(
         id=row["id"],
         agent=row["agent"],
         tier=Tier(row["tier"]),
         text=row["text"],
         role=row["role"],
-        tags=json.loads(row["tags"]),
+        tags=[] if tags == "[]" else json.loads(tags),
         created_at=created_at,
         untrusted=bool(row["untrusted"]),
         expires_at=_time_or_none(row["expires_at"]),
-        valid_from=_time_or_none(row["valid_from"]) or created_at,
+        valid_from=created_at if not valid_from or valid_from == created else parse_time(valid_from),
         valid_to=_time_or_none(row["valid_to"]),
         supersedes=row["supersedes"],
         superseded_by=row["superseded_by"],
-        citation=Citation(
-            session_id=row["session_id"],
-            turn_id=row["turn_id"],
-            source_url=row["source_url"],
-            document=DocumentCitation.model_validate_json(row["document"]) if row["document"] else None,
-        ),
+        citation=_citation(row),
+    )
+
+
+def _citation(row: Any) -> Citation:
+    session_id, turn_id, source_url, document = (
+        row["session_id"],
+        row["turn_id"],
+        row["source_url"],
+        row["document"],
+    )
+    if session_id is None and turn_id is None and source_url is None and not document:
+        return Citation()
+    return Citation(
+        session_id=session_id,
+        turn_id=turn_id,
+        source_url=source_url,
+        document=DocumentCitation.model_validate_json(document) if document else None,
     )
 
 
