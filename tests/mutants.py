@@ -378,6 +378,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_versions.py",
     ),
     (
+        "a hit shows a score part its ranking never gave it",
+        "memvec/search/hybrid.py",
+        "if (value := values[row]) == value}",
+        "if (value := values[row]) is not None}",
+        "tests/test_period.py",
+    ),
+    (
         "serve never imports litellm ahead of the first reply",
         "memvec/cli/serve.py",
         "            if any(mem.get_agent(name)[0].model for name in mem.agents()):",

@@ -48,7 +48,7 @@ def test_fused_rankings_keep_every_hit_once_in_falling_score_and_any_k_is_a_pref
     assert with_period(ranked(everything), ranked(in_period), small, 60).ids.tolist() == ids[:small]
     outside = [r for r in ids if r not in in_period]
     assert outside == [r for r in everything if r in outside]  # the rest keep their order
-    parts = [merged.method_scores(row) for row in range(len(ids))]
+    parts = merged.method_scores()
     assert all((part.period is not None) == (r in in_period) for part, r in zip(parts, ids, strict=True))
     # each row keeps its own parts: the fused score it had (no ranker here) and its raw vector score
     own = {
@@ -92,7 +92,7 @@ def test_the_merge_matches_the_record_by_record_definition(
         at = [r.ids.tolist().index(record) if record in r.ids.tolist() else None for r in (first, second)]
         rankers = [float(c[i]) for c, i in zip(parts["ranker"], at, strict=True) if c is not None and i is not None]
         fused = [float(c[i]) for c, i in zip(parts["fused"], at, strict=True) if c is not None and i is not None]
-        shown = merged.method_scores(row)
+        shown = merged.method_scores()[row]
         assert shown.ranker == next((v for v in rankers if not np.isnan(v)), None) and shown.fused == fused[0]
 
 
@@ -112,7 +112,7 @@ def test_a_hit_past_one_rankings_ranker_depth_shows_the_ranker_score_of_the_othe
     everything = Ranked(np.array([1, 2, 3], dtype=np.int64), np.ones(3, np.float32), ranker=np.array([0.9, 0.8, nan]))
     in_period = Ranked(np.array([3, 4], dtype=np.int64), np.ones(2, np.float32), ranker=np.array([0.7, 0.6]))
     merged = with_period(everything, in_period, 10, 60)
-    shown = {int(r): merged.method_scores(row).ranker for row, r in enumerate(merged.ids)}
+    shown = {int(r): part.ranker for r, part in zip(merged.ids, merged.method_scores(), strict=True)}
     assert shown == {1: pytest.approx(0.9), 2: pytest.approx(0.8), 3: pytest.approx(0.7), 4: pytest.approx(0.6)}
 
 

@@ -42,13 +42,13 @@ class Ranked:
     session_bm25: npt.NDArray[np.float32] | None = None
     period: npt.NDArray[np.float32] | None = None  # NaN where a row has no such part
 
-    def method_scores(self, row: int) -> MethodScores:
-        pick = {
-            name: float(arr[row])
-            for name in SCORE_PARTS
-            if (arr := getattr(self, name)) is not None and not np.isnan(arr[row])
-        }
-        return MethodScores(**pick)
+    def method_scores(self) -> list[MethodScores]:
+        """Each row's score parts: those it has (not NaN), read as Python floats once per column."""
+        columns = [(name, arr.tolist()) for name in SCORE_PARTS if (arr := getattr(self, name)) is not None]
+        return [
+            MethodScores(**{name: value for name, values in columns if (value := values[row]) == value})
+            for row in range(len(self.ids))
+        ]
 
 
 SCORE_PARTS = ("vector", "bm25", "token", "fused", "ranker", "session_vector", "session_bm25", "period")
@@ -378,10 +378,11 @@ def _token(index: SearchableTier, request: SearchRequest) -> Ranked:
 def to_hits(index: SearchableTier, ranked: Ranked) -> list[Hit]:
     records = {r.id: r for r in index.records(ranked.ids.tolist())}
     hits = []
-    for row, record_id in enumerate(ranked.ids.tolist()):
+    parts = ranked.method_scores()
+    for record_id, score, scores in zip(ranked.ids.tolist(), ranked.score.tolist(), parts, strict=True):
         record = records.get(record_id)
         if record is None:  # deleted between ranking and fetching
             continue
         # vars(): the record's fields as they are (model_dump and dict(record) rebuild them: thrice the time)
-        hits.append(Hit(**vars(record), score=float(ranked.score[row]), scores=ranked.method_scores(row)))
+        hits.append(Hit(**vars(record), score=score, scores=scores))
     return hits
