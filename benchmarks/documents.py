@@ -24,10 +24,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from benchmarks import scifact
 from benchmarks.datasets import Query
 from memvec import Memory
-from memvec.documents.chunking import ChunkSettings
 from memvec.embed import DEFAULT_MODEL_NAME, Embedder, load_embedder, qualified_model_id
-from memvec.embed.base import FALLBACK_WINDOW, tokenizer_of
-from memvec.engine.documents import HEADING_RESERVE
+from memvec.embed.base import tokenizer_of
+from memvec.engine.documents import chunk_settings
 from memvec.errors import InvalidInputError
 from memvec.types import DocumentReport, NewRecord, Tier
 
@@ -151,9 +150,8 @@ def run_pdf(embedder: Embedder, texts: dict[str, tuple[str, str]], pages: int) -
 def run(folder: Path, size: str, embedder: Embedder, overlaps: tuple[int, ...] = (32,)) -> dict[str, Any]:
     """`size`: "quick" (10 claims over their abstracts and 24 others), "default" (fold 0's claims,
     every abstract) or "full"."""
-    found = tokenizer_of(embedder)
     for overlap in overlaps:  # refused before any work, not after the first runs
-        ChunkSettings(max_tokens=(found[1] if found else FALLBACK_WINDOW) - HEADING_RESERVE, overlap=overlap)
+        chunk_settings(embedder, overlap)
     task = scifact.task(folder, None if size == "full" else {0})
     if size == "quick":
         task = scifact.smaller(task, queries=10, docs=24)

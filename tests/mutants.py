@@ -1634,6 +1634,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         'return set(re.findall(r"[a-z0-9]+", text.casefold()))',
         "tests/test_ranker.py",
     ),
+    (
+        "a negative chunk overlap is taken",
+        "memvec/documents/chunking.py",
+        "not 0 <= self.overlap <= self.max_tokens // 4",
+        "not self.overlap <= self.max_tokens // 4",
+        "tests/test_documents.py",
+    ),
+    (
+        "documents are cut to the model's whole window, leaving no room for the heading path",
+        "memvec/engine/documents.py",
+        "max_tokens=max(16, window - HEADING_RESERVE)",
+        "max_tokens=max(16, window)",
+        "tests/test_documents.py",
+    ),
 ]
 
 

@@ -142,6 +142,15 @@ def test_the_size_limit_is_checked_before_the_file_is_parsed(memory: Memory, mon
         memory.add_document("ana", "big.pdf", b"%PDF-1.4" + b" " * 1_000)
 
 
+@pytest.mark.parametrize("overlap", [-1, 47, 10_000])
+def test_an_overlap_the_window_cannot_hold_is_refused_and_writes_nothing(memory: Memory, overlap: int) -> None:
+    # the test embedder has no tokenizer: 200-word windows, less the heading reserve, hold 184
+    with pytest.raises(InvalidInputError, match=f"overlap by 0 to 46 tokens, not {overlap}"):
+        memory.add_document("ana", "notes.md", "# Notes\n\nsome text", chunk_overlap=overlap)
+    assert memory.documents("ana").list(include_replaced=True) == [] and memory.archival("ana").count() == 0
+    assert memory.add_document("ana", "notes.md", "# Notes\n\nsome text", chunk_overlap=46).created
+
+
 def test_the_same_content_again_adds_nothing(memory: Memory) -> None:
     first = memory.add_document("ana", "manual.md", MANUAL)
     again = memory.add_document("ana", "copy of manual.md", MANUAL.encode())

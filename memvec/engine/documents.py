@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from memvec.documents.chunking import Chunk, ChunkSettings, chunk_document, word_spans
 from memvec.documents.formats import Block, ParsedDocument, parse
-from memvec.embed.base import FALLBACK_WINDOW, embed_records, tokenizer_of
+from memvec.embed.base import FALLBACK_WINDOW, Embedder, embed_records, tokenizer_of
 from memvec.engine.engine import Engine
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.store.base import NewDocument
@@ -69,17 +69,18 @@ class _Ready:
 EMBED_GROUP_CHUNKS = 2_048  # chunks of several files embedded in one call (bounded: memory stays small)
 
 
-def chunk_settings(engine: Engine, overlap: int = DEFAULT_OVERLAP) -> ChunkSettings:
-    """How the home's model cuts documents: its window less the heading reserve (without a
-    tokenizer, words stand in for tokens)."""
-    found = tokenizer_of(engine.embedder)
+def chunk_settings(embedder: Embedder, overlap: int = DEFAULT_OVERLAP) -> ChunkSettings:
+    """How `embedder`'s model cuts documents: its window less the heading reserve (without a
+    tokenizer, words stand in for tokens). InvalidInputError for an overlap the window cannot hold."""
+    found = tokenizer_of(embedder)
     window = found[1] if found is not None else FALLBACK_WINDOW
     return ChunkSettings(max_tokens=max(16, window - HEADING_RESERVE), overlap=overlap)
 
 
 def cut(engine: Engine, parsed: ParsedDocument, overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
     found = tokenizer_of(engine.embedder)
-    return chunk_document(parsed, found[0] if found is not None else word_spans, chunk_settings(engine, overlap))
+    settings = chunk_settings(engine.embedder, overlap)
+    return chunk_document(parsed, found[0] if found is not None else word_spans, settings)
 
 
 def embedded(engine: Engine, documents: list[tuple[ParsedDocument, list[Chunk]]]) -> list[Chunked]:
