@@ -103,7 +103,13 @@ def test_a_run_adds_cited_facts_supersedes_and_edits_then_undoes_exactly(real_me
     assert undone.undone_at is not None
     after = snapshot(real_memory)
     assert after == before
-    assert real_memory.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert real_memory.verify().model_dump() == {
+        "problems": [],
+        "behind": [],
+        "not_loaded": [],
+        "old_format": [],
+        "orphans": [],
+    }
     with pytest.raises(Exception, match="undone already"):
         real_memory.undo_consolidation("ana", run.id)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -268,15 +269,61 @@ def test_add_file_takes_files_folders_and_globs_and_reports_each(
     code, out, err = memvec("add-file", str(docs), "--agent", "ana")
     assert code == 0, err
     assert out.count("added") == 2 and "skip.bin" not in out
+    assert f"skipped {docs / 'sub' / 'skip.bin'}: binary data" in err
     code, out, _ = memvec("add-file", str(docs / "**" / "*.md"), "--agent", "ana")
     assert code == 0 and out.startswith("unchanged")
     code, out, _ = memvec("documents", "list", "--agent", "ana", "--json")
     listed = [json.loads(line) for line in out.splitlines()]
-    assert [d["name"] for d in listed] == ["manual.md", "page.html"]
+    assert [d["name"] for d in listed] == ["manual.md", "sub/page.html"]
     code, out, _ = memvec("documents", "text", str(listed[1]["id"]), "--agent", "ana")
     assert out == "Page\n\nSome text.\n"
     code, out, _ = memvec("documents", "delete", str(listed[0]["id"]), "--agent", "ana")
     assert code == 0 and f"{listed[0]['chunks']} chunks" in out
+
+
+def test_a_docs_tree_keeps_every_file_by_its_path_and_says_what_it_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    memvec = Cli(tmp_path / "home", capsys)
+    tree = tmp_path / "tree"
+    for folder in ("alpha", "beta", ".git"):
+        (tree / folder).mkdir(parents=True)
+    (tree / "alpha" / "README.md").write_text("# Alpha\n\nAlpha pumps run at 40 rpm.\n")
+    (tree / "beta" / "README.md").write_text("# Beta\n\nBeta valves open at 3 bar.\n")
+    (tree / "guide.rst").write_text("Guide\n=====\n\nRestart the pump after a power cut.\n")
+    (tree / "tool.py").write_text("def restart():\n    return 'pump restarted'\n")
+    (tree / ".git" / "config").write_text("[core]\n")
+    (tree / ".env").write_text("SECRET=1\n")
+    (tree / "empty.txt").write_bytes(b"")
+    code, out, err = memvec("add-file", str(tree), "--agent", "kb")
+    assert code == 0, err
+    assert out.count("added") == 4 and "replaced" not in out, out
+    assert f"skipped {tree / '.env'}: hidden" in err and f"skipped {tree / '.git/'}: hidden" in err
+    assert f"skipped {tree / 'empty.txt'}: the file is empty" in err
+    code, out, _ = memvec("documents", "list", "--agent", "kb", "--json")
+    names = sorted(json.loads(line)["name"] for line in out.splitlines())
+    assert names == ["alpha/README.md", "beta/README.md", "guide.rst", "tool.py"]
+    (tree / "beta" / "README.md").write_text("# Beta\n\nBeta valves open at 4 bar.\n")
+    code, out, err = memvec("add-file", str(tree), "--agent", "kb")
+    assert code == 0, err
+    assert out.count("unchanged") == 3 and "as 'beta/README.md'" in out and "replaced document" in out
+    code, out, _ = memvec("search", "valves open bar", "--agent", "kb", "--tier", "archival", "--json")
+    assert "4 bar" in out and "3 bar" not in out
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    big = tmp_path / "big.txt"
+    with big.open("wb") as file:
+        file.truncate(200 * 1024 * 1024)  # sparse: 200 MiB to stat, nothing on disk
+    memvec = Cli(tmp_path / "home", capsys)
+    tracemalloc.start()
+    try:
+        code, _, err = memvec("add-file", str(big), "--agent", "ana")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and "big.txt: 209,715,200 bytes; the limit is" in err
+    assert peak < 20 * 1024 * 1024, f"{peak:,} bytes allocated: the file was read"
 
 
 def test_add_file_refuses_an_empty_file_and_a_corrupt_pdf_with_exit_2_and_writes_nothing(

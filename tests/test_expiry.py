@@ -33,7 +33,13 @@ def test_an_expired_record_is_never_returned_and_is_purged(memory: Memory) -> No
     assert {p.id for p in exported.passages} == {later.id, kept.id}
     assert [p.expires_at for p in exported.passages if p.id == later.id] == [later.expires_at]
     assert gone.id not in memory._store.ids("ana", Tier.ARCHIVAL)  # purged, not only hidden
-    assert memory.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert memory.verify().model_dump() == {
+        "problems": [],
+        "behind": [],
+        "not_loaded": [],
+        "old_format": [],
+        "orphans": [],
+    }
 
 
 READS: dict[str, Callable[[Memory], list[str]]] = {

@@ -67,7 +67,7 @@ def test_a_file_of_a_name_already_there_is_replaced_skipped_refused_or_renamed(m
     folder = folders.create("notes")
     folders.upload(folder.id, "a.txt", b"first text")
     assert not folders.upload(folder.id, "a.txt", b"other text", duplicate_handling="skip").created
-    with pytest.raises(InvalidInputError, match=r"has a file named 'a\.txt'"):
+    with pytest.raises(InvalidInputError, match=r"there is a file named 'a\.txt' already"):
         folders.upload(folder.id, "a.txt", b"other text", duplicate_handling="error")
     assert folders.upload(folder.id, "a.txt", b"other text", duplicate_handling="suffix").document.name == "a (1).txt"
     assert [d.name for d in folders.files(folder.id)] == ["a.txt", "a (1).txt"]
@@ -161,9 +161,28 @@ def test_bad_uploads_get_a_clear_4xx_and_write_nothing(server: Server) -> None:
         answer = httpx.post(url, headers=_auth(ADMIN), files={"file": (name, data, "application/octet-stream")})
         assert answer.status_code == 422 and answer.json()["error"] == "unreadable_document", answer.text
         assert name in answer.json()["detail"]
+    for name, why in (("n" * 2_045 + ".txt", "1 to 1,024 characters"), ("\x1b[31mred.txt", "U+001B")):
+        answer = httpx.post(url, headers={**_auth(ADMIN), **_MULTIPART}, content=_multipart(name, b"some text"))
+        assert answer.status_code == 400 and why in answer.json()["detail"], answer.text
+        named = httpx.post(url, headers=_auth(ADMIN), params={"name": name}, files={"file": ("a.txt", b"x")})
+        assert named.status_code in (400, 422), named.text  # the `name` parameter: the same rule
     assert httpx.get(f"{server.url}/v1/folders/{folder.id}/files", headers=_auth(ADMIN)).json() == []
     scoped = httpx.post(url, headers=_auth(SCOPED), files={"file": ("a.txt", b"text", "text/plain")})
     assert scoped.status_code in (403, 404)
+
+
+_MULTIPART = {"Content-Type": "multipart/form-data; boundary=memvec-test-boundary"}
+
+
+def _multipart(filename: str, data: bytes) -> bytes:
+    """A multipart body with the file name as sent, byte for byte (clients escape control characters)."""
+    return (
+        b'--memvec-test-boundary\r\nContent-Disposition: form-data; name="file"; filename="'
+        + filename.encode()
+        + b'"\r\nContent-Type: text/plain\r\n\r\n'
+        + data
+        + b"\r\n--memvec-test-boundary--\r\n"
+    )
 
 
 def _search(server: Server, agent: str, query: str, *, per_document: bool = False) -> list[dict[str, Any]]:

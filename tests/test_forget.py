@@ -53,7 +53,13 @@ def test_forget_matches_every_criterion_given_and_leaves_the_rest(memory: Memory
     assert memory.forget("ana", roles=["user"]) == 1
     assert remaining(memory) == {ids["p2"]} and memory.archival("bob").count() == 1
     assert [h.id for h in memory.archival("ana").search("passage work home", k=10)] == [ids["p2"]]
-    assert memory.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert memory.verify().model_dump() == {
+        "problems": [],
+        "behind": [],
+        "not_loaded": [],
+        "old_format": [],
+        "orphans": [],
+    }
 
 
 def test_what_was_forgotten_is_in_no_file_of_the_home(tmp_path: Path) -> None:

@@ -113,3 +113,32 @@ def test_changes_written_elsewhere_are_counted_when_caught_up(tmp_path: Path) ->
         client.get("/v1/agents/ana/archival-memory/search", params={"query": "bees"}).raise_for_status()
         after = value(samples(client.get("/metrics").text), "memvec_index_changes_applied_total")
     assert after - before == 6  # the writer's index applied its 3 writes, the server's caught up with them
+
+
+@pytest.mark.slow
+def test_keyless_clients_inventing_methods_and_paths_add_no_series(tmp_path: Path) -> None:
+    """Labels come from closed sets: an unknown method is `other`, an unrouted path `(no route)`."""
+    server = Server(tmp_path / "home", keys=ADMIN).start()
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+
+    def series() -> set[tuple[str, frozenset[tuple[str, str]]]]:
+        text = httpx.get(f"{server.url}/metrics", headers=auth).text
+        return {key for key in samples(text) if key[0].startswith("memvec_http_")}
+
+    try:
+        with httpx.Client(timeout=30) as keyless:
+            for n in range(3):  # the series those requests make, once made
+                keyless.request(f"WARMUP{n}", f"{server.url}/v1/agents")
+                keyless.get(f"{server.url}/no/such/path/{n}")
+            series()  # a scrape's own series
+            before = series()
+            for n in range(300):
+                answered = keyless.request(f"X{n:04d}{'Y' * 200}", f"{server.url}/v1/agents/{n}{'z' * 100}")
+                assert answered.status_code < 500
+                keyless.get(f"{server.url}/no/such/path/{n}{'q' * 100}")
+        after = series()
+    finally:
+        server.stop()
+    assert after - before == set(), sorted(after - before)[:5]
+    methods = {dict(labels).get("method") for _, labels in after}
+    assert "other" in methods and all(m is None or len(m) <= 7 for m in methods), methods

@@ -96,7 +96,13 @@ def test_repeats_within_one_batch_and_exact_ones(real_memory: Memory) -> None:
     assert results[1].record.tags == ["t0", "t1", "t2"]
     exact = real_memory.archival("bo").insert("Bo's birthday is in May.", tags=["t9"])
     assert exact.duplicate_of == first and exact.record.tags == ["t0", "t1", "t2", "t9"]
-    assert real_memory.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert real_memory.verify().model_dump() == {
+        "problems": [],
+        "behind": [],
+        "not_loaded": [],
+        "old_format": [],
+        "orphans": [],
+    }
 
 
 def test_only_current_versions_and_only_archival_passages_absorb_repeats(real_memory: Memory) -> None:

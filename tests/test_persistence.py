@@ -35,7 +35,13 @@ def test_index_is_saved_with_a_manifest(home: Path) -> None:
     assert manifest.last_change == len(ids)
     assert set(manifest.checksums) == {VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE, FACTS_FILE}
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
-        assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+        assert mem.verify().model_dump() == {
+            "problems": [],
+            "behind": [],
+            "not_loaded": [],
+            "old_format": [],
+            "orphans": [],
+        }
 
 
 @pytest.mark.parametrize(
@@ -82,7 +88,13 @@ def test_missing_or_corrupt_files_are_rebuilt_never_trusted(home: Path, damage: 
     report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert report.rebuilt and report.reembedded == 0
     assert found == expected
-    assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert mem.verify().model_dump() == {
+        "problems": [],
+        "behind": [],
+        "not_loaded": [],
+        "old_format": [],
+        "orphans": [],
+    }
     mem.close()
 
 
@@ -99,7 +111,13 @@ def test_index_behind_the_store_catches_up_from_the_change_log(home: Path) -> No
     mem, _ = reopen_and_search(home)
     loaded = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert not loaded.rebuilt and loaded.changes_applied == 5
-    assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert mem.verify().model_dump() == {
+        "problems": [],
+        "behind": [],
+        "not_loaded": [],
+        "old_format": [],
+        "orphans": [],
+    }
     mem.close()
 
 
@@ -115,7 +133,13 @@ def test_model_change_re_embeds_and_rebuilds(home: Path) -> None:
         assert mem.model_id == "hash:64"
         reports = mem.rebuild(model="hash:32")
         assert [(r.records, r.reembedded) for r in reports] == [(len(ids), len(ids))]
-        assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+        assert mem.verify().model_dump() == {
+            "problems": [],
+            "behind": [],
+            "not_loaded": [],
+            "old_format": [],
+            "orphans": [],
+        }
     manifest = read_manifest(index_dir(home))
     assert (manifest.model_id, manifest.dim) == ("hash:32", 32)
     with Memory.open(home) as mem:
@@ -145,7 +169,13 @@ def test_index_built_with_another_model_is_rebuilt_on_load(home: Path) -> None:
     report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert report.rebuilt and "model_id" in report.reason and report.reembedded == 40
     assert set(found) == set(ids) and set(found[:6]) == {ids[i] for i in range(40) if i % 7 == 3}
-    assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert mem.verify().model_dump() == {
+        "problems": [],
+        "behind": [],
+        "not_loaded": [],
+        "old_format": [],
+        "orphans": [],
+    }
     mem.close()
 
 
@@ -166,7 +196,13 @@ def test_switching_index_kind_rebuilds(home: Path, kind: str) -> None:
     assert read_manifest(index_dir(home)).index_kind == kind
     with Memory.open(home) as mem:  # the home remembers the kind
         assert mem.index_settings.kind == kind
-        assert mem.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+        assert mem.verify().model_dump() == {
+            "problems": [],
+            "behind": [],
+            "not_loaded": [],
+            "old_format": [],
+            "orphans": [],
+        }
         mem.archival("app").delete(mem.archival("app").search("note 5", k=1, mode="bm25")[0].id)
         assert not [h for h in mem.archival("app").search("note 5", k=3, mode="vector") if h.text.startswith("note 5 ")]
 

@@ -174,7 +174,7 @@ def test_sigkill_during_ingest_loses_no_committed_record(tmp_path: Path) -> None
     behind = json.loads(verified.stdout)["behind"]
     assert len(behind) == 1 and behind[0]["changes"] == committed - behind[0]["saved_at_change"] > 0
     repaired = json.loads(run_cli("verify", "--repair", "--json", home=home).stdout)
-    assert repaired == {"ok": True, "problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert repaired == {"ok": True, "problems": [], "behind": [], "not_loaded": [], "old_format": [], "orphans": []}
     _verify_catches_a_stored_vector_that_differs(home)
     # reopen: the index catches up from the store's change log; every committed record is searchable
     last = lines[committed - 1]["text"]

@@ -359,7 +359,7 @@ def test_sigkill_while_indexes_are_being_saved(tmp_path: Path) -> None:
     finally:
         srv.stop()
     verify = run_cli("--model", "hash:64", "verify", "--json", home=home, check=False)
-    clean = {"ok": True, "problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    clean = {"ok": True, "problems": [], "behind": [], "not_loaded": [], "old_format": [], "orphans": []}
     assert verify.returncode == 0 and json.loads(verify.stdout) == clean, verify.stdout
 
 

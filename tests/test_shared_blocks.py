@@ -149,15 +149,52 @@ def test_a_consolidation_rewrites_a_shared_block_for_every_holder_and_its_undo_t
     assert memory.core("bob").get("team").value == "Project: apollo"
 
 
-def test_undoing_a_shared_blocks_creation_leaves_no_attachment_behind(memory: Memory) -> None:
-    memory.create_agent(AgentSettings(name="ana"))
+def test_an_undo_through_one_holder_never_deletes_a_shared_block(memory: Memory) -> None:
+    """Undoing the block's creation would delete it for every holder: refused; deleting it is its own act."""
+    for name in ("ana", "bob"):
+        memory.create_agent(AgentSettings(name=name))
     shared = memory.shared_blocks()
-    gone = shared.create(CoreBlock(label="team", value="first"))
-    shared.attach("ana", gone.id)
-    assert memory.core("ana").undo("team") is None  # the undone change created the block
+    team = shared.create(CoreBlock(label="team", value="first"))
+    for name in ("ana", "bob"):
+        shared.attach(name, team.id)
+    memory.core("ana").append("team", "second")
+    assert memory.core("ana").undo("team") is not None  # the append: undone
+    with pytest.raises(CoreMemoryError, match="would delete shared block"):
+        memory.core("ana").undo("team")
+    assert memory.core("bob").get("team").value == "first" and memory.core("bob").shared_ids() == {"team": team.id}
+    shared.delete(team.id)
     assert "team" not in {b.label for b in memory.core("ana").blocks()} and memory.core("ana").shared_ids() == {}
     memory.core("ana").put(CoreBlock(label="team", value="ana's own"))  # the label is free again
     assert shared.list() == [] and memory.core("ana").get("team").value == "ana's own"
-    memory.core("ana").delete("team")
-    again = shared.create(CoreBlock(label="team", value="second"))
-    assert shared.attach("ana", again.id) and memory.core("ana").shared_ids() == {"team": again.id}
+
+
+def test_a_scoped_key_imports_only_shared_blocks_its_agents_hold_and_undoes_none_away(memory: Memory) -> None:
+    keys = KeyRing.parse([("test", "admin-key-0123456789"), ("test", "ana-key-0123456789=ana|carol")])
+    with TestClient(create_app(memory, keys)) as api:
+        for name in ("ana", "bob"):
+            assert api.post("/v1/agents", json={"name": name}, headers=ADMIN).status_code == 201
+        made = api.post("/v1/blocks", json={"label": "team", "value": "Project: apollo"}, headers=ADMIN)
+        block_id = made.json()["id"]
+        assert api.patch(f"/v1/agents/bob/core-memory/blocks/attach/{block_id}", headers=ADMIN).status_code == 200
+        exported = api.get("/v1/agents/bob/export", headers=ADMIN).json()
+        assert [b["id"] for b in exported["shared_blocks"]] == [block_id]
+        made_up = {**exported["shared_blocks"][0], "id": "block-" + "ab" * 16, "history": []}
+        for blocks in ([exported["shared_blocks"][0]], [made_up]):  # one it cannot see; one it would create
+            refused = api.post(
+                "/v1/agents/import", params={"name": "carol"}, json={**exported, "shared_blocks": blocks}, headers=ANA
+            )
+            assert refused.status_code == 403 and "none of its agents holds it" in refused.json()["detail"]
+        assert api.get("/v1/agents/carol", headers=ADMIN).status_code == 404
+        assert [b["id"] for b in api.get("/v1/blocks", headers=ADMIN).json()] == [block_id]
+        assert [a["id"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == ["bob"]
+        assert api.patch(f"/v1/agents/ana/core-memory/blocks/attach/{block_id}", headers=ADMIN).status_code == 200
+        imported = api.post("/v1/agents/import", params={"name": "carol"}, json=exported, headers=ANA)
+        assert imported.status_code == 201, imported.text  # ana holds it: carol may hold it too
+        assert [a["id"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == [
+            "ana",
+            "bob",
+            "carol",
+        ]
+        undo = api.post("/v1/agents/ana/core-memory/blocks/team/undo", headers=ANA)
+        assert undo.status_code == 409 and "would delete shared block" in undo.json()["detail"]
+        assert api.get(f"/v1/blocks/{block_id}", headers=ADMIN).json()["value"] == "Project: apollo"

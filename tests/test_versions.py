@@ -70,7 +70,13 @@ def test_history_links_and_list(real_memory: Memory) -> None:
     assert [r.text for r in archival.list()] == ["Ana's favourite food is ramen.", "Ana lives in Oslo."]
     assert [r.text for r in archival.list(as_of=day(2020))] == ["Ana lives in Lisbon."]  # ramen: recorded now
     assert archival.count() == 4  # every stored version
-    assert real_memory.verify().model_dump() == {"problems": [], "behind": [], "not_loaded": [], "old_format": []}
+    assert real_memory.verify().model_dump() == {
+        "problems": [],
+        "behind": [],
+        "not_loaded": [],
+        "old_format": [],
+        "orphans": [],
+    }
 
 
 def test_only_the_current_version_can_be_updated(memory: Memory) -> None:

@@ -3,34 +3,73 @@
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterator
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from memvec.cli.common import Context, dump, print_json
-from memvec.documents.formats import MEDIA_TYPES
 from memvec.errors import InvalidInputError, MemvecError, NotFoundError
+from memvec.types import DocumentReport
 
 
-def _files(patterns: tuple[str, ...]) -> Iterator[Path]:
-    """Each file a pattern names: a file, a folder (its readable files, recursively) or a glob
-    (`**` crosses folders), each file once, in name order within a pattern."""
+@dataclass(frozen=True, slots=True)
+class Found:
+    path: Path
+    name: str  # the document's name: its path under the folder or glob root it was found in
+    walked: bool  # found by walking a folder: a file it cannot read is skipped, not an error
+
+
+def _files(patterns: tuple[str, ...]) -> tuple[list[Found], list[str]]:
+    """Each file a pattern names (a file; a folder: every file under it but hidden ones; a glob, where
+    `**` crosses folders), each once, and what was left out and why."""
     seen: set[Path] = set()
+    found: list[Found] = []
+    skipped: list[str] = []
     for pattern in patterns:
         path = Path(pattern)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MEDIA_TYPES)
+            files, hidden = _walk(path)
+            skipped += [f"{path / name}: hidden" for name in hidden]
         elif path.exists():
-            found = [path]
+            files = [Found(path, path.name, walked=False)]
         else:
-            found = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
-            if not found:
+            root = _glob_root(pattern)
+            matches = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+            if not matches:
                 raise NotFoundError(f"no file matches {pattern!r}")
-        for file in found:
-            if file.resolve() not in seen:
-                seen.add(file.resolve())
-                yield file
+            files = [Found(p, p.relative_to(root).as_posix(), walked=False) for p in matches]
+        for file in files:
+            if file.path.resolve() not in seen:
+                seen.add(file.path.resolve())
+                found.append(file)
+    return found, skipped
+
+
+def _walk(folder: Path) -> tuple[list[Found], list[str]]:
+    """The folder's files by their paths under it, in name order; hidden files and folders (a name
+    starting with a dot: .git, .DS_Store) are left out and named. Symbolic links to folders are not
+    followed (no loops)."""
+    files: list[Found] = []
+    hidden: list[str] = []
+    for root, folders, names in os.walk(folder):
+        under = Path(root).relative_to(folder)
+        hidden += [f"{(under / name).as_posix()}/" for name in folders if name.startswith(".")]
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in names:
+            if name.startswith("."):
+                hidden.append((under / name).as_posix())
+            else:
+                files.append(Found(Path(root) / name, (under / name).as_posix(), walked=True))
+    return sorted(files, key=lambda f: f.name), sorted(hidden)
+
+
+def _glob_root(pattern: str) -> Path:
+    """The folder a glob's matches are named under: its leading parts without wildcards."""
+    parts = Path(pattern).parts
+    fixed = next((n for n, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    return Path(*parts[:fixed]) if fixed else Path()
 
 
 @click.command(name="add-file")
@@ -48,35 +87,52 @@ def add_file(
     obj: Context, paths: tuple[str, ...], agent: str, tags: tuple[str, ...], media_type: str | None, as_json: bool
 ) -> None:
     """Add files to an agent's archival memory: each is cut into chunks that cite its name, page,
-    character offsets and headings. PATHS are files, folders (their .txt, .md, .html and .pdf files)
-    or quoted globs ("docs/**/*.md"). The same content again adds nothing; a changed file of the same
-    name replaces the old chunks (the old ones stay visible to searches `--as-of` before). A file
-    that cannot be read is reported and writes nothing; the exit status is then 2. The files' chunks
-    are embedded together, in batches."""
-    files = list(_files(paths))
+    character offsets and headings. PATHS are files, folders or quoted globs ("docs/**/*.md"). A file
+    is known by its path under the folder or glob root given (docs/a/README.md is `a/README.md`), a
+    file named directly by its file name: the same content again adds nothing; a changed file of the
+    same name replaces the old chunks (the old ones stay visible to searches `--as-of` before).
+    memvec reads plain text (any extension), Markdown, HTML and PDF. In a folder, hidden files and
+    folders and files it cannot read (binary, empty, too large) are skipped, each named with why. A
+    file named directly or by a glob that cannot be read is an error and writes nothing; the exit
+    status is then 2. The files' chunks are embedded together, in batches."""
+    files, skipped = _files(paths)
     with obj.open() as mem:
-        reports = mem.documents(agent).add_many(files, media_type=media_type, tags=tags)
+        reports = mem.documents(agent).add_many(
+            [f.path for f in files], media_type=media_type, tags=tags, names=[f.name for f in files]
+        )
     failed = 0
-    for path, report in zip(files, reports, strict=True):
-        if isinstance(report, MemvecError):
+    for file, report in zip(files, reports, strict=True):
+        if isinstance(report, MemvecError) and file.walked:
+            skipped.append(f"{file.path}: {_reason(report, file)}")
+        elif isinstance(report, MemvecError):
             failed += 1
             click.echo(f"error: {report}", err=True)
         elif as_json:
             print_json(dump(report))
         else:
-            doc = report.document
-            what = (
-                "unchanged"
-                if not report.created
-                else f"replaced document {report.replaced} with"
-                if report.replaced
-                else "added"
-            )
-            click.echo(
-                f"{what} {path}: document {doc.id}, {doc.chunks} chunks" + (f", {doc.pages} pages" if doc.pages else "")
-            )
+            click.echo(_added(file, report))
+    for line in skipped:
+        click.echo(f"skipped {line}", err=True)
     if failed:
         raise InvalidInputError(f"{failed} of {len(files)} files could not be read (nothing was written for them)")
+
+
+def _reason(error: MemvecError, file: Found) -> str:
+    """The error without the name it starts with (the line names the file already)."""
+    return str(error).removeprefix(f"{file.name}: ").removeprefix(f"{file.path.name}: ")
+
+
+def _added(file: Found, report: DocumentReport) -> str:
+    doc = report.document
+    what = (
+        "unchanged"
+        if not report.created
+        else f"replaced document {report.replaced} with"
+        if report.replaced
+        else "added"
+    )
+    pages = f", {doc.pages} pages" if doc.pages else ""
+    return f"{what} {file.path} as {doc.name!r}: document {doc.id}, {doc.chunks} chunks{pages}"
 
 
 @click.group(name="documents")

@@ -37,12 +37,15 @@ def rebuild(obj: Context, agent: str | None, new_model: str | None, as_json: boo
 @click.command()
 @click.option("--agent", help="Only this agent.")
 @click.option(
-    "--repair", is_flag=True, help="Open every index first: replay what it is behind, rebuild what disagrees, save."
+    "--repair",
+    is_flag=True,
+    help="Delete documents whose folder is gone, open every index (replay what it is behind, rebuild "
+    "what disagrees) and save.",
 )
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None:
-    """Check every saved index against the store; exit 3 if any disagree.
+    """Check every saved index against the store, and that every document has its folder; exit 3 if not.
 
     An index that is only behind the store's change log (say, after a crash before its last save)
     is not a disagreement: it is reported, exit 0, and the next open (or --repair) replays it. So is a
@@ -58,6 +61,7 @@ def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None
                 "behind": [dump(b) for b in report.behind],
                 "not_loaded": [dump(n) for n in report.not_loaded],
                 "old_format": [dump(o) for o in report.old_format],
+                "orphans": [dump(o) for o in report.orphans],
             }
         )
     else:
@@ -72,8 +76,14 @@ def verify(obj: Context, agent: str | None, repair: bool, as_json: bool) -> None
             click.echo(f"{n.agent}/{n.tier.value}: not loaded here (no index saved); built from the store on first use")
         for p in report.problems:
             click.echo(f"{p.agent}/{p.tier.value}: {p.problem}", err=True)
+        for orphan in report.orphans:
+            click.echo(
+                f"document {orphan.document_id} ({orphan.name!r}) belongs to folder {orphan.owner[1:]}, which "
+                "no longer exists; --repair deletes it",
+                err=True,
+            )
         if report.ok:
-            click.echo("ok: every index agrees with the store")
+            click.echo("ok: every index agrees with the store, every document has its folder")
     if not report.ok:
         sys.exit(EXIT_VERIFY)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -26,10 +26,13 @@ from memvec.engine.engine import Engine
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.store.base import NewDocument
 from memvec.types import Citation, Document, DocumentCitation, DocumentReport, NewRecord, Tier
+from memvec.types.values import checked_file_name
 
 HEADING_RESERVE = 16  # tokens of a chunk's window left for its heading path, embedded with it
 DEFAULT_OVERLAP = 32
 FOLDER_OWNER_PREFIX = "~"  # a folder's documents are owned by `~<folder id>`: no agent name starts with it
+SameName = Literal["replace", "skip", "error", "suffix"]
+SAME_NAME: tuple[SameName, ...] = get_args(SameName)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +45,9 @@ class DocumentInput:
     tags: Sequence[str] = ()
     overlap: int = DEFAULT_OVERLAP
     metadata: dict[str, Any] = field(default_factory=dict)  # cited with each chunk as given
+    # a current file of the same name with other content: replace it, skip this one, refuse it
+    # (InvalidInputError), or add this one under a suffixed name; decided in the write transaction
+    same_name: SameName = "replace"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +153,28 @@ def add_documents(engine: Engine, items: Sequence[DocumentInput]) -> list[Docume
 
 
 def _parsed(engine: Engine, position: int, item: DocumentInput) -> _Ready | DocumentReport:
+    try:
+        item = replace(item, name=checked_file_name(item.name))
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
     content_hash = hashlib.sha256(item.data).hexdigest()
     if (same := _same_content(engine, item.owner, content_hash)) is not None:
         return DocumentReport(document=same, created=False)
+    # skip and error decided early too, saving the parse and the embedding; the write decides again
+    early = engine.store.current_document(item.owner, name=item.name) if item.same_name in ("skip", "error") else None
+    if (kept := _kept_instead(item, early)) is not None:
+        return kept
     parsed = parse(item.name, item.data, item.media_type)
     return _Ready(position, item, content_hash, parsed, cut(engine, parsed, item.overlap))
+
+
+def _kept_instead(item: DocumentInput, previous: Document | None) -> DocumentReport | None:
+    """The current file of the same name when `item.same_name` keeps it (InvalidInputError: refuse)."""
+    if previous is not None and item.same_name == "skip":
+        return DocumentReport(document=previous, created=False)
+    if previous is not None and item.same_name == "error":
+        raise InvalidInputError(f"there is a file named {item.name!r} already (document {previous.id})")
+    return None
 
 
 def _same_content(engine: Engine, owner: str, content_hash: str) -> Document | None:
@@ -168,16 +191,23 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
     """One file's document row and chunks in one transaction (the same content written meanwhile, by
     an earlier file of the batch or another writer: nothing)."""
     item, parsed = ready.item, ready.parsed
-    if (same := _same_content(engine, item.owner, ready.content_hash)) is not None:
-        return DocumentReport(document=same, created=False)
-    previous = engine.store.current_document(item.owner, name=item.name)
     now = engine.store.clock()
     ids: list[int] = []
-    with engine.store.transaction():
+    with engine.store.transaction():  # every read that decides what to write is inside it
+        if (same := _same_content(engine, item.owner, ready.content_hash)) is not None:
+            return DocumentReport(document=same, created=False)
+        if item.folder and engine.store.folder(item.folder[0]) is None:
+            raise NotFoundError(f"no folder {item.folder[0]!r}: it was deleted while the file was read")
+        previous = engine.store.current_document(item.owner, name=item.name)
+        name = item.name
+        if (kept := _kept_instead(item, previous)) is not None:
+            return kept
+        if previous is not None and item.same_name == "suffix":
+            name, previous = free_name(item.name, {d.name for d in engine.store.documents(item.owner)}), None
         document_id = engine.store.add_document_row(
             NewDocument(
                 owner=item.owner,
-                name=item.name,
+                name=name,
                 content_hash=ready.content_hash,
                 media_type=parsed.media_type,
                 size_bytes=len(item.data),
@@ -209,6 +239,16 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
     for agent in agents:
         engine.tier_index(agent, Tier.ARCHIVAL)  # catches up with what was just written
     return DocumentReport(document=document, created=True, replaced=previous.id if previous else None, chunk_ids=ids)
+
+
+def free_name(name: str, taken: set[str]) -> str:
+    """`name (1).ext`, `name (2).ext`, ...: the first not taken."""
+    stem, dot, ext = name.rpartition(".") if "." in name else (name, "", "")
+    for n in range(1, 10_000):
+        candidate = f"{stem} ({n}){dot}{ext}"
+        if candidate not in taken:
+            return candidate
+    raise InvalidInputError(f"too many files named like {name!r}")
 
 
 def write_chunks(
@@ -287,6 +327,16 @@ def delete_document(engine: Engine, owner: str, document_id: int) -> int:
     """Delete the document (every version of its file) and its chunks in every agent holding them;
     the indexes are saved without them. Returns how many chunks were deleted."""
     document_of(engine, owner, document_id)
-    deleted, agents = delete_documents(engine, engine.store.document_versions(document_id))
+    with engine.store.transaction():  # a version written meanwhile is among those deleted
+        deleted, agents = delete_documents(engine, engine.store.document_versions(document_id))
     saved_without(engine, agents)
     return deleted
+
+
+def delete_orphans(engine: Engine) -> list[Document]:
+    """Delete the documents whose folder is gone (with every agent's copies of their chunks); returns them."""
+    with engine.store.transaction():
+        orphans = engine.store.orphan_documents()
+        _, agents = delete_documents(engine, [d.id for d in orphans])
+    saved_without(engine, agents)
+    return orphans

@@ -178,12 +178,15 @@ class Engine:
         return {row: t for row, t in repeats.items() if t[0] == "row" or t[1] in alive}
 
     def delete(self, agent: str, record_id: int) -> Record:
-        """Delete a record with every other version of its passage (a deleted passage keeps no history)."""
-        chain = self.store.versions(agent, record_id)
-        record = next((r for r in chain if r.id == record_id), None)
-        if record is None:
-            raise NotFoundError(f"agent {agent!r} has no record {record_id}")
-        self.store.delete_many(agent, [r.id for r in chain])
+        """Delete a record with every other version of its passage (a deleted passage keeps no history).
+        The chain is read inside the write transaction: an edit that committed first is in it, and one
+        that comes after finds no version to supersede (NotFoundError), on any number of servers."""
+        with self.store.transaction():
+            chain = self.store.versions(agent, record_id)
+            record = next((r for r in chain if r.id == record_id), None)
+            if record is None:
+                raise NotFoundError(f"agent {agent!r} has no record {record_id}")
+            self._delete_logged(agent, [r.id for r in chain])
         self.store.checkpoint()
         self.tier_index(agent, record.tier)
         return checked_on_read([record])[0]
@@ -200,15 +203,22 @@ class Engine:
         self, agent: str, tiers: Sequence[Tier], filters: SearchFilters, ids: Sequence[int] = ()
     ) -> int:
         """Delete every record of `tiers` that passes `filters` (and is among `ids`, when given); the
-        indexes apply the deletions and are saved, so no index file keeps what was forgotten."""
-        forgotten = 0
-        chains = [r.id for record_id in ids for r in self.store.versions(agent, int(record_id))]
-        for tier in tiers:
-            matching = self.store.filter_ids(agent, tier, filters, all_versions=True)
-            if ids:  # an id names a passage: every version of it is forgotten
-                matching = np.intersect1d(matching, np.asarray(chains, dtype=np.int64))
-            forgotten += self._purge(agent, tier, matching.tolist())
-        return forgotten
+        indexes apply the deletions and are saved, so no index file keeps what was forgotten. What
+        matches is read inside the write transaction, so an edit racing the forget is either forgotten
+        with its passage or finds the passage gone."""
+        forgotten: dict[Tier, list[int]] = {}
+        count = 0
+        with self.store.transaction():
+            chains = [r.id for record_id in ids for r in self.store.versions(agent, int(record_id))]
+            for tier in tiers:
+                matching = self.store.filter_ids(agent, tier, filters, all_versions=True)
+                if ids:  # an id names a passage: every version of it is forgotten
+                    matching = np.intersect1d(matching, np.asarray(chains, dtype=np.int64))
+                forgotten[tier] = matching.tolist()
+                count += self._delete_logged(agent, forgotten[tier])
+        for tier, gone in forgotten.items():
+            self._saved_without(agent, tier, gone)
+        return count
 
     def sweep(self, agent: str, tier: Tier) -> int:
         """Purge the tier's records past their `expires_at` or the tier's retention: from the store
@@ -222,14 +232,24 @@ class Engine:
     def _purge(self, agent: str, tier: Tier, ids: list[int]) -> int:
         """Delete `ids` from the store in one transaction, then save the index without them, so no
         index file keeps them either; returns how many were deleted."""
+        with self.store.transaction():
+            deleted = self._delete_logged(agent, ids)
+        self._saved_without(agent, tier, ids)
+        return deleted
+
+    def _delete_logged(self, agent: str, ids: list[int]) -> int:
+        """Inside the caller's transaction: the records, and their texts in consolidation runs' diffs."""
         if not ids:
             return 0
-        with self.store.transaction():
-            deleted = self.store.delete_many(agent, ids)
-            self.store.forget_in_runs(agent, ids)
-        self.store.checkpoint()
-        self.tier_index(agent, tier).save()
+        deleted = self.store.delete_many(agent, ids)
+        self.store.forget_in_runs(agent, ids)
         return deleted
+
+    def _saved_without(self, agent: str, tier: Tier, ids: list[int]) -> None:
+        """After the deleting transaction committed: no log or index file keeps the deleted records."""
+        if ids:
+            self.store.checkpoint()
+            self.tier_index(agent, tier).save()
 
     # -- reads ----------------------------------------------------------------------------
     def get(self, agent: str, tier: Tier, record_id: int) -> Record:

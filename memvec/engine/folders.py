@@ -39,6 +39,7 @@ def attach(engine: Engine, folder_id: str, agent: str) -> bool:
         cut[document.id] = (document, chunked(engine, stored_document(engine, document)))
     now = engine.store.clock()
     with engine.store.transaction():
+        folder_of(engine, folder_id)  # not deleted meanwhile: no attachment outlives its folder
         if not engine.store.attach_folder(folder_id, agent, now):
             return False
         for document in engine.store.documents(folder_owner(folder_id)):  # one uploaded meanwhile too
@@ -53,9 +54,9 @@ def detach(engine: Engine, folder_id: str, agent: str) -> int:
     """Detach the folder from the agent and delete the agent's copies of its chunks (every version);
     returns how many."""
     folder_of(engine, folder_id)
-    versions = [d.id for d in engine.store.documents(folder_owner(folder_id), include_replaced=True)]
-    ids = engine.store.chunk_ids(versions).get(agent, [])
     with engine.store.transaction():
+        versions = [d.id for d in engine.store.documents(folder_owner(folder_id), include_replaced=True)]
+        ids = engine.store.chunk_ids(versions).get(agent, [])
         engine.store.detach_folder(folder_id, agent)
         deleted = engine.store.delete_many(agent, ids)
         engine.store.forget_in_runs(agent, ids)
@@ -66,8 +67,8 @@ def detach(engine: Engine, folder_id: str, agent: str) -> int:
 def delete(engine: Engine, folder_id: str) -> int:
     """Delete the folder, its documents and every agent's copies of their chunks; returns how many."""
     folder_of(engine, folder_id)
-    versions = [d.id for d in engine.store.documents(folder_owner(folder_id), include_replaced=True)]
-    with engine.store.transaction():
+    with engine.store.transaction():  # a file uploaded meanwhile is read here, or finds no folder
+        versions = [d.id for d in engine.store.documents(folder_owner(folder_id), include_replaced=True)]
         deleted, agents = delete_documents(engine, versions)
         engine.store.delete_folder_row(folder_id)
     saved_without(engine, agents)

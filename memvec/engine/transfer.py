@@ -21,7 +21,7 @@ from memvec.exchange.consolidation import ConsolidationRun
 from memvec.exchange.export import AgentExport, ExportedDocument, ExportedRecord, ExportedSharedBlock, ImportReport
 from memvec.guard import checked_on_read
 from memvec.store.base import NewDocument, PreparedRecord, Store
-from memvec.store.shared_blocks import SHARED_OWNER_PREFIX
+from memvec.store.blocks import SHARED_OWNER_PREFIX
 from memvec.types import (
     AgentSettings,
     AgentState,

@@ -77,12 +77,22 @@ class OldFormat(BaseModel):
     detail: str
 
 
+class OrphanDocument(BaseModel):
+    """A document whose folder is gone: no route reaches it, yet its text is in the store (and in
+    backups). ``verify --repair`` deletes it with every agent's copies of its chunks."""
+
+    document_id: int
+    owner: str
+    name: str
+
+
 class VerifyReport(BaseModel):
     problems: list[VerifyProblem]
     behind: list[IndexBehind]
     not_loaded: list[NotLoaded] = Field(default_factory=list)
     old_format: list[OldFormat] = Field(default_factory=list)
+    orphans: list[OrphanDocument] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.orphans

@@ -9,11 +9,19 @@ from pathlib import Path
 from memvec.config import IndexSettings, MemoryConfig
 from memvec.embed import Backend, load_embedder
 from memvec.embed.base import Embedder
+from memvec.engine.documents import delete_orphans
 from memvec.engine.engine import Engine
 from memvec.engine.home import MODEL_META_KEY, requested_model, serving_embedder
 from memvec.engine.maintenance import describe_partitions, rebuild_partitions, verify_partitions
 from memvec.errors import InvalidInputError
-from memvec.exchange.reports import IndexUsage, PartitionStats, RebuildReport, Stats, VerifyReport
+from memvec.exchange.reports import (
+    IndexUsage,
+    OrphanDocument,
+    PartitionStats,
+    RebuildReport,
+    Stats,
+    VerifyReport,
+)
 from memvec.store import STORE_FILE
 from memvec.store.backup import BackupManifest, backup_store
 from memvec.store.base import Store
@@ -75,10 +83,15 @@ class MaintenanceMethods:
         the store's change log. With `repair`, every index is opened first (which replays what it is
         behind, or rebuilds it from the store if it disagrees) and saved, then checked."""
         if repair:
+            delete_orphans(self._engine)
             for part_agent, tier in self._partitions(agent):
                 self._engine.tier_index(part_agent, tier).save()
         self.save()
-        return verify_partitions(self._engine, self._partitions(agent), model_id=self.model_id)
+        report = verify_partitions(self._engine, self._partitions(agent), model_id=self.model_id)
+        report.orphans = [
+            OrphanDocument(document_id=d.id, owner=d.owner, name=d.name) for d in self._store.orphan_documents()
+        ]
+        return report
 
     def index_usage(self) -> IndexUsage:
         return self._engine.index_usage()

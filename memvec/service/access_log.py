@@ -12,6 +12,7 @@ import logging
 import re
 import time
 import uuid
+from http import HTTPStatus
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,6 +30,23 @@ _PLAIN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 def request_id_of(scope: Scope) -> str:
     offered = header(scope, b"x-request-id")
     return offered if offered and _PLAIN_ID.fullmatch(offered) else uuid.uuid4().hex
+
+
+# the methods a metric label, span name or log line may carry: anything else a client sends is "other",
+# so keyless clients inventing methods cannot grow the series without bound (OpenTelemetry's `_OTHER`)
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+KNOWN_STATUSES = frozenset(str(status.value) for status in HTTPStatus)
+
+
+def method_of(scope: Scope) -> str:
+    method = str(scope["method"])
+    return method if method in KNOWN_METHODS else "other"
+
+
+def status_label(status: int) -> str:
+    """The status code when it is a standard one (every code this server answers), else "other"."""
+    code = str(status)
+    return code if code in KNOWN_STATUSES else "other"
 
 
 def route_of(scope: Scope) -> str:
@@ -62,7 +80,7 @@ class AccessLog:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = request_id_of(scope)
+        request_id, method = request_id_of(scope), method_of(scope)
         token = REQUEST_ID.set(request_id)
         started, status = time.perf_counter(), 0
 
@@ -74,31 +92,31 @@ class AccessLog:
             await send(message)
 
         with request_span(
-            f"HTTP {scope['method']}",
+            f"HTTP {method}",
             _trace_headers(scope),
-            **{"http.request.method": scope["method"], "memvec.request_id": request_id},
+            **{"http.request.method": method, "memvec.request_id": request_id},
         ) as current:
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
                 seconds, route = time.perf_counter() - started, route_of(scope)
-                _name_span(current, scope["method"], route, status)
-                HTTP_REQUESTS.labels(scope["method"], route, str(status)).inc()
-                HTTP_SECONDS.labels(scope["method"], route).observe(seconds)
+                _name_span(current, method, route, status)
+                HTTP_REQUESTS.labels(method, route, status_label(status)).inc()
+                HTTP_SECONDS.labels(method, route).observe(seconds)
                 if access.isEnabledFor(logging.INFO):
-                    self._log(scope, route, status, seconds)
+                    self._log(scope, method, route, status, seconds)
                 REQUEST_ID.reset(token)
 
-    def _log(self, scope: Scope, route: str, status: int, seconds: float) -> None:
+    def _log(self, scope: Scope, method: str, route: str, status: int, seconds: float) -> None:
         principal = None if self.keys.open else self.keys.principal_of_header(header(scope, b"authorization"))
         client = scope.get("client")
         access.info(
             "%s %s %s",
-            scope["method"],
+            method,
             route,
             status or "(no response)",
             extra={
-                "method": scope["method"],
+                "method": method,
                 "route": route,
                 "status": status,
                 "duration_ms": round(1000 * seconds, 2),

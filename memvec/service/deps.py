@@ -28,6 +28,7 @@ from memvec.errors import (
     UnreadableDocumentError,
     VersionConflictError,
 )
+from memvec.exchange.agentfile import ImportPlan
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
 from memvec.service.body import OffLoopBodyRoute
@@ -159,6 +160,29 @@ def unscoped(principal: Principal, what: str, why: str) -> None:
     """403 for a key scoped to some agents: `what` touches something that belongs to no one agent."""
     if principal.agents is not None:
         raise HTTPException(403, f"{what} needs an unscoped key: {why}")
+
+
+def may_import(principal: Principal, memory: Memory, plan: ImportPlan) -> None:
+    """403 unless the key may create every agent of the plan and already holds, through its agents,
+    every shared block the plan names: import would otherwise attach a block the key cannot see, or
+    create one (both need an unscoped key, as `POST /v1/blocks` and attach do)."""
+    for target in plan.targets:
+        if not principal.may_see(target):
+            raise HTTPException(403, f"this key may not create agent {target!r}")
+    if principal.agents is None:
+        return
+    for doc in plan.exports:
+        for block in doc.shared_blocks:
+            try:
+                holders = set(memory.shared_blocks().get(block.id).agents)
+            except NotFoundError:
+                holders = set()
+            if not principal.agents & holders:  # one answer for absent and not held: no probing ids
+                raise HTTPException(
+                    403,
+                    f"this key may not import shared block {block.id!r}: none of its agents holds it "
+                    "(creating or attaching a block it does not hold needs an unscoped key)",
+                )
 
 
 def json_response(body: BaseModel) -> Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Path, Query, Request, Response
+from fastapi import Depends, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from memvec.errors import InvalidInputError
@@ -19,6 +19,7 @@ from memvec.service.deps import (
     api_router,
     cursor,
     json_response,
+    may_import,
     visible_agent,
 )
 from memvec.service.schemas import (
@@ -384,7 +385,5 @@ async def import_(
     letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
     data, override = await _import_document(request)
     plan = await run_in_threadpool(read_document, data, name=name or override)  # a big file: off the loop
-    for target in plan.targets:
-        if not principal.may_see(target):
-            raise HTTPException(403, f"this key may not create agent {target!r}")
+    await run_in_threadpool(may_import, principal, service.memory, plan)
     return await run_in_threadpool(import_document, service.memory, plan)

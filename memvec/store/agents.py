@@ -10,8 +10,8 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from memvec.store.blocks import SHARED_OWNER_PREFIX
 from memvec.store.rows import LOG_CHANGE, format_time, parse_time, settings_from_json
-from memvec.store.shared_blocks import SHARED_OWNER_PREFIX
 from memvec.types import AgentSettings, AgentState
 
 

@@ -15,6 +15,8 @@ from memvec.errors import CoreMemoryError, NotFoundError
 from memvec.store.rows import format_time, parse_time, readable_metadata
 from memvec.types import BlockChange, CoreBlock
 
+SHARED_OWNER_PREFIX = "~"  # not a character an agent name may start with (types.AGENT_PATTERN)
+
 BLOCK_COLUMNS = "label, value, char_limit, read_only, description, metadata"
 SHARED_BLOCK_COLUMNS = ", ".join(f"b.{column}" for column in BLOCK_COLUMNS.split(", "))
 BLOCK_UPSERT = (
@@ -183,6 +185,12 @@ class BlockStore:
             if last is None:
                 raise NotFoundError(f"block {label!r} of agent {agent!r} has no change to undo")
             current, before = _current(self._run, db, agent, label), _load(last["old_block"])
+            if before is None and agent.startswith(SHARED_OWNER_PREFIX):
+                raise CoreMemoryError(
+                    f"undoing this change would delete shared block {agent.removeprefix(SHARED_OWNER_PREFIX)!r} "
+                    "for every agent holding it; delete it as a shared block (DELETE /v1/blocks/{id}, which "
+                    "needs an unscoped key) or detach it from this agent"
+                )
             if current != _load(last["new_block"]):
                 raise CoreMemoryError(
                     f"block {label!r} changed after the edit to undo (an undo of an earlier "

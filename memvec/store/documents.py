@@ -103,6 +103,15 @@ class DocumentStore:
         )
         return _document(rows[0]) if rows else None
 
+    def orphan_documents(self: _SQL) -> list[Document]:
+        """Documents owned by a folder that no longer exists (every version): no route reaches them."""
+        rows = self._query(
+            f"SELECT {_COLUMNS} FROM documents WHERE owner LIKE ? "
+            "AND substr(owner, 2) NOT IN (SELECT id FROM folders) ORDER BY id",
+            ("~%",),
+        )
+        return [_document(r) for r in rows]
+
     def document(self: _SQL, document_id: int) -> Document | None:
         rows = self._query(f"SELECT {_COLUMNS} FROM documents WHERE id = ?", (document_id,))
         return _document(rows[0]) if rows else None

@@ -13,11 +13,9 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from memvec.errors import CoreMemoryError, NotFoundError
-from memvec.store.blocks import BLOCK_COLUMNS, block_of_row
+from memvec.store.blocks import BLOCK_COLUMNS, SHARED_OWNER_PREFIX, block_of_row
 from memvec.store.rows import format_time
 from memvec.types import CoreBlock
-
-SHARED_OWNER_PREFIX = "~"  # not a character an agent name may start with (types.AGENT_PATTERN)
 
 
 class _SQL(Protocol):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from memvec.errors import CoreMemoryError, NotFoundError
 from memvec.store.base import Store
-from memvec.store.shared_blocks import SHARED_OWNER_PREFIX
+from memvec.store.blocks import SHARED_OWNER_PREFIX
 from memvec.types import BlockChange, CoreBlock
 
 DEFAULT_BLOCKS = (

@@ -6,11 +6,13 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from memvec.documents.formats import MAX_DOCUMENT_BYTES
 from memvec.engine.documents import (
     DEFAULT_OVERLAP,
     FOLDER_OWNER_PREFIX,
@@ -20,7 +22,7 @@ from memvec.engine.documents import (
     delete_document,
 )
 from memvec.engine.engine import Engine
-from memvec.errors import InvalidInputError, MemvecError, NotFoundError
+from memvec.errors import InvalidInputError, MemvecError, NotFoundError, UnreadableDocumentError
 from memvec.types import Document, DocumentReport, Metadata, Record, Tier, describe_validation_error
 
 _METADATA: TypeAdapter[dict[str, Any]] = TypeAdapter(Metadata)
@@ -57,19 +59,25 @@ class Documents:
         media_type: str | None = None,
         tags: Sequence[str] = (),
         chunk_overlap: int = DEFAULT_OVERLAP,
+        names: Sequence[str | None] | None = None,
     ) -> builtins.list[DocumentReport | MemvecError]:
         """Add many files (paths, or (name, content) or (name, content, metadata)) as `add` does, their
-        chunks embedded together
-        (the batched path: much faster than one `add` each). A file that cannot be read gets its error
-        in its place in the answer and writes nothing; the others go in."""
+        chunks embedded together (the batched path: much faster than one `add` each). A document is
+        known by its name: a path's file name unless `names` gives another for it (say, its path under
+        the folder it was found in, so two README.md files are two documents). A file that cannot be
+        read gets its error in its place in the answer and writes nothing; the others go in."""
+        if names is not None and len(names) != len(sources):
+            raise InvalidInputError(f"{len(names)} names for {len(sources)} sources")
         items: builtins.list[DocumentInput | MemvecError] = []
-        for source in sources:
+        for n, source in enumerate(sources):
             try:
                 if isinstance(source, tuple):
                     metadata = source[2] if len(source) == 3 else {}
                     items.append(self._input(source[0], source[1], media_type, tags, chunk_overlap, metadata))
                 else:
-                    items.append(self._input(source, None, media_type, tags, chunk_overlap))
+                    item = self._input(source, None, media_type, tags, chunk_overlap)
+                    named = names[n] if names is not None else None
+                    items.append(item if named is None else replace(item, name=named))
             except (InvalidInputError, NotFoundError) as exc:
                 items.append(exc)
         readable = [i for i in items if isinstance(i, DocumentInput)]
@@ -87,14 +95,10 @@ class Documents:
     ) -> DocumentInput:
         if content is None:
             path = Path(source)
-            if not path.is_file():
-                raise NotFoundError(f"no file {str(path)!r}")
-            data, name = path.read_bytes(), path.name
+            data, name = read_limited(path), path.name
         else:
             data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
             name = os.fspath(source)
-        if not name.strip() or len(name) > 1024:
-            raise InvalidInputError("a document needs a name of 1 to 1024 characters")
         try:
             kept = _METADATA.validate_python(metadata or {})
         except ValidationError as exc:
@@ -150,3 +154,18 @@ class Documents:
         """Delete the document, every earlier version of its file, and all their chunks (from the store
         and the indexes, which are saved without them); returns how many chunks went."""
         return delete_document(self._engine, self.agent, document_id)
+
+
+def read_limited(path: Path) -> bytes:
+    """The file's bytes, its size checked before it is read (and the read stopped past the limit, for a
+    file that grows meanwhile): a file too large costs a stat, not its size in memory."""
+    if not path.is_file():
+        raise NotFoundError(f"no file {str(path)!r}")
+    size = path.stat().st_size
+    if size > MAX_DOCUMENT_BYTES:
+        raise UnreadableDocumentError(f"{path.name}: {size:,} bytes; the limit is {MAX_DOCUMENT_BYTES:,}")
+    with path.open("rb") as file:
+        data = file.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise UnreadableDocumentError(f"{path.name}: more than {MAX_DOCUMENT_BYTES:,} bytes, the limit")
+    return data

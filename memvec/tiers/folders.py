@@ -5,18 +5,15 @@ the folder is so for every agent it is attached to."""
 from __future__ import annotations
 
 import builtins
-import hashlib
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 from memvec.engine import folders
-from memvec.engine.documents import DocumentInput, add_document, delete_document, document_of
+from memvec.engine.documents import SAME_NAME, DocumentInput, add_document, delete_document, document_of
 from memvec.engine.engine import Engine
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.types import Document, DocumentReport, Folder
-
-DUPLICATE_HANDLING = ("replace", "skip", "error", "suffix")
 
 
 class Folders:
@@ -83,23 +80,17 @@ class Folders:
         adds nothing. A file of the same name with other content: `replace` it (the old chunks stay
         as closed versions), `skip` it, `error` (InvalidInputError), or add it with a `suffix`ed name."""
         folder = self.get(folder_id)
-        if duplicate_handling not in DUPLICATE_HANDLING:
-            raise InvalidInputError(f"duplicate_handling is one of {', '.join(DUPLICATE_HANDLING)}")
-        owner = folders.folder_owner(folder_id)
-        same_content = self._engine.store.current_document(owner, content_hash=hashlib.sha256(data).hexdigest())
-        if same_content is not None:
-            return DocumentReport(document=same_content, created=False)
-        same_name = self._engine.store.current_document(owner, name=name)
-        if same_name is not None and duplicate_handling == "error":
-            raise InvalidInputError(f"the folder has a file named {name!r} already")
-        if same_name is not None and duplicate_handling == "skip":
-            return DocumentReport(document=same_name, created=False)
-        if same_name is not None and duplicate_handling == "suffix":
-            name = _free_name(name, {d.name for d in self._engine.store.documents(owner)})
-        return add_document(
-            self._engine,
-            DocumentInput(owner=owner, name=name, data=data, media_type=media_type, folder=(folder.id, folder.name)),
+        if duplicate_handling not in SAME_NAME:
+            raise InvalidInputError(f"duplicate_handling is one of {', '.join(SAME_NAME)}")
+        item = DocumentInput(
+            owner=folders.folder_owner(folder_id),
+            name=name,
+            data=data,
+            media_type=media_type,
+            folder=(folder.id, folder.name),
+            same_name=duplicate_handling,
         )
+        return add_document(self._engine, item)
 
     def files(self, folder_id: str) -> builtins.list[Document]:
         self.get(folder_id)
@@ -129,13 +120,3 @@ class Folders:
     def of_agent(self, agent: str) -> builtins.list[Folder]:
         """The folders attached to the agent, in the order attached."""
         return [self.get(folder_id) for folder_id in self._engine.store.agent_folders(agent)]
-
-
-def _free_name(name: str, taken: set[str]) -> str:
-    """`name (1).ext`, `name (2).ext`, ...: the first not taken."""
-    stem, dot, ext = name.rpartition(".") if "." in name else (name, "", "")
-    for n in range(1, 10_000):
-        candidate = f"{stem} ({n}){dot}{ext}"
-        if candidate not in taken:
-            return candidate
-    raise InvalidInputError(f"too many files named like {name!r}")

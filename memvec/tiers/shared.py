@@ -12,7 +12,7 @@ from pydantic import Field
 
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.store.base import Store
-from memvec.store.shared_blocks import SHARED_OWNER_PREFIX
+from memvec.store.blocks import SHARED_OWNER_PREFIX
 from memvec.types import SHARED_BLOCK_ID_PATTERN, CoreBlock
 
 _SHARED_ID = re.compile(SHARED_BLOCK_ID_PATTERN)

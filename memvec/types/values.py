@@ -100,6 +100,23 @@ def checked_utf8(value: str) -> str:
     return value
 
 
+MAX_FILE_NAME_CHARS = 1_024
+# C0 and C1 controls, and the bidirectional overrides that make a name read as another in a terminal
+_NAME_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def checked_file_name(value: str) -> str:
+    """A document's name (a file name, or its path under the folder added), stripped: 1 to 1,024
+    characters, no control characters. ValueError says what is wrong, quoting a bounded part."""
+    name = value.strip()
+    shown = ascii(name[:60]) + ("..." if len(name) > 60 else "")
+    if not 1 <= len(name) <= MAX_FILE_NAME_CHARS:
+        raise ValueError(f"a file name has 1 to {MAX_FILE_NAME_CHARS:,} characters, not {len(name):,} ({shown})")
+    if found := _NAME_CONTROLS.search(name):
+        raise ValueError(f"file name {shown} contains the control character U+{ord(found.group()):04X}")
+    return checked_utf8(name)
+
+
 def _id_text(value: object) -> object:
     # Turn ids are often integers (a turn index); they are stored as text like every id.
     if isinstance(value, int) and not isinstance(value, bool):

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memvec.exchange.agentfile import import_document, parse_document, read_document
 from memvec.memory import Memory
-from memvec.service.deps import Service, api_router
+from memvec.service.deps import Service, api_router, may_import
 from memvec.service.ui.deps import CsrfField, PageAgent, PageNumber, PageViewer, Paging, seen_agent
 from memvec.service.ui.render import page
 from memvec.service.ui.session import check_csrf
@@ -101,9 +101,7 @@ async def import_agent(
     plan = await run_in_threadpool(
         lambda: read_document(parse_document(raw, what="the uploaded file"), name=name.strip() or None)
     )  # off the event loop
-    for target in plan.targets:
-        if not viewer.principal.may_see(target):
-            raise HTTPException(403, f"this key may not create agent {target!r}")
+    await run_in_threadpool(may_import, viewer.principal, service.memory, plan)
     report = await run_in_threadpool(import_document, service.memory, plan)
     first = report.agent_ids[0] if report.agent_ids else None
     return RedirectResponse(f"/ui/agents/{first}" if first else "/ui/agents", status_code=303)
