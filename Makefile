@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-unseen bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods bench-search-profile train-ranker screenshots
+.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-unseen bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods bench-search-profile bench-documents train-ranker screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -116,6 +116,11 @@ bench-periods: install
 # (~10 min; search-parts.md).
 bench-search-profile: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.search_profile $(BENCH_ARGS)
+
+# What a document costs before it is embedded, up to the largest accepted (~5 min):
+# benchmarks/results/document-costs.md.
+bench-documents: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.document_costs $(BENCH_ARGS)
 
 # Upper bounds on LoCoMo (ceiling, deeper k, oracle fusion weight) from the raw per-method scores (~3 min).
 bench-headroom: install

@@ -6,9 +6,15 @@ is logged, and afterwards the invariants are checked on the history and the stor
 - every acknowledged message record is stored exactly once, and turn ids are unique per agent;
 - every acknowledged passage is current (or superseded by a later version of its own chain), each
   chain has exactly one current version, and nothing an acknowledged forget took comes back, in
-  the list, the history or a search;
-- every acknowledged block edit and undo is in the block's history exactly once;
-- no answer was a 5xx; `memvec verify` is clean once the servers have stopped.
+  the list or a search, whichever client edited the chain meanwhile (clients patch and forget each
+  other's passages, so edits race forgets);
+- every acknowledged block edit and undo is in the block's history exactly once, the shared block's
+  (edited and undone by every client through its holders) included;
+- an acknowledged upload to a folder still there is listed once; a file whose delete, or whose
+  folder's delete, was acknowledged is found by no agent (scratch folders are deleted while other
+  clients upload into them, with `duplicate_handling=error`);
+- no answer was a 5xx; `memvec verify` is clean once the servers have stopped (it reports documents
+  left without their folder).
 
 Setups: two servers on one SQLite home, `serve --workers 2`, two servers on one PostgreSQL database,
 and two servers with one killed by SIGKILL mid-run (and started again). `make bench-chaos` runs them
@@ -33,11 +39,12 @@ from typing import Any
 
 import httpx
 
+from benchmarks.chaos_documents import DOCUMENT_OPS, DocumentOps, prepare
 from benchmarks.chaos_history import AGENTS, History, check, counts
 from benchmarks.load import free_port, wait_healthy
 
 SAME_TEXTS = ("ok", "thanks!", "see you tomorrow")  # sent by many clients at once: must never merge
-OPS = ("message", "message", "insert", "insert", "patch", "forget", "block", "undo")
+OPS = ("message", "message", "insert", "insert", "patch", "forget", "block", "undo", *DOCUMENT_OPS)
 PG_URL = os.environ.get("MEMVEC_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -129,7 +136,7 @@ def _new_schema() -> str:
 EVERY_KIND_GRACE_S = 60.0
 
 
-class Client(threading.Thread):
+class Client(DocumentOps, threading.Thread):
     """One client: a seeded sequence of operations against a random live server until the deadline."""
 
     def __init__(self, n: int, servers: Servers, history: History, seed: int, deadline: float) -> None:
@@ -137,7 +144,7 @@ class Client(threading.Thread):
         self.n, self.servers, self.history, self.deadline = n, servers, history, deadline
         self.rng = random.Random(seed * 1000 + n)
         self.label = f"c{n}"
-        self.mine: list[str] = []  # this client's passage chains, by key in history.chains
+        self.my_files: list[str] = []  # this client's uploads, by name in history.files
         self.edits: Counter[str] = Counter()  # per agent, this client's block edits not undone
 
     def run(self) -> None:
@@ -180,41 +187,57 @@ class Client(threading.Thread):
 
     def _insert(self, http: httpx.Client, url: str, agent: str, step: int) -> None:
         text = f"passage c{self.n} s{step} token{self.n}x{step}"
-        response = http.post(f"{url}/v1/agents/{agent}/archival-memory", json={"text": text, "tags": [self.label]})
         key = f"{self.n}:{step}"
-        with self.history.lock:  # unsure until acknowledged: a kill may have committed it unanswered
-            self.history.chains[key] = {"agent": agent, "current": None, "text": text, "unsure": True}
+        chain: dict[str, Any] = {"agent": agent, "current": None, "texts": {text}, "lost": False, "gone": False}
+        with self.history.lock:  # logged before it is sent: a kill may commit it unanswered
+            self.history.chains[key] = chain
+        response = self._sent(
+            chain,
+            self.history.lock,
+            lambda: http.post(f"{url}/v1/agents/{agent}/archival-memory", json={"text": text, "tags": [self.label]}),
+        )
         if self._answer(response, "insert"):
             with self.history.lock:
-                self.history.chains[key].update(current=int(response.json()[0]["id"]), unsure=False)
-            self.mine.append(key)
+                chain["current"] = int(response.json()[0]["id"])
 
     def _chain(self) -> dict[str, Any] | None:
-        live = [k for k in self.mine if self.history.chains[k]["current"] and not self.history.chains[k].get("gone")]
-        return self.history.chains[self.rng.choice(live)] if live else None
+        """Any client's passage, current as far as this client was told: edits race other clients'."""
+        with self.history.lock:
+            live = [c for c in self.history.chains.values() if c["current"] and not c["gone"]]
+        return self.rng.choice(live) if live else None
 
     def _patch(self, http: httpx.Client, url: str, agent: str, step: int) -> None:
         chain = self._chain()
         if chain is None:
             return
-        text = f"{chain['text']} v{step}"
-        chain["unsure"] = True
-        response = http.patch(
-            f"{url}/v1/agents/{chain['agent']}/archival-memory/{chain['current']}", json={"text": text}
+        text = f"passage c{self.n} s{step} edit{self.n}x{step}"
+        with self.history.lock:
+            chain["texts"].add(text)
+            target = chain["current"]
+        response = self._sent(
+            chain,
+            self.history.lock,
+            lambda: http.patch(f"{url}/v1/agents/{chain['agent']}/archival-memory/{target}", json={"text": text}),
         )
-        if self._answer(response, "patch"):
-            chain.update(current=int(response.json()[0]["id"]), unsure=False, text=text)
+        if self._answer(response, "patch"):  # 404 or 409 when another client forgot or edited it first
+            with self.history.lock:  # ids grow with commits: the highest acknowledged is the current one
+                chain["current"] = max(chain["current"], int(response.json()[0]["id"]))
 
     def _forget(self, http: httpx.Client, url: str, agent: str, step: int) -> None:
         chain = self._chain()
         if chain is None:
             return
-        chain["unsure"] = True
-        response = http.post(f"{url}/v1/agents/{chain['agent']}/forget", json={"ids": [chain["current"]]})
-        if self._answer(response, "forget"):
-            chain.update(gone=True, unsure=False)
+        with self.history.lock:
+            target = chain["current"]
+        response = self._sent(
+            chain,
+            self.history.lock,
+            lambda: http.post(f"{url}/v1/agents/{chain['agent']}/forget", json={"ids": [target]}),
+        )
+        if self._answer(response, "forget") and response.json()["forgotten"] > 0:
             with self.history.lock:
-                self.history.forgotten.append((chain["current"], chain["agent"], chain["text"]))
+                chain["gone"] = True
+                self.history.forgotten.append((target, chain["agent"], text_of(chain)))
 
     def _block(self, http: httpx.Client, url: str, agent: str, step: int) -> None:
         value = f"notes of c{self.n} at s{step}"
@@ -237,6 +260,10 @@ class Client(threading.Thread):
             self.history.undos[(agent, self.label)] += answered
 
 
+def text_of(chain: dict[str, Any]) -> str:
+    return str(sorted(chain["texts"])[0])
+
+
 def run(setup: Setup, root: Path, *, clients: int = 6, seconds: float = 8.0, seed: int = 1) -> dict[str, Any]:
     """Drive the setup, then check the history; returns the report (violations empty when it held)."""
     servers = Servers(setup, root)
@@ -246,9 +273,11 @@ def run(setup: Setup, root: Path, *, clients: int = 6, seconds: float = 8.0, see
             blocks = [{"label": f"c{n}", "value": "", "limit": 5000} for n in range(clients)]
             for agent in AGENTS:
                 api.post("/v1/agents", json={"name": agent, "memory_blocks": blocks}).raise_for_status()
+            history = History()
+            prepare(api, history)
         for n in range(1, setup.servers):
             servers.start(n)
-        history, started = History(), time.monotonic()
+        started = time.monotonic()
         threads = [Client(n, servers, history, seed, started + seconds) for n in range(clients)]
         for thread in threads:
             thread.start()

@@ -13,6 +13,7 @@ import httpx
 from benchmarks.load import all_pages
 
 AGENTS = ("log-a", "log-b")
+SHARED_LABEL = "team"  # a shared block every agent holds and every client edits
 
 
 @dataclass
@@ -20,8 +21,15 @@ class History:
     """What the clients were told: acknowledgements by kind, every status, the 5xx answers."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)  # recorded passages of acked messages
-    chains: dict[str, dict[str, Any]] = field(default_factory=dict)  # "client:n" -> current id, forgotten, unsure
+    # "client:n" -> agent, current (the highest acknowledged version), texts (every version's, sent or
+    # acknowledged), lost (a write to it was never answered), gone (a forget of it was acknowledged);
+    # any client patches or forgets any chain, so edits race forgets
+    chains: dict[str, dict[str, Any]] = field(default_factory=dict)
     forgotten: list[tuple[int, str, str]] = field(default_factory=list)  # (id, agent, text) of acked forgets
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> folder, token, id, lost, deleted
+    folders: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scratch, deleted, lost
+    shared_block: str = ""
+    shared_edits: int = 0
     block_edits: list[tuple[str, str, str]] = field(default_factory=list)  # (agent, label, value)
     undos: Counter[tuple[str, str]] = field(default_factory=Counter)
     # undos sent and never answered (a killed server): each may have committed or not
@@ -34,10 +42,14 @@ class History:
 def counts(history: History) -> dict[str, int]:
     return {
         "message records": len(history.messages),
-        "passages": sum(1 for c in history.chains.values() if not c["unsure"]),
+        "passages": sum(1 for c in history.chains.values() if c["current"] and not c["lost"]),
         "forgets": len(history.forgotten),
         "block edits": len(history.block_edits),
         "undos": sum(history.undos.values()),
+        "uploads": sum(1 for f in history.files.values() if f["id"]),
+        "file deletes": sum(1 for f in history.files.values() if f["deleted"]),
+        "folder deletes": sum(1 for f in history.folders.values() if f["deleted"]),
+        "shared block edits": history.shared_edits,
     }
 
 
@@ -49,6 +61,7 @@ def check(url: str, history: History, clients: int) -> list[str]:
             + _check_messages(api, history)
             + _check_passages(api, history)
             + check_blocks(api, history)
+            + _check_files(api, history)
         )
 
 
@@ -78,8 +91,15 @@ def _check_messages(api: httpx.Client, history: History) -> list[str]:
 def _check_passages(api: httpx.Client, history: History) -> list[str]:
     problems = []
     current = {agent: _current_ids(api, agent) for agent in AGENTS}
+    listed = {
+        agent: {p["text"]: int(p["id"]) for p in all_pages(api, f"/v1/agents/{agent}/archival-memory")}
+        for agent in AGENTS
+    }
     for chain in history.chains.values():
-        if chain["unsure"] or chain["current"] is None or chain.get("gone"):
+        if chain["gone"]:
+            problems += _forgotten_chain(api, chain, listed[chain["agent"]])
+            continue
+        if chain["lost"] or chain["current"] is None:
             continue
         versions = api.get(f"/v1/agents/{chain['agent']}/archival-memory/{chain['current']}/history")
         if versions.status_code != 200:
@@ -91,12 +111,46 @@ def _check_passages(api: httpx.Client, history: History) -> list[str]:
                 f"passage {chain['current']}: current versions {open_versions}, listed: "
                 f"{chain['current'] in current[chain['agent']]}"
             )
-    for record_id, agent, text in history.forgotten:
-        if record_id in current[agent]:
-            problems.append(f"forgotten passage {record_id} is listed again")
-        found = api.get(f"/v1/agents/{agent}/archival-memory/search", params={"query": text, "mode": "bm25"})
-        if found.status_code == 200 and any(int(h["id"]) == record_id for h in found.json().get("results", [])):
-            problems.append(f"forgotten passage {record_id} is found by search")
+    return problems
+
+
+def _forgotten_chain(api: httpx.Client, chain: dict[str, Any], listed: dict[str, int]) -> list[str]:
+    """No version of a chain whose forget was acknowledged is listed or found, whoever edited it."""
+    problems = [f"a version of a forgotten passage is listed: {t!r}" for t in sorted(chain["texts"]) if t in listed]
+    for text in sorted(chain["texts"]):
+        found = api.get(f"/v1/agents/{chain['agent']}/archival-memory/search", params={"query": text, "mode": "bm25"})
+        hits = found.json().get("results", []) if found.status_code == 200 else []
+        problems += [
+            f"a version of a forgotten passage is found: {h['content']!r}"
+            for h in hits
+            if h["content"] in chain["texts"]
+        ]
+    return problems
+
+
+def _check_files(api: httpx.Client, history: History) -> list[str]:
+    """An acknowledged upload to a folder still there is listed once and found by its agents; a file
+    whose delete, or whose folder's delete, was acknowledged is found by none."""
+    problems = []
+    listed = {
+        folder: [f["file_name"] for f in api.get(f"/v1/folders/{folder}/files", params={"limit": 1000}).json()]
+        for folder, state in history.folders.items()
+        if not state["deleted"] and not state["lost"]
+    }
+    for name, entry in history.files.items():
+        folder = history.folders[entry["folder"]]
+        gone = entry["deleted"] or folder["deleted"]
+        times = listed.get(entry["folder"], []).count(name)
+        if entry["id"] and not gone and not entry["lost"] and entry["folder"] in listed and times != 1:
+            problems.append(f"acknowledged upload {name} is listed {times} times")
+        if gone:
+            for agent in AGENTS:
+                found = api.get(
+                    f"/v1/agents/{agent}/archival-memory/search", params={"query": entry["token"], "mode": "bm25"}
+                )
+                hits = found.json().get("results", []) if found.status_code == 200 else []
+                if any(entry["token"] in h["content"] for h in hits):
+                    problems.append(f"{agent}: deleted file {name} is still found")
     return problems
 
 

@@ -20,6 +20,10 @@ MAX_JSON_DEPTH = 64  # request bodies and imported files: Letta agent files nest
 MAX_METADATA_DEPTH = 16  # free-form metadata kept with agents and blocks
 MAX_BODY_VALUES = 100_000  # objects, arrays and scalars in one request body
 MAX_DOCUMENT_CHARS = 4_000_000  # the text parsed out of one file (memvec.documents)
+# the chunks one file is cut into, checked before any is embedded: ~4,500 for the longest text of
+# plain paragraphs; a file of many tiny sections (a chunk each) would otherwise hold the embedder
+# for the better part of an hour
+MAX_DOCUMENT_CHUNKS = 20_000
 
 
 class JSONLimitError(ValueError):

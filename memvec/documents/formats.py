@@ -23,6 +23,9 @@ from memvec.limits import MAX_DOCUMENT_CHARS
 MAX_DOCUMENT_BYTES = 15 * 1024 * 1024  # a file as uploaded, checked before it is parsed (an upload fits
 # in the service's 16 MiB body with its multipart framing)
 MAX_PDF_PAGES = 2_000
+# a heading's title as it goes into every heading path below it (cited with, and embedded with, each
+# chunk of its section): longer ones are cut, so a path costs at most 6 x this whatever the heading
+MAX_HEADING_CHARS = 200
 MEDIA_TYPES = {
     ".txt": "text/plain",
     ".text": "text/plain",
@@ -69,6 +72,11 @@ def media_type_of(name: str, data: bytes, declared: str | None = None) -> str:
     if data[:512].lstrip().lower().startswith((b"<!doctype html", b"<html")):
         return "text/html"
     return "text/plain"
+
+
+def heading_title(raw: str) -> str:
+    title = raw.strip()
+    return title if len(title) <= MAX_HEADING_CHARS else title[: MAX_HEADING_CHARS - 1].rstrip() + "…"
 
 
 def parse(name: str, data: bytes, media_type: str | None = None) -> ParsedDocument:
@@ -141,7 +149,7 @@ def parse_lines(
         if markdown and scan.fence is None and (heading := _HEADING.match(body)):
             scan.close(page)
             level = len(heading.group(1))
-            scan.headings = [h for h in scan.headings if h[0] < level] + [(level, heading.group(2).strip())]
+            scan.headings = [h for h in scan.headings if h[0] < level] + [(level, heading_title(heading.group(2)))]
             scan.start, scan.end = offset + start, offset + start + len(body)
             scan.close(page)
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from memvec.documents.formats import Block, ParsedDocument
+from memvec.documents.formats import Block, ParsedDocument, heading_title
 
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object"}
 _BLOCKS = {
@@ -80,7 +80,7 @@ class _Walker(HTMLParser):
         if tag in _SKIPPED:
             self.skipping = max(0, self.skipping - 1)
         elif tag in _HEADINGS and self.in_heading is not None:
-            title = _SPACE.sub(" ", "".join(self.current)).strip()
+            title = heading_title(_SPACE.sub(" ", "".join(self.current)))
             level, self.in_heading = self.in_heading, None
             if title:
                 self.headings = [h for h in self.headings if h[0] < level] + [(level, title)]

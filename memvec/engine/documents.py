@@ -23,7 +23,8 @@ from memvec.documents.chunking import Chunk, ChunkSettings, chunk_document, word
 from memvec.documents.formats import Block, ParsedDocument, parse
 from memvec.embed.base import FALLBACK_WINDOW, Embedder, embed_records, tokenizer_of
 from memvec.engine.engine import Engine
-from memvec.errors import InvalidInputError, NotFoundError
+from memvec.errors import InvalidInputError, NotFoundError, UnreadableDocumentError
+from memvec.limits import MAX_DOCUMENT_CHUNKS
 from memvec.store.base import NewDocument
 from memvec.types import Citation, Document, DocumentCitation, DocumentReport, NewRecord, Tier
 from memvec.types.values import checked_file_name
@@ -165,7 +166,13 @@ def _parsed(engine: Engine, position: int, item: DocumentInput) -> _Ready | Docu
     if (kept := _kept_instead(item, early)) is not None:
         return kept
     parsed = parse(item.name, item.data, item.media_type)
-    return _Ready(position, item, content_hash, parsed, cut(engine, parsed, item.overlap))
+    chunks = cut(engine, parsed, item.overlap)
+    if len(chunks) > MAX_DOCUMENT_CHUNKS:
+        raise UnreadableDocumentError(
+            f"{item.name}: {len(chunks):,} chunks; the limit is {MAX_DOCUMENT_CHUNKS:,} (a file of many tiny "
+            "sections: each is a chunk)"
+        )
+    return _Ready(position, item, content_hash, parsed, chunks)
 
 
 def _kept_instead(item: DocumentInput, previous: Document | None) -> DocumentReport | None:
@@ -312,6 +319,7 @@ def delete_documents(engine: Engine, document_ids: Sequence[int]) -> tuple[int, 
         for agent, ids in holders.items():
             deleted += engine.store.delete_many(agent, ids)
             engine.store.forget_in_runs(agent, ids)
+            engine.store.forget_requests(agent)
         engine.store.delete_document_rows(document_ids)
     return deleted, list(holders)
 

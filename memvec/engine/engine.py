@@ -243,6 +243,7 @@ class Engine:
             return 0
         deleted = self.store.delete_many(agent, ids)
         self.store.forget_in_runs(agent, ids)
+        self.store.forget_requests(agent)  # an answer kept for a retry quotes what it stored
         return deleted
 
     def _saved_without(self, agent: str, tier: Tier, ids: list[int]) -> None:

@@ -87,3 +87,17 @@ class AgentMethods:
 
     def import_agent(self, doc: AgentExport, *, name: str | None = None) -> ImportReport:
         return self.import_agents([(doc, name or doc.agent.name)])[0]
+
+    # -- message requests (a client's retries answered once) ---------------------------------
+    def claim_message_request(self, agent: str, key: str, *, fresh: bool) -> tuple[str, str | None]:
+        """("claimed", None): run it and then `finish_message_request`; ("running", None): a run of
+        the same request is going on; ("done", answer JSON): it was answered. `key` names the request
+        (memvec.service.retries); a `fresh` one is a first attempt, run whatever came before."""
+        return self._store.claim_request(key, validate_agent(agent), self._store.clock(), fresh=fresh)
+
+    def finish_message_request(self, key: str, answer: str) -> None:
+        self._store.finish_request(key, answer)
+
+    def drop_message_request(self, key: str) -> None:
+        """The claimed run gave no answer: a retry runs it."""
+        self._store.drop_request(key)

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import Path, Query, Response
+from fastapi import Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
@@ -30,6 +30,7 @@ from memvec.service.deps import (
     in_scope,
     visible_agent,
 )
+from memvec.service.retries import answered_once, claimed_stream, recorded_reply, ticket_of
 from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
 from memvec.service.streaming import Emit, stream_reply
 from memvec.types import MAX_ID, NewRecord, Record, Tier
@@ -181,9 +182,25 @@ def _send(
     return out
 
 
-async def _streamed(service: ServiceState, agent: str, principal: Principal, body: MessagesIn) -> StreamingResponse:
+async def _streamed(
+    service: ServiceState, request: Request, agent: str, principal: Principal, body: MessagesIn
+) -> Response:
     await run_in_threadpool(visible_agent, agent, principal, service)  # 404 before the stream begins
-    return await stream_reply(service, agent, lambda emit: _send(service, agent, principal, body, emit))
+    ticket = ticket_of(request, principal, agent, body)
+    if (replayed := await claimed_stream(service, agent, ticket)) is not None:
+        return replayed
+    reply = recorded_reply(service, ticket, lambda emit: _send(service, agent, principal, body, emit))
+    try:
+        streamed = await stream_reply(service, agent, reply, request=request)
+    except BaseException:
+        if ticket is not None:
+            await run_in_threadpool(service.memory.drop_message_request, ticket.key)
+        raise
+    if streamed is None:  # the client left while the agent was busy: nothing ran
+        if ticket is not None:
+            await run_in_threadpool(service.memory.drop_message_request, ticket.key)
+        return Response(status_code=499)
+    return streamed
 
 
 def _stop(reason: str) -> dict[str, Any]:
@@ -211,27 +228,36 @@ STREAMED: dict[int | str, dict[str, Any]] = {
 
 @router.post("/v1/agents/{agent_id}/messages", response_model=LettaResponseOut, tags=["messages"], responses=STREAMED)
 async def send_messages(
-    agent_id: ScopedAgent, body: MessagesIn, principal: Caller, service: Service
-) -> LettaResponseOut | StreamingResponse:
+    agent_id: ScopedAgent, body: MessagesIn, principal: Caller, service: Service, request: Request
+) -> Response:
     """Run the agent on each message when it has a model (a `LettaResponse`); otherwise only record them.
-    One message at a time per agent: a message to a busy agent waits up to the lease wait, then 409.
+    One message at a time per agent: a message to a busy agent waits up to the lease wait, then 409;
+    one whose client has gone meanwhile is not run. A retry of a send (`x-stainless-retry-count` above
+    0, as letta-client sends, or the same `Idempotency-Key`) gets the first attempt's answer, or 409
+    while it runs: a message is run and stored once (memvec.service.retries).
     With `streaming: true` the reply comes as Server-Sent Events (memvec.service.streaming)."""
     in_scope(agent_id, principal)
     if body.streaming:
-        return await _streamed(service, agent_id, principal, body)
-    async with service.agent_slot(agent_id):
-        return await run_in_threadpool(_send, service, agent_id, principal, body)
+        return await _streamed(service, request, agent_id, principal, body)
+
+    async def run() -> LettaResponseOut | None:
+        async with service.agent_slot(agent_id):
+            if await request.is_disconnected():
+                return None
+            return await run_in_threadpool(_send, service, agent_id, principal, body)
+
+    return await answered_once(service, request, agent_id, ticket_of(request, principal, agent_id, body), run)
 
 
 @router.post(
     "/v1/agents/{agent_id}/messages/stream", tags=["messages"], response_class=StreamingResponse, responses=STREAMED
 )
 async def stream_messages(
-    agent_id: ScopedAgent, body: MessagesIn, principal: Caller, service: Service
-) -> StreamingResponse:
-    """Letta's streaming route: `/messages` with `streaming: true`."""
+    agent_id: ScopedAgent, body: MessagesIn, principal: Caller, service: Service, request: Request
+) -> Response:
+    """Letta's streaming route: `/messages` with `streaming: true` (retries answered once, as there)."""
     in_scope(agent_id, principal)
-    return await _streamed(service, agent_id, principal, body)
+    return await _streamed(service, request, agent_id, principal, body)
 
 
 @router.get("/v1/agents/{agent_id}/messages", response_model=list[dict[str, Any]], tags=["messages"])

@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from memvec.errors import MemvecError, ModelCallError
@@ -47,10 +48,16 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     return {"error": "internal_error", "detail": "the reply failed (details in the server's log)"}
 
 
-async def stream_reply(service: ServiceState, agent: str, reply: Reply) -> StreamingResponse:
-    """Take the agent's slot (a busy agent is a 409 before anything is streamed), then stream `reply`."""
+async def stream_reply(
+    service: ServiceState, agent: str, reply: Reply, *, request: Request | None = None
+) -> StreamingResponse | None:
+    """Take the agent's slot (a busy agent is a 409 before anything is streamed), then stream `reply`;
+    None, having run nothing, when the client of `request` left while the slot was awaited."""
     slot = AsyncExitStack()
     await slot.enter_async_context(service.agent_slot(agent))
+    if request is not None and await request.is_disconnected():
+        await slot.aclose()
+        return None
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 

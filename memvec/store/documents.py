@@ -44,6 +44,35 @@ def _document(row: Any) -> Document:
     )
 
 
+BlockRow = tuple[int, int, int | None, tuple[str, ...]]
+
+
+def _packed(blocks: Sequence[tuple[int, int, int | None, Sequence[str]]]) -> dict[str, Any]:
+    """The blocks with each heading stored once, as (title, parent) nodes: a heading path on every
+    paragraph made the column grow with paragraphs times the headings above them (a 42 KB file with
+    long headings wrote 120 MB)."""
+    nodes: dict[tuple[str, ...], int] = {(): -1}
+    headings: list[tuple[str, int]] = []
+    rows = []
+    for start, end, page, path in blocks:
+        path = tuple(path)
+        for depth in range(1, len(path) + 1):
+            if path[:depth] not in nodes:
+                nodes[path[:depth]] = len(headings)
+                headings.append((path[depth - 1], nodes[path[: depth - 1]]))
+        rows.append((start, end, page, nodes[path]))
+    return {"headings": headings, "blocks": rows}
+
+
+def _unpacked(stored: Any) -> list[BlockRow]:
+    if isinstance(stored, list):  # written before headings were stored once: a path on every block
+        return [(s, e, p, tuple(h)) for s, e, p, h in stored]
+    paths: list[tuple[str, ...]] = []
+    for title, parent in stored["headings"]:  # a parent always comes before its children
+        paths.append((*(paths[parent] if parent >= 0 else ()), title))
+    return [(s, e, p, paths[i] if i >= 0 else ()) for s, e, p, i in stored["blocks"]]
+
+
 class DocumentStore:
     """The document methods of `SQLStore` (a mixin over its plumbing)."""
 
@@ -64,7 +93,7 @@ class DocumentStore:
                     doc.pages,
                     doc.title,
                     doc.chunks,
-                    json.dumps(doc.blocks),
+                    json.dumps(_packed(doc.blocks)),
                     format_time(doc.created_at),
                 ),
             ).fetchall()
@@ -120,10 +149,10 @@ class DocumentStore:
         rows = self._query("SELECT text FROM documents WHERE id = ?", (document_id,))
         return str(rows[0]["text"]) if rows else None
 
-    def document_blocks(self: _SQL, document_id: int) -> list[tuple[int, int, int | None, tuple[str, ...]]]:
+    def document_blocks(self: _SQL, document_id: int) -> list[BlockRow]:
         """The document's paragraphs as parsed: (start, end, page, headings), to cut it into chunks again."""
         rows = self._query("SELECT blocks FROM documents WHERE id = ?", (document_id,))
-        return [(s, e, p, tuple(h)) for s, e, p, h in json.loads(rows[0]["blocks"])] if rows else []
+        return _unpacked(json.loads(rows[0]["blocks"])) if rows else []
 
     def document_versions(self: _SQL, document_id: int) -> list[int]:
         """The ids of every version of the file `document_id` is a version of, oldest first."""

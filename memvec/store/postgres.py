@@ -87,7 +87,12 @@ CREATE TABLE IF NOT EXISTS folder_attachments (
 CREATE INDEX IF NOT EXISTS folder_attachments_by_agent ON folder_attachments (agent, folder_id);
 ALTER TABLE records ADD COLUMN IF NOT EXISTS document_id BIGINT;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS document TEXT;
-CREATE INDEX IF NOT EXISTS records_by_document ON records (document_id)
+CREATE INDEX IF NOT EXISTS records_by_document ON records (document_id);
+CREATE TABLE IF NOT EXISTS message_requests (
+    key TEXT PRIMARY KEY, agent TEXT NOT NULL, state TEXT NOT NULL CHECK (state IN ('running', 'done')),
+    response TEXT, started_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS message_requests_by_agent ON message_requests (agent);
+CREATE INDEX IF NOT EXISTS message_requests_by_start ON message_requests (started_at)
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -230,6 +230,21 @@ MIGRATIONS: list[tuple[int, str]] = [
     DROP INDEX records_by_time;
     """,
     ),
+    (
+        15,
+        """
+    -- message sends running or answered, so a client's retry gets the first attempt's answer
+    CREATE TABLE message_requests (
+        key TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('running', 'done')),
+        response TEXT,
+        started_at TEXT NOT NULL
+    );
+    CREATE INDEX message_requests_by_agent ON message_requests (agent);
+    CREATE INDEX message_requests_by_start ON message_requests (started_at);
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -22,6 +22,7 @@ from memvec.store.base import Change, EmbeddingBatch, PreparedRecord
 from memvec.store.blocks import BlockStore
 from memvec.store.documents import DocumentStore
 from memvec.store.folders import FolderStore
+from memvec.store.requests import RequestStore
 from memvec.store.rows import (
     EMBEDDING_COLUMNS,
     LOG_CHANGE,
@@ -58,7 +59,15 @@ def _operation(sql: str) -> str:
 
 
 class SQLStore(
-    AgentStore, BlockStore, SharedBlockStore, DocumentStore, FolderStore, RunStore, ScopeStore, VersionStore
+    AgentStore,
+    BlockStore,
+    SharedBlockStore,
+    DocumentStore,
+    FolderStore,
+    RequestStore,
+    RunStore,
+    ScopeStore,
+    VersionStore,
 ):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""
 
