@@ -527,8 +527,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a restore leaves the indexes unbuilt",
         "memvec/memory/door.py",
-        "        memory = cls(config, embedder=embedder)\n        memory.rebuild()",
-        "        memory = cls(config, embedder=embedder)",
+        "            )\n        memory.rebuild()\n        return memory",
+        "            )\n        return memory",
         "tests/test_backup.py",
     ),
     (
@@ -1819,6 +1819,34 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "        self.store.forget_requests(agent)  # an answer kept for a retry quotes what it stored\n",
         "",
         "tests/test_retries.py",
+    ),
+    (
+        "the forget log is written before the delete commits",
+        "memvec/store/sqlite.py",
+        "            self._forgotten += tombstones",
+        "            forget_log.append(self.path.parent / forget_log.FORGET_LOG, tombstones)",
+        "tests/test_forget_log.py",
+    ),
+    (
+        "a restore brings back what was forgotten after its backup",
+        "memvec/memory/door.py",
+        "        if log.is_file():\n            memory.forget_applied",
+        "        if False:\n            memory.forget_applied",
+        "tests/test_forget_log.py",
+    ),
+    (
+        "a tombstone deletes whatever has its id",
+        "memvec/engine/forgetting.py",
+        "r.tier is tier and content_hash(r.text) == hashes[(agent, r.id)]",
+        "r.tier is tier",
+        "tests/test_forget_log.py",
+    ),
+    (
+        "a forget by filter leaves no tombstone",
+        "memvec/engine/engine.py",
+        "                self.store.note_forgotten(record_tombstones(self.store.get(agent, forgotten[tier])))\n",
+        "",
+        "tests/test_forget_log.py",
     ),
 ]
 

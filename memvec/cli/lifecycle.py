@@ -12,6 +12,7 @@ import click
 from memvec.agent.consolidate import consolidate as run_consolidation
 from memvec.cli.common import TIER, TIMESTAMP, Context, dump, existing_agent, print_json
 from memvec.exchange.consolidation import ConsolidationRun
+from memvec.exchange.reports import ForgetApplied
 from memvec.memory import STORE_SCHEMA_VERSION, Memory
 from memvec.types import Tier
 
@@ -224,22 +225,51 @@ def backup(obj: Context, dest: Path, as_json: bool) -> None:
 
 @click.command()
 @click.argument("src", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option(
+    "--forget-log",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Another home's forgotten.jsonl to apply (default: the home's own, if it has one).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def restore(obj: Context, src: Path, as_json: bool) -> None:
+def restore(obj: Context, src: Path, forget_log: Path | None, as_json: bool) -> None:
     """Make the home (--home / MEMVEC_HOME, which must not have a store yet) from the backup folder
     SRC: its copy is checked against its manifest, put in place, and every index rebuilt, so
-    `memvec verify` passes at once. The home keeps the backup's model."""
+    `memvec verify` passes at once. The home keeps the backup's model.
+
+    Forget means gone, also here: what the forget log (`forgotten.jsonl` beside the store, which
+    outlives it; or --forget-log) says was deleted or forgotten after the backup was taken is deleted
+    again, and said. Restoring into a new home without a log brings back everything the backup holds."""
     config = obj.config()
-    with Memory.restore(src, config.home, store=config.store) as mem:
-        result = mem.stats()
+    with Memory.restore(src, config.home, store=config.store, forget_log=forget_log) as mem:
+        result, applied = mem.stats(), mem.forget_applied
     records = sum(p.records for p in result.partitions)
     if as_json:
         print_json(
-            {"home": result.home, "model": result.model_id, "records": records, "indexes": len(result.partitions)}
+            {
+                "home": result.home,
+                "model": result.model_id,
+                "records": records,
+                "indexes": len(result.partitions),
+                "forget_log": dump(applied) if applied else None,
+            }
         )
-    else:
-        click.echo(
-            f"restored {records} record(s) into {result.home}; {len(result.partitions)} index(es) rebuilt, "
-            f"model {result.model_id}"
+        return
+    click.echo(
+        f"restored {records} record(s) into {result.home}; {len(result.partitions)} index(es) rebuilt, "
+        f"model {result.model_id}"
+    )
+    click.echo(_forgotten_again(applied))
+
+
+def _forgotten_again(applied: ForgetApplied | None) -> str:
+    if applied is None:
+        return (
+            "no forget log here: anything deleted or forgotten after the backup was taken is back "
+            "(restore into the home it came from, or pass --forget-log)"
         )
+    return (
+        f"applied {applied.log}: {applied.tombstones} deletion(s) after the backup "
+        f"({applied.backup_taken_at:%Y-%m-%d %H:%M:%S} UTC) removed again {applied.records} record(s), "
+        f"{applied.documents} document(s), {applied.agents} agent(s), {applied.block_histories} block history(ies)"
+    )

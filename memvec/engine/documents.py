@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -26,6 +26,7 @@ from memvec.engine.engine import Engine
 from memvec.errors import InvalidInputError, NotFoundError, UnreadableDocumentError
 from memvec.limits import MAX_DOCUMENT_CHUNKS
 from memvec.store.base import NewDocument
+from memvec.store.forget_log import Tombstone
 from memvec.types import Citation, Document, DocumentCitation, DocumentReport, NewRecord, Tier
 from memvec.types.values import checked_file_name
 
@@ -316,12 +317,22 @@ def delete_documents(engine: Engine, document_ids: Sequence[int]) -> tuple[int, 
     holders = engine.store.chunk_ids(document_ids)
     deleted = 0
     with engine.store.transaction():
+        engine.store.note_forgotten(document_tombstones(engine, document_ids))
         for agent, ids in holders.items():
             deleted += engine.store.delete_many(agent, ids)
             engine.store.forget_in_runs(agent, ids)
             engine.store.forget_requests(agent)
         engine.store.delete_document_rows(document_ids)
     return deleted, list(holders)
+
+
+def document_tombstones(engine: Engine, document_ids: Sequence[int]) -> list[Tombstone]:
+    now = datetime.now(UTC)
+    return [
+        Tombstone(at=now, kind="document", agent=d.owner, ref=str(d.id), content_hash=d.content_hash)
+        for d in (engine.store.document(i) for i in document_ids)
+        if d is not None
+    ]
 
 
 def saved_without(engine: Engine, agents: Sequence[str]) -> None:

@@ -23,6 +23,7 @@ from memvec.exchange.reports import IndexUsage
 from memvec.guard import checked_on_read
 from memvec.search.rerank import Matrix, Ranker
 from memvec.store.base import PreparedRecord, Store
+from memvec.store.forget_log import record_tombstones
 from memvec.types import (
     LATEST,
     Hit,
@@ -186,6 +187,7 @@ class Engine:
             record = next((r for r in chain if r.id == record_id), None)
             if record is None:
                 raise NotFoundError(f"agent {agent!r} has no record {record_id}")
+            self.store.note_forgotten(record_tombstones(chain))  # written only if the delete commits
             self._delete_logged(agent, [r.id for r in chain])
         self.store.checkpoint()
         self.tier_index(agent, record.tier)
@@ -215,6 +217,7 @@ class Engine:
                 if ids:  # an id names a passage: every version of it is forgotten
                     matching = np.intersect1d(matching, np.asarray(chains, dtype=np.int64))
                 forgotten[tier] = matching.tolist()
+                self.store.note_forgotten(record_tombstones(self.store.get(agent, forgotten[tier])))
                 count += self._delete_logged(agent, forgotten[tier])
         for tier, gone in forgotten.items():
             self._saved_without(agent, tier, gone)
@@ -227,9 +230,9 @@ class Engine:
         now = self.store.clock()
         keep = self.retention.get(tier)
         expired = self.store.expired_ids(agent, tier, now, now - keep if keep is not None else None)
-        return self._purge(agent, tier, expired)
+        return self.purge(agent, tier, expired)
 
-    def _purge(self, agent: str, tier: Tier, ids: list[int]) -> int:
+    def purge(self, agent: str, tier: Tier, ids: list[int]) -> int:
         """Delete `ids` from the store in one transaction, then save the index without them, so no
         index file keeps them either; returns how many were deleted."""
         with self.store.transaction():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 from memvec.types import Tier
@@ -96,3 +98,15 @@ class VerifyReport(BaseModel):
     @property
     def ok(self) -> bool:
         return not self.problems and not self.orphans
+
+
+class ForgetApplied(BaseModel):
+    """What a restore deleted again because the forget log says it was forgotten after the backup."""
+
+    log: str = Field(description="the forget log read")
+    backup_taken_at: datetime
+    tombstones: int = Field(description="tombstones in the log newer than the backup")
+    records: int = 0
+    documents: int = 0
+    agents: int = 0
+    block_histories: int = 0

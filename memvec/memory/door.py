@@ -14,6 +14,7 @@ from memvec.config import MemoryConfig
 from memvec.embed.base import Embedder
 from memvec.engine.consolidation import apply_run, undo_run
 from memvec.engine.engine import Engine
+from memvec.engine.forgetting import apply_tombstones
 from memvec.engine.home import (
     home_index_settings,
     home_model,
@@ -24,12 +25,15 @@ from memvec.engine.home import (
 from memvec.engine.lease import agent_lease
 from memvec.errors import InvalidInputError
 from memvec.exchange.consolidation import ConsolidationProposal, ConsolidationRun
+from memvec.exchange.reports import ForgetApplied
 from memvec.memory.agents import AgentMethods
 from memvec.memory.maintenance import MaintenanceMethods
 from memvec.memory.names import validate_agent
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.store.backup import restore_store
+from memvec.store.forget_log import FORGET_LOG
+from memvec.store.forget_log import read as read_forget_log
 from memvec.store.schema import LATEST_VERSION, pending
 from memvec.store.sqlite import applied_migrations
 from memvec.tiers.archival import ArchivalMemory
@@ -61,6 +65,7 @@ class Memory(AgentMethods, MaintenanceMethods):
         the wall clock; a test's makes time pass without sleeping)."""
         self.config = config
         self._closed = False
+        self.forget_applied: ForgetApplied | None = None  # what a restore deleted again (Memory.restore)
         # a new SQLite home is worth a word: a mistyped --home or MEMVEC_HOME would look like an empty one
         self.created_home = config.store is None and not (Path(config.home) / STORE_FILE).exists()
         self.home = prepare_home(config.home)
@@ -225,15 +230,26 @@ class Memory(AgentMethods, MaintenanceMethods):
         home: str | os.PathLike[str] | None = None,
         *,
         embedder: Embedder | None = None,
+        forget_log: str | os.PathLike[str] | None = None,
         **settings: Any,
     ) -> Memory:
         """Open a new home made from the backup folder `src` (checked against its manifest; a home
-        that already has a store is refused), its indexes rebuilt from the restored store."""
+        that already has a store is refused), its indexes rebuilt from the restored store. What the
+        forget log says was deleted or forgotten after the backup was taken is deleted again: the
+        home's own log (`forgotten.jsonl`, kept beside the store it lost), or `forget_log` (another
+        home's); `memory.forget_applied` says what that removed (None: there was no log)."""
         config = MemoryConfig.resolve(home=home, **settings)
         if config.store is not None:
             raise InvalidInputError("restore makes a SQLite home; a PostgreSQL store is restored with pg_restore")
-        restore_store(Path(src), prepare_home(config.home) / STORE_FILE)
+        log = Path(forget_log) if forget_log is not None else Path(config.home) / FORGET_LOG
+        if forget_log is not None and not log.is_file():
+            raise InvalidInputError(f"no forget log {str(log)!r}")
+        manifest = restore_store(Path(src), prepare_home(config.home) / STORE_FILE)
         memory = cls(config, embedder=embedder)
+        if log.is_file():
+            memory.forget_applied = apply_tombstones(
+                memory._engine, read_forget_log(log), log=str(log), taken_at=manifest.created_at
+            )
         memory.rebuild()
         return memory
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from memvec.store.blocks import SHARED_OWNER_PREFIX
+from memvec.store.forget_log import Tombstone
 from memvec.store.rows import LOG_CHANGE, format_time, parse_time, settings_from_json
 from memvec.types import AgentSettings, AgentState
 
@@ -23,6 +24,8 @@ class _SQL(Protocol):
     def _run(self: _SQL, db: Any, sql: str, params: Sequence[Any] = ()) -> Any: ...
 
     def _query(self: _SQL, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    def note_forgotten(self: _SQL, tombstones: Sequence[Tombstone]) -> None: ...
 
 
 class AgentStore:
@@ -125,4 +128,5 @@ class AgentStore:
             self._run(db, "DELETE FROM folder_attachments WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM message_requests WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
+            self.note_forgotten([Tombstone(at=datetime.now(UTC), kind="agent", agent=name)])
         return [(int(r["id"]), str(r["tier"])) for r in rows]

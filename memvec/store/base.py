@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.exchange.consolidation import ConsolidationRun
+from memvec.store.forget_log import Tombstone
 from memvec.types import (
     AgentSettings,
     AgentState,
@@ -92,6 +93,10 @@ class Store(Protocol):
 
     def healthy(self) -> bool:
         """Whether the store answers right now (a down database: False, never an exception)."""
+        ...
+
+    def note_forgotten(self, tombstones: Sequence[Tombstone]) -> None:
+        """Log what the current transaction deletes on purpose, once it commits (memvec.store.forget_log)."""
         ...
 
     def connection_stats(self) -> dict[str, int]:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from memvec.errors import CoreMemoryError, NotFoundError
+from memvec.store.forget_log import Tombstone
 from memvec.store.rows import format_time, parse_time, readable_metadata
 from memvec.types import BlockChange, CoreBlock
 
@@ -42,6 +43,8 @@ class _SQL(Protocol):
     def _run(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any: ...
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    def note_forgotten(self, tombstones: Sequence[Tombstone]) -> None: ...
 
 
 def block_of_row(row: Any) -> CoreBlock:
@@ -170,6 +173,7 @@ class BlockStore:
         """Delete every past change of the agent's blocks (or one label's); the blocks keep their values."""
         where, params = ("agent = ? AND label = ?", (agent, label)) if label else ("agent = ?", (agent,))
         with self._write() as db:
+            self.note_forgotten([Tombstone(at=datetime.now(UTC), kind="block_history", agent=agent, ref=label or "")])
             return int(self._run(db, f"DELETE FROM block_history WHERE {where}", params).rowcount)
 
     def undo_block(self: _SQL, agent: str, label: str, *, actor: str = "python") -> CoreBlock | None:

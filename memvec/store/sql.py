@@ -22,6 +22,7 @@ from memvec.store.base import Change, EmbeddingBatch, PreparedRecord
 from memvec.store.blocks import BlockStore
 from memvec.store.documents import DocumentStore
 from memvec.store.folders import FolderStore
+from memvec.store.forget_log import Tombstone
 from memvec.store.requests import RequestStore
 from memvec.store.rows import (
     EMBEDDING_COLUMNS,
@@ -118,6 +119,10 @@ class SQLStore(
 
     def connection_stats(self) -> dict[str, int]:
         return {}
+
+    def note_forgotten(self, tombstones: Sequence[Tombstone]) -> None:
+        """What a transaction deletes on purpose, for the forget log a restore applies. Only a SQLite
+        home keeps one (memvec.store.forget_log): a PostgreSQL store is restored by pg_restore."""
 
     def healthy(self) -> bool:
         """Whether the database answers right now (down: False, never an exception)."""

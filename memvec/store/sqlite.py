@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memvec.errors import StoreError, StoreUnavailableError
+from memvec.store import forget_log
 from memvec.store.rows import format_time
 from memvec.store.schema import LATEST_VERSION, MIGRATIONS
 from memvec.store.sql import SQLStore
@@ -34,6 +35,7 @@ class SQLiteStore(SQLStore):
         self._lock = threading.RLock()
         self._depth = 0  # nesting of _write in the thread holding the lock
         self._mine = threading.local()  # .open: this thread is inside a transaction
+        self._forgotten: list[forget_log.Tombstone] = []  # logged once the transaction commits
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
             self._db.row_factory = sqlite3.Row
@@ -69,12 +71,21 @@ class SQLiteStore(SQLStore):
             try:
                 yield self._db
             except BaseException:
+                self._forgotten = []
                 if self._db.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
                     self._db.execute("ROLLBACK")
                 raise
             finally:
                 self._depth, self._mine.open = 0, False
             self._db.execute("COMMIT")
+            forgotten, self._forgotten = self._forgotten, []
+            forget_log.append(self.path.parent / forget_log.FORGET_LOG, forgotten)
+
+    def note_forgotten(self, tombstones: Sequence[forget_log.Tombstone]) -> None:
+        """Log what the current transaction deletes on purpose, in the home's forget log, once it
+        commits (memvec.store.forget_log)."""
+        with self._write():
+            self._forgotten += tombstones
 
     def in_transaction(self) -> bool:
         """Whether this thread is inside a `transaction()` (its writes are not committed yet)."""
