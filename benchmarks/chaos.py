@@ -17,8 +17,9 @@ is logged, and afterwards the invariants are checked on the history and the stor
   left without their folder).
 
 Setups: two servers on one SQLite home, `serve --workers 2`, two servers on one PostgreSQL database,
-and two servers with one killed by SIGKILL mid-run (and started again). `make bench-chaos` runs them
-longer and writes benchmarks/results/chaos.md; tests/test_chaos.py runs them briefly.
+and two servers on SQLite and on PostgreSQL with one killed by SIGKILL mid-run (and started
+again). `make bench-chaos` runs them longer and writes benchmarks/results/chaos.md;
+tests/test_chaos.py runs them briefly.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ SETUPS = (
     Setup("serve --workers 2, SQLite", servers=1, workers=2),
     Setup("two servers, PostgreSQL", postgres=True),
     Setup("two servers, SQLite, SIGKILL mid-run", kill=True),
+    Setup("two servers, PostgreSQL, SIGKILL mid-run", postgres=True, kill=True),
 )
 
 

@@ -17,7 +17,7 @@ from benchmarks.chaos import SETUPS, Setup, run
 )
 @pytest.mark.slow
 def test_no_acknowledged_write_is_lost_or_merged(setup: Setup, tmp_path: Path) -> None:
-    report = run(setup, tmp_path, clients=4, seconds=3.0, seed=7)
+    report = run(setup, tmp_path, clients=4, seconds=2.0, seed=7)
     assert report["violations"] == []
     acknowledged = report["acknowledged"]
     assert min(acknowledged.values()) > 0, acknowledged  # every kind of write was exercised

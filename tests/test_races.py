@@ -21,7 +21,7 @@ from memvec.types import DocumentReport
 from tests.conftest import run_cli
 from tests.test_postgres import pg_url  # noqa: F401  (a fixture)
 
-GRACE_S = 1.0  # how long the second writer gets to commit while the first waits on its stale read
+GRACE_S = 0.5  # how long the second writer gets to commit while the first waits on its stale read
 
 
 class Racer:
