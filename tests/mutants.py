@@ -1848,8 +1848,14 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "",
         "tests/test_forget_log.py",
     ),
+    (
+        "a backup counts only agents with settings",
+        "memvec/store/backup.py",
+        '        agents = db.execute(AGENT_COUNT, (f"{SHARED_OWNER_PREFIX}%",)).fetchone()[0]',
+        '        agents = db.execute("SELECT COUNT(*) FROM agents").fetchone()[0]',
+        "tests/test_backup.py",
+    ),
 ]
-
 
 def scratch_copy(target: Path) -> None:
     files = subprocess.run(

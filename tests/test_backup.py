@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memvec import Memory
+from memvec import CoreBlock, Memory
 from memvec.agent.consolidate import consolidate
 from memvec.embed import HashingEmbedder
 from memvec.errors import InvalidInputError
@@ -125,3 +125,17 @@ def test_a_home_with_a_store_a_damaged_copy_and_a_full_folder_are_refused(tmp_pa
         backup_store(object(), tmp_path / "pg-backup", memvec_version="0", model_key="embedding_model")
     with pytest.raises(InvalidInputError, match="pg_restore"):
         Memory.restore(tmp_path / "backup", tmp_path / "pg-home", store="postgresql://nowhere/none")
+
+
+def test_a_backup_counts_agents_as_the_agent_list_does(tmp_path: Path) -> None:
+    """Agents written only through their tiers or blocks have no settings row: still agents."""
+    with Memory.open(tmp_path / "home", embedder=fake()) as mem:
+        mem.archival("kb").insert("a passage of an agent made by writing to it")
+        mem.recall("chat").append("user", "hello")
+        shared = mem.shared_blocks().create(CoreBlock(label="team", value="v"))
+        mem.create_agent(AgentSettings(name="ana"))
+        mem.shared_blocks().attach("ana", shared.id)
+        manifest = mem.backup(tmp_path / "backup")
+        assert manifest.agents == len(mem.agents()) == 3
+    said = run_cli("--model", "hash:64", "backup", str(tmp_path / "again"), home=tmp_path / "home").stdout
+    assert "record(s) of 3 agent(s)" in said

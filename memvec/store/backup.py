@@ -17,9 +17,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from memvec.errors import InvalidInputError, StoreError
+from memvec.store.blocks import SHARED_OWNER_PREFIX
 from memvec.store.sqlite import SQLiteStore
 
 MANIFEST_FILE = "backup.json"
+# agents as `memvec agent list` counts them: with settings, core blocks or records (Store.agents)
+AGENT_COUNT = (
+    "SELECT COUNT(*) FROM (SELECT agent FROM records UNION SELECT agent FROM core_blocks "
+    "WHERE agent NOT LIKE ? UNION SELECT name FROM agents)"
+)
 STORE_COPY = "store.sqlite3"
 
 
@@ -95,7 +101,7 @@ def _contents(copy: Path, model_key: str) -> dict[str, Any]:
     try:
         schema = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
         model = db.execute("SELECT value FROM meta WHERE key = ?", (model_key,)).fetchone()
-        agents = db.execute("SELECT COUNT(*) FROM agents").fetchone()[0]
+        agents = db.execute(AGENT_COUNT, (f"{SHARED_OWNER_PREFIX}%",)).fetchone()[0]
         records = db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
     except sqlite3.Error as exc:
         raise StoreError(f"the copy {copy} cannot be read back: {exc}") from exc
