@@ -1857,6 +1857,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
 ]
 
+
 def scratch_copy(target: Path) -> None:
     files = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
