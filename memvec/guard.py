@@ -111,10 +111,14 @@ def looks_untrusted(text: str) -> bool:
 
 
 def checked_on_read(records: list[Record]) -> list[Record]:
-    """The records with `untrusted` set on any whose text the guard flags now, whatever the store
-    recorded when it was written (a detector update reaches old records too)."""
+    """The records with `untrusted` set on any from outside whose text the guard flags now, whatever
+    the store recorded when it was written (a detector update reaches old records too); the agent
+    loop's own records are trusted by who wrote them."""
     return [
-        r.model_copy(update={"untrusted": True}) if not r.untrusted and looks_untrusted(r.text) else r for r in records
+        r.model_copy(update={"untrusted": True})
+        if not r.untrusted and r.written_by is None and looks_untrusted(r.text)
+        else r
+        for r in records
     ]
 
 

@@ -646,8 +646,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "no poisoning re-check on read",
         "memvec/guard.py",
-        "if not r.untrusted and looks_untrusted(r.text) else r",
-        "if False else r",
+        "        if not r.untrusted and r.written_by is None and looks_untrusted(r.text)\n",
+        "        if False\n",
         "tests/test_headline.py",
     ),
     (
@@ -1854,6 +1854,27 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         '        agents = db.execute(AGENT_COUNT, (f"{SHARED_OWNER_PREFIX}%",)).fetchone()[0]',
         '        agents = db.execute("SELECT COUNT(*) FROM agents").fetchone()[0]',
         "tests/test_backup.py",
+    ),
+    (
+        "the agent's own records are flagged by their text when written",
+        "memvec/engine/rows.py",
+        "            untrusted=written_by is None and looks_untrusted(record.text),",
+        "            untrusted=looks_untrusted(record.text),",
+        "tests/test_provenance.py",
+    ),
+    (
+        "the agent's own records are flagged by their text when read",
+        "memvec/guard.py",
+        "        if not r.untrusted and r.written_by is None and looks_untrusted(r.text)",
+        "        if not r.untrusted and looks_untrusted(r.text)",
+        "tests/test_provenance.py",
+    ),
+    (
+        "a sender naming itself the assistant is trusted as the agent",
+        "memvec/agent/loop.py",
+        '        written_by: WrittenBy | None = "agent" if own else None',
+        '        written_by: WrittenBy | None = "agent" if own or role != "user" else None',
+        "tests/test_provenance.py",
     ),
 ]
 

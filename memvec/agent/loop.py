@@ -23,7 +23,7 @@ from memvec.agent.stream import TokenRelay
 from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome, tool_schemas
 from memvec.errors import InvalidInputError, ModelCallError, NotFoundError
 from memvec.memory import Memory
-from memvec.types import Record
+from memvec.types import Record, WrittenBy
 
 StopReason = Literal["send_message", "max_steps", "no_tool_call", "no_heartbeat"]
 
@@ -223,7 +223,8 @@ class Agent:
             )
             stored = None
             if outcome.sent_message is None:  # a sent message is stored as the assistant's instead
-                stored = self._remember("tool", f"{name}({raw or ''}) -> {outcome.content}"[:8000], in_context=False)
+                row = f"{name}({raw or ''}) -> {outcome.content}"[:8000]
+                stored = self._remember("tool", row, in_context=False, own=True)
             self._emit(
                 trace,
                 Event(
@@ -273,9 +274,12 @@ class Agent:
         )
 
     # -- recall ---------------------------------------------------------------------------
-    def _remember(self, role: str, text: str, *, in_context: bool) -> Record:
+    def _remember(self, role: str, text: str, *, in_context: bool, own: bool = False) -> Record:
+        """Store a message of the turn; `own`: the agent's own (its words, its tool calls and their
+        returns), trusted by who wrote it. What it is sent, whatever role the sender named, is not."""
         recall = self.memory.recall(self.settings.name)
-        result = recall.append(role, text, session_id=self.session_id, turn_id=self.state.turn)
+        written_by: WrittenBy | None = "agent" if own else None
+        result = recall.append(role, text, session_id=self.session_id, turn_id=self.state.turn, written_by=written_by)
         record = result.record
         if result.created:
             self._recorded.append(record.id)
@@ -290,7 +294,7 @@ class Agent:
         self._recorded = []
 
     def _say(self, text: str, trace: Trace, *, announce: bool = True) -> str:
-        record = self._remember("assistant", text, in_context=True)
+        record = self._remember("assistant", text, in_context=True, own=True)
         self._emit(trace, Event(kind="assistant", text=text, record_id=record.id), announce=announce)
         return text
 

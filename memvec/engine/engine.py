@@ -33,6 +33,7 @@ from memvec.types import (
     SearchFilters,
     SearchRequest,
     Tier,
+    WrittenBy,
 )
 
 log = logging.getLogger("memvec.engine")
@@ -86,11 +87,14 @@ class Engine:
         vectors: npt.NDArray[np.float32] | None = None,
         *,
         merge_repeats: bool = True,
+        written_by: WrittenBy | None = None,
     ) -> list[InsertResult]:
         """Insert records (any mix of agents and tiers); a repeat (exact, or for archival passages near)
         returns the record it repeats, not stored, with its tags and missing citation fields merged
         in unless `merge_repeats` is False. `vectors` (one row per record, from this home's model)
-        skips embedding, e.g. on import; they are checked (shape, finite) and re-normalized first."""
+        skips embedding, e.g. on import; they are checked (shape, finite) and re-normalized first.
+        `written_by="agent"`: the agent loop's own records, trusted by who wrote them (the guard reads
+        only what comes from outside); no request from outside may set it."""
         if vectors is not None:
             vectors = checked_vectors(vectors, len(records), self.embedder.dim)
         groups: dict[tuple[str, Tier], list[int]] = defaultdict(list)
@@ -99,15 +103,22 @@ class Engine:
         results: dict[int, InsertResult] = {}
         for (agent, tier), positions in groups.items():
             given = None if vectors is None else {p: vectors[p] for p in positions}
-            results.update(self._insert_group(agent, tier, [(p, records[p]) for p in positions], given, merge_repeats))
+            group = [(p, records[p]) for p in positions]
+            results.update(self._insert_group(agent, tier, group, given, merge_repeats, written_by))
         return [results[p] for p in range(len(records))]
 
     def prepare(
-        self, agent: str, tier: Tier, records: Sequence[NewRecord], vectors: npt.NDArray[np.float32] | None = None
+        self,
+        agent: str,
+        tier: Tier,
+        records: Sequence[NewRecord],
+        vectors: npt.NDArray[np.float32] | None = None,
+        written_by: WrittenBy | None = None,
     ) -> list[PreparedRecord]:
         """Rows for `store.insert`, embedded (or with `vectors`, checked), with their contexts; one
         (agent, tier) group. Writes nothing: a caller can prepare everything before its transaction."""
-        return prepared_rows(self.store, self.embedder, self.index_settings, (agent, tier), records, vectors)
+        target = (agent, tier)
+        return prepared_rows(self.store, self.embedder, self.index_settings, target, records, vectors, written_by)
 
     def _insert_group(
         self,
@@ -116,6 +127,7 @@ class Engine:
         items: list[tuple[int, NewRecord]],
         given: dict[int, npt.NDArray[np.float32]] | None,
         merge_repeats: bool,
+        written_by: WrittenBy | None = None,
     ) -> dict[int, InsertResult]:
         keys = [record.dedup_key() for _, record in items]
         existing = self.store.existing_ids(agent, tier, keys)
@@ -128,7 +140,7 @@ class Engine:
         vectors = None if given is None else np.array([given[p] for p, _ in fresh.values()], dtype=np.float32)
         if vectors is not None and not fresh:
             vectors = None
-        prepared = self.prepare(agent, tier, [record for _, record in fresh.values()], vectors)
+        prepared = self.prepare(agent, tier, [record for _, record in fresh.values()], vectors, written_by)
         repeats = self._near_duplicates(agent, tier, prepared)
         fresh_keys = list(fresh)
         key_to_id = dict(existing)

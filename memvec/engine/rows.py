@@ -12,7 +12,7 @@ from memvec.embed.base import Embedder, checked_vectors, embed_records
 from memvec.engine.repeats import near_key
 from memvec.guard import looks_untrusted
 from memvec.store.base import PreparedRecord, Store
-from memvec.types import NewRecord, Tier
+from memvec.types import NewRecord, Tier, WrittenBy
 
 
 def prepared_rows(
@@ -22,6 +22,7 @@ def prepared_rows(
     target: tuple[str, Tier],
     records: Sequence[NewRecord],
     vectors: npt.NDArray[np.float32] | None = None,
+    written_by: WrittenBy | None = None,
 ) -> list[PreparedRecord]:
     """Rows for `store.insert`, embedded (or with `vectors`, checked), with their contexts; one
     (agent, tier) group. Writes nothing: a caller can prepare everything before its transaction."""
@@ -43,7 +44,8 @@ def prepared_rows(
             embedding=vector,
             model_id=embedder.model_id,
             context=context,
-            untrusted=looks_untrusted(record.text),
+            untrusted=written_by is None and looks_untrusted(record.text),
+            written_by=written_by,
             near_key=near_key(tier, record),
         )
         for record, vector, context in zip(records, vectors, contexts, strict=True)

@@ -27,6 +27,7 @@ from memvec.types import (
     SearchFilters,
     Tier,
 )
+from memvec.types.records import WrittenBy
 
 Ids = npt.NDArray[np.int64]
 
@@ -43,6 +44,7 @@ class PreparedRecord:
     context: str | None = None
     untrusted: bool = False  # what the guard (run by the engine) said of the text
     near_key: str | None = None  # archival: memvec.index.duplicates.content_key of the text
+    written_by: WrittenBy | None = None  # "agent": the agent loop's own record, trusted by who wrote it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

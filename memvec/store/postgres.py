@@ -92,7 +92,8 @@ CREATE TABLE IF NOT EXISTS message_requests (
     key TEXT PRIMARY KEY, agent TEXT NOT NULL, state TEXT NOT NULL CHECK (state IN ('running', 'done')),
     response TEXT, started_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS message_requests_by_agent ON message_requests (agent);
-CREATE INDEX IF NOT EXISTS message_requests_by_start ON message_requests (started_at)
+CREATE INDEX IF NOT EXISTS message_requests_by_start ON message_requests (started_at);
+ALTER TABLE records ADD COLUMN IF NOT EXISTS written_by TEXT
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -15,7 +15,7 @@ from memvec.types import AgentSettings, Citation, DocumentCitation, Record, Sear
 
 RECORD_COLUMNS = (
     "id, agent, tier, text, role, session_id, turn_id, source_url, tags, created_at, untrusted, "
-    "expires_at, valid_from, valid_to, supersedes, superseded_by, document"
+    "expires_at, valid_from, valid_to, supersedes, superseded_by, document, written_by"
 )
 # event time: when a version held. valid_from NULL (rows from before versions) means its record time.
 VALID_FROM = "COALESCE(valid_from, created_at)"
@@ -77,6 +77,7 @@ def row_to_record(row: Any) -> Record:
         supersedes=row["supersedes"],
         superseded_by=row["superseded_by"],
         citation=_citation(row),
+        written_by=row["written_by"],
     )
 
 

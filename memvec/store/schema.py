@@ -245,6 +245,14 @@ MIGRATIONS: list[tuple[int, str]] = [
     CREATE INDEX message_requests_by_start ON message_requests (started_at);
     """,
     ),
+    (
+        16,
+        """
+    -- who wrote a record: 'agent' for the agent loop's own messages and tool calls (trusted by who
+    -- wrote them), NULL for everything from outside (checked by its text)
+    ALTER TABLE records ADD COLUMN written_by TEXT;
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

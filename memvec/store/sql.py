@@ -44,8 +44,8 @@ from memvec.types import Citation, Clock, NewRecord, Record, SearchFilters, Tier
 RECORD_INSERT = (
     "INSERT INTO records (agent, tier, text, dedup_key, role, session_id, turn_id, source_url, tags, created_at, "
     "embedding, embedding_model, untrusted, context, expires_at, valid_from, valid_to, supersedes, near_key, "
-    "document_id, document) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "document_id, document, written_by) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (agent, tier, dedup_key) DO NOTHING RETURNING id"
 )
 
@@ -184,6 +184,7 @@ class SQLStore(
                 row.near_key,
                 document.document_id if document else None,
                 document.model_dump_json() if document else None,
+                row.written_by,
             ),
         ).fetchall()
         if not returned:

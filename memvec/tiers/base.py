@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from memvec.engine.engine import Engine
-from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchRequest, Tier
+from memvec.types import Hit, InsertResult, NewRecord, Record, SearchFilters, SearchRequest, Tier, WrittenBy
 
 
 class TierView:
@@ -28,6 +28,7 @@ class TierView:
         source_url: str | None = None,
         created_at: datetime | None = None,
         expires_at: datetime | None = None,
+        written_by: WrittenBy | None = None,
         **version: Any,
     ) -> InsertResult:
         """`version`: valid_from, valid_to, supersedes (see NewRecord)."""
@@ -44,7 +45,7 @@ class TierView:
                 "citation": {"session_id": session_id, "turn_id": turn_id, "source_url": source_url},
             }
         )
-        return self._engine.insert([record])[0]
+        return self._engine.insert([record], written_by=written_by)[0]
 
     def _search(self, query: str, *, k: int, mode: Any, filters: dict[str, Any], **fusion: Any) -> list[Hit]:
         return self._engine.search(

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memvec.tiers.base import TierView
-from memvec.types import Hit, InsertResult, NewRecord, Record, SearchMode, Tier
+from memvec.types import Hit, InsertResult, NewRecord, Record, SearchMode, Tier, WrittenBy
 
 
 class RecallMemory(TierView):
@@ -23,7 +23,10 @@ class RecallMemory(TierView):
         tags: Sequence[str] = (),
         created_at: datetime | None = None,
         expires_at: datetime | None = None,
+        written_by: WrittenBy | None = None,
     ) -> InsertResult:
+        """One message; `written_by="agent"` when the agent loop writes it (its own messages and tool
+        calls: trusted by who wrote them, never flagged for their text)."""
         return self._insert_one(
             text,
             role=role,
@@ -33,6 +36,7 @@ class RecallMemory(TierView):
             source_url=source_url,
             created_at=created_at,
             expires_at=expires_at,
+            written_by=written_by,
         )
 
     def append_many(self, records: Sequence[NewRecord]) -> list[InsertResult]:

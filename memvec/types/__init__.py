@@ -24,6 +24,7 @@ from memvec.types.records import (
     InsertResult,
     NewRecord,
     Record,
+    WrittenBy,
 )
 from memvec.types.search import (
     Hit,
@@ -110,6 +111,7 @@ __all__ = [
     "Tier",
     "UtcDatetime",
     "Utf8Text",
+    "WrittenBy",
     "checked_utf8",
     "describe_validation_error",
     "normalize_text",

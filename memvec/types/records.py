@@ -31,6 +31,8 @@ from memvec.types.values import (
     normalize_text,
 )
 
+WrittenBy = Literal["agent"]  # who wrote a record, when it was the agent loop itself
+
 
 class DocumentCitation(BaseModel):
     """Where in a file a chunk comes from (a document added with `add_document`): `start`/`end` slice
@@ -148,6 +150,11 @@ class Record(BaseModel):
     valid_to: datetime | None = Field(default=None, description="event time: until when it held (None: still holds)")
     supersedes: int | None = Field(default=None, description="the version this one replaced")
     superseded_by: int | None = Field(default=None, description="the version that replaced this one (None: current)")
+    written_by: WrittenBy | None = Field(
+        default=None,
+        description="'agent': written by the agent loop itself (its messages, tool calls and returns), "
+        "trusted by who wrote it; None: from outside, checked by its text",
+    )
 
 
 class Document(BaseModel):
