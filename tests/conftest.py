@@ -32,6 +32,10 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOCOMO = SHARED_DATA / "locomo" / "locomo-dev.json"
 
 
+# what `Memory.verify()` reports for a home whose indexes and documents all agree with its store
+CLEAN_VERIFY: dict[str, list[object]] = {
+    part: [] for part in ("problems", "behind", "not_loaded", "old_format", "orphans")
+}
 REAL_MODEL_FIXTURES = {"minilm", "minilm_int8", "real_memory"}
 SERVER_PROCESS = re.compile(r"\bServer\b")  # tests.service_helpers.Server: a real `memvec serve` process
 

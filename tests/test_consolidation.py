@@ -17,6 +17,7 @@ from memvec.agent.consolidate import consolidate
 from memvec.embed import HashingEmbedder
 from memvec.errors import CoreMemoryError, ModelCallError, VersionConflictError
 from memvec.types import AgentSettings, Tier
+from tests.conftest import CLEAN_VERIFY
 from tests.scripted_llm import ScriptedLLM
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
@@ -103,13 +104,7 @@ def test_a_run_adds_cited_facts_supersedes_and_edits_then_undoes_exactly(real_me
     assert undone.undone_at is not None
     after = snapshot(real_memory)
     assert after == before
-    assert real_memory.verify().model_dump() == {
-        "problems": [],
-        "behind": [],
-        "not_loaded": [],
-        "old_format": [],
-        "orphans": [],
-    }
+    assert real_memory.verify().model_dump() == CLEAN_VERIFY
     with pytest.raises(Exception, match="undone already"):
         real_memory.undo_consolidation("ana", run.id)
 

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from memvec import Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
 from memvec.service.app import create_app
-from tests.conftest import run_cli
+from tests.conftest import CLEAN_VERIFY, run_cli
 
 NOW = datetime.now(UTC)
 
@@ -33,13 +33,7 @@ def test_an_expired_record_is_never_returned_and_is_purged(memory: Memory) -> No
     assert {p.id for p in exported.passages} == {later.id, kept.id}
     assert [p.expires_at for p in exported.passages if p.id == later.id] == [later.expires_at]
     assert gone.id not in memory._store.ids("ana", Tier.ARCHIVAL)  # purged, not only hidden
-    assert memory.verify().model_dump() == {
-        "problems": [],
-        "behind": [],
-        "not_loaded": [],
-        "old_format": [],
-        "orphans": [],
-    }
+    assert memory.verify().model_dump() == CLEAN_VERIFY
 
 
 READS: dict[str, Callable[[Memory], list[str]]] = {

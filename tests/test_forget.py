@@ -16,7 +16,7 @@ from memvec.engine.partition_index import PartitionIndex
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.types import AgentSettings
-from tests.conftest import run_cli
+from tests.conftest import CLEAN_VERIFY, run_cli
 
 
 def fill(mem: Memory) -> dict[str, int]:
@@ -53,13 +53,7 @@ def test_forget_matches_every_criterion_given_and_leaves_the_rest(memory: Memory
     assert memory.forget("ana", roles=["user"]) == 1
     assert remaining(memory) == {ids["p2"]} and memory.archival("bob").count() == 1
     assert [h.id for h in memory.archival("ana").search("passage work home", k=10)] == [ids["p2"]]
-    assert memory.verify().model_dump() == {
-        "problems": [],
-        "behind": [],
-        "not_loaded": [],
-        "old_format": [],
-        "orphans": [],
-    }
+    assert memory.verify().model_dump() == CLEAN_VERIFY
 
 
 def test_what_was_forgotten_is_in_no_file_of_the_home(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from memvec import Memory, Tier
 from memvec.embed import HashingEmbedder
 from memvec.index.files import read_manifest
+from tests.conftest import CLEAN_VERIFY
 from tests.service_helpers import Server
 
 AGENTS = [f"agent{i}" for i in range(6)]
@@ -71,13 +72,7 @@ def test_an_evicted_index_is_saved_and_catches_up_on_reload(tmp_path: Path) -> N
         later = other.archival("a").insert("written by another process while a was unloaded").record.id
         found = [h.id for h in mem.archival("a").search("note process unloaded", k=5, mode="bm25")]
         assert first in found and later in found
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
 
 
 @pytest.mark.slow
@@ -131,13 +126,7 @@ def test_property_eviction_under_concurrent_searches_and_writes(
         live = final_answers(mem, agents)
         copy = tmp_path_factory.mktemp("copy")
         shutil.copytree(home, copy, ignore=shutil.ignore_patterns("index"), dirs_exist_ok=True)
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
     with Memory.open(copy, embedder=HashingEmbedder(32)) as fresh:
         assert final_answers(fresh, agents) == live
 

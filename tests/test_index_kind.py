@@ -9,6 +9,7 @@ import pytest
 from memvec import Memory, NewRecord, SearchRequest, Tier
 from memvec.embed import HashingEmbedder
 from memvec.index.files import read_manifest
+from tests.conftest import CLEAN_VERIFY
 
 BIG = 300
 
@@ -51,13 +52,7 @@ def test_auto_switches_at_the_threshold_and_back_below_half(tmp_path: Path) -> N
             mem.delete_record("ana", record_id)
         top(mem, "note")
         assert kind(mem) == "flat"
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
     assert read_manifest(tmp_path / "index" / "ana" / "archival").index_kind == "flat"
 
 
@@ -65,13 +60,7 @@ def test_a_fixed_kind_is_kept_whatever_the_size(tmp_path: Path) -> None:
     with Memory.open(tmp_path, embedder=HashingEmbedder(64), index={"kind": "flat-sq8", "auto_hnsw_from": 10}) as mem:
         mem.insert(records(0, 50))
         assert kind(mem) == "flat-sq8"
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
 
 
 @pytest.mark.slow

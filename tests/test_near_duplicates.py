@@ -16,7 +16,7 @@ from memvec.index.duplicates import near_identical
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.tools import TOOLS, ToolContext
-from tests.conftest import run_cli
+from tests.conftest import CLEAN_VERIFY, run_cli
 
 SAME = [
     ("Ana lives in Lisbon.", "ana lives in lisbon"),
@@ -96,13 +96,7 @@ def test_repeats_within_one_batch_and_exact_ones(real_memory: Memory) -> None:
     assert results[1].record.tags == ["t0", "t1", "t2"]
     exact = real_memory.archival("bo").insert("Bo's birthday is in May.", tags=["t9"])
     assert exact.duplicate_of == first and exact.record.tags == ["t0", "t1", "t2", "t9"]
-    assert real_memory.verify().model_dump() == {
-        "problems": [],
-        "behind": [],
-        "not_loaded": [],
-        "old_format": [],
-        "orphans": [],
-    }
+    assert real_memory.verify().model_dump() == CLEAN_VERIFY
 
 
 def test_only_current_versions_and_only_archival_passages_absorb_repeats(real_memory: Memory) -> None:

@@ -19,7 +19,7 @@ from memvec.embed.onnx import pool
 from memvec.embed.onnx_export import exported_model
 from memvec.embed.st_layout import read_layout
 from memvec.errors import InvalidInputError, ModelExportError, ModelMismatchError, QuantizationRefusedError
-from tests.conftest import LOCOMO, run_cli
+from tests.conftest import CLEAN_VERIFY, LOCOMO, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -233,13 +233,7 @@ def test_a_torch_home_keeps_working_with_default_settings(home: Path) -> None:
     with Memory.open(home) as mem:  # defaults: the home's backend, not the default for new homes
         assert mem.model_id == "all-MiniLM-L6-v2"
         assert mem.archival("a").search(QUESTION, k=1, mode="vector")[0].text == FACTS[0]
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
     with pytest.raises(ModelMismatchError, match="rebuild"):
         Memory.open(home, embed_backend="onnx-int8")
 
@@ -255,13 +249,7 @@ def test_switching_backend_goes_through_rebuild(home: Path) -> None:
         [batch] = mem._store.embeddings("a", mem.archival("a").tier)
         assert set(batch.models) == {"onnx-int8:all-MiniLM-L6-v2"}
         assert cosines(batch.vectors, before.vectors).min() >= 0.95
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
     with Memory.open(home) as mem:
         assert mem.model_id == "onnx-int8:all-MiniLM-L6-v2"
         assert mem.archival("a").search(QUESTION, k=1, mode="vector")[0].text == FACTS[0]

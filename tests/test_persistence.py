@@ -11,6 +11,7 @@ import pytest
 from memvec import Memory, ModelMismatchError, NewRecord, Tier
 from memvec.embed import HashingEmbedder
 from memvec.index.files import FACTS_FILE, LEXICAL_FILE, MANIFEST_FILE, SESSIONS_FILE, VECTOR_FILE, read_manifest
+from tests.conftest import CLEAN_VERIFY
 
 
 def fill(home: Path, n: int = 40, dim: int = 64) -> list[int]:
@@ -35,13 +36,7 @@ def test_index_is_saved_with_a_manifest(home: Path) -> None:
     assert manifest.last_change == len(ids)
     assert set(manifest.checksums) == {VECTOR_FILE, LEXICAL_FILE, SESSIONS_FILE, FACTS_FILE}
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
 
 
 @pytest.mark.parametrize(
@@ -88,13 +83,7 @@ def test_missing_or_corrupt_files_are_rebuilt_never_trusted(home: Path, damage: 
     report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert report.rebuilt and report.reembedded == 0
     assert found == expected
-    assert mem.verify().model_dump() == {
-        "problems": [],
-        "behind": [],
-        "not_loaded": [],
-        "old_format": [],
-        "orphans": [],
-    }
+    assert mem.verify().model_dump() == CLEAN_VERIFY
     mem.close()
 
 
@@ -111,13 +100,7 @@ def test_index_behind_the_store_catches_up_from_the_change_log(home: Path) -> No
     mem, _ = reopen_and_search(home)
     loaded = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert not loaded.rebuilt and loaded.changes_applied == 5
-    assert mem.verify().model_dump() == {
-        "problems": [],
-        "behind": [],
-        "not_loaded": [],
-        "old_format": [],
-        "orphans": [],
-    }
+    assert mem.verify().model_dump() == CLEAN_VERIFY
     mem.close()
 
 
@@ -133,13 +116,7 @@ def test_model_change_re_embeds_and_rebuilds(home: Path) -> None:
         assert mem.model_id == "hash:64"
         reports = mem.rebuild(model="hash:32")
         assert [(r.records, r.reembedded) for r in reports] == [(len(ids), len(ids))]
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
     manifest = read_manifest(index_dir(home))
     assert (manifest.model_id, manifest.dim) == ("hash:32", 32)
     with Memory.open(home) as mem:
@@ -169,13 +146,7 @@ def test_index_built_with_another_model_is_rebuilt_on_load(home: Path) -> None:
     report = mem._engine.load_reports[("app", Tier.ARCHIVAL)]
     assert report.rebuilt and "model_id" in report.reason and report.reembedded == 40
     assert set(found) == set(ids) and set(found[:6]) == {ids[i] for i in range(40) if i % 7 == 3}
-    assert mem.verify().model_dump() == {
-        "problems": [],
-        "behind": [],
-        "not_loaded": [],
-        "old_format": [],
-        "orphans": [],
-    }
+    assert mem.verify().model_dump() == CLEAN_VERIFY
     mem.close()
 
 
@@ -196,13 +167,7 @@ def test_switching_index_kind_rebuilds(home: Path, kind: str) -> None:
     assert read_manifest(index_dir(home)).index_kind == kind
     with Memory.open(home) as mem:  # the home remembers the kind
         assert mem.index_settings.kind == kind
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
         mem.archival("app").delete(mem.archival("app").search("note 5", k=1, mode="bm25")[0].id)
         assert not [h for h in mem.archival("app").search("note 5", k=3, mode="vector") if h.text.startswith("note 5 ")]
 

@@ -18,7 +18,7 @@ from memvec import CoreBlock, Memory, NewRecord, NotFoundError, Tier
 from memvec.embed import HashingEmbedder
 from memvec.store.postgres import PostgresStore
 from memvec.types import AgentSettings
-from tests.conftest import require_postgres, run_cli
+from tests.conftest import CLEAN_VERIFY, require_postgres, run_cli
 from tests.service_helpers import Server, WriteLoad, assert_every_write_is_there
 
 if TYPE_CHECKING:
@@ -86,13 +86,7 @@ def test_engine_on_postgres(tmp_path: Path, pg_url: str) -> None:
         assert core.get("human").value == "Name: Ana\nLikes tea"
         mem.insert([NewRecord(agent="other", tier=Tier.RECALL, text="hello", role="user")])
         assert sorted(mem.agents()) == ["app", "other"]
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
         assert type(mem._store).__name__ == "PostgresStore"
     assert not (tmp_path / "a" / "store.sqlite3").exists()  # the home holds only index files
 
@@ -117,13 +111,7 @@ def test_two_homes_share_one_postgres_store(tmp_path: Path, pg_url: str) -> None
     reader.close()
     with open_pg(tmp_path / "server-3", pg_url) as third:  # a new server builds its indexes from the store
         assert [h.id for h in third.archival("app").search("other server", mode="bm25")] == [record.id]
-        assert third.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert third.verify().model_dump() == CLEAN_VERIFY
 
 
 def test_export_from_sqlite_imports_into_postgres(tmp_path: Path, pg_url: str) -> None:
@@ -158,13 +146,7 @@ def test_a_slow_writer_on_another_server_is_not_skipped(tmp_path: Path, pg_url: 
         other.join(timeout=30)
         texts = {h.text for h in reader.archival("app").search("writer's note", mode="bm25")}
         assert texts == {"the slow writer's note", "the fast writer's note"}
-        assert reader.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert reader.verify().model_dump() == CLEAN_VERIFY
     finally:
         for mem in (slow, fast, reader):
             mem.close()

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from memvec import Memory, NewRecord, SearchRequest
 from memvec.embed import Embedder, HashingEmbedder
 from memvec.index.sessions import SessionTable
+from tests.conftest import CLEAN_VERIFY
 
 DIM = 8
 # (op, record id, session): add with a session (None: no session) or remove
@@ -155,13 +156,7 @@ def test_deleting_a_record_updates_its_session_and_survives_reopen(home: Path) -
     with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
         index = mem._engine.tier_index("ana", results[0].record.tier)
         assert len(index.sessions) == 5
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
 
 
 def test_live_session_scores_equal_a_rebuild_after_deletes_compaction_and_adds(home: Path, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from memvec.embed import HashingEmbedder
 from memvec.errors import StoreError, StoreUnavailableError
 from memvec.store import STORE_FILE
 from memvec.types import NewRecord, Tier
+from tests.conftest import CLEAN_VERIFY
 
 
 def test_a_locked_store_is_unavailable_and_nothing_is_lost(home: Path) -> None:
@@ -27,13 +28,7 @@ def test_a_locked_store_is_unavailable_and_nothing_is_lost(home: Path) -> None:
         assert mem.archival("a").insert("written after the lock").created
         assert [h.id for h in mem.archival("a").search("written before the lock", k=1, mode="bm25")] == [kept]
         assert mem.archival("a").count() == 2
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
 
 
 def test_a_full_disk_refuses_the_batch_whole_and_keeps_the_rest(home: Path) -> None:
@@ -49,13 +44,7 @@ def test_a_full_disk_refuses_the_batch_whole_and_keeps_the_rest(home: Path) -> N
         mem._store._db.execute("PRAGMA max_page_count = 1073741823")  # type: ignore[attr-defined]
         assert mem.archival("a").insert("space again").created
         assert mem.archival("a").count() == 21
-        assert mem.verify().model_dump() == {
-            "problems": [],
-            "behind": [],
-            "not_loaded": [],
-            "old_format": [],
-            "orphans": [],
-        }
+        assert mem.verify().model_dump() == CLEAN_VERIFY
 
 
 def _record(text: str) -> NewRecord:

@@ -21,6 +21,7 @@ from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.tools import TOOLS, ToolContext
 from memvec.types import NewRecord, Tier
+from tests.conftest import CLEAN_VERIFY
 from tests.conftest import run_cli as run_memvec
 from tests.test_mcp import call, run_client
 
@@ -70,13 +71,7 @@ def test_history_links_and_list(real_memory: Memory) -> None:
     assert [r.text for r in archival.list()] == ["Ana's favourite food is ramen.", "Ana lives in Oslo."]
     assert [r.text for r in archival.list(as_of=day(2020))] == ["Ana lives in Lisbon."]  # ramen: recorded now
     assert archival.count() == 4  # every stored version
-    assert real_memory.verify().model_dump() == {
-        "problems": [],
-        "behind": [],
-        "not_loaded": [],
-        "old_format": [],
-        "orphans": [],
-    }
+    assert real_memory.verify().model_dump() == CLEAN_VERIFY
 
 
 def test_only_the_current_version_can_be_updated(memory: Memory) -> None:
