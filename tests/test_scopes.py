@@ -6,6 +6,7 @@ route is walked without anyone adding it to a list, and one this file has no req
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,13 @@ REQUESTS: dict[str, dict[str, Any]] = {
 }
 
 
+def scratch_memory() -> Memory:
+    """A home of its own in a new temporary folder (a fixed path would outlive the run and its schema)."""
+    return Memory.open(Path(tempfile.mkdtemp(prefix="memvec-scope-routes-")), embedder=HashingEmbedder(8))
+
+
 def walked_routes() -> list[tuple[str, str]]:
-    app = create_app(Memory.open(Path("/tmp/memvec-scope-routes"), embedder=HashingEmbedder(8)), KEYS)
+    app = create_app(scratch_memory(), KEYS)
     routes = [(method, route.path) for route in api_routes(app) for method in sorted(route.methods or ())]
     app.state.service.memory.close()
     return [(m, p) for m, p in routes if "{agent_id}" in p or "{block_id}" in p or "{folder_id}" in p]
@@ -130,7 +136,7 @@ def test_every_route_with_an_agent_in_its_path_takes_it_through_the_scope_depend
     from memvec.service.deps import scoped_agent
     from memvec.service.ui.deps import page_agent
 
-    app = create_app(Memory.open(Path("/tmp/memvec-scope-routes"), embedder=HashingEmbedder(8)), KEYS)
+    app = create_app(scratch_memory(), KEYS)
     app.state.service.memory.close()
     checked = 0
     for route in api_routes(app):
