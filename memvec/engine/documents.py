@@ -319,9 +319,7 @@ def delete_documents(engine: Engine, document_ids: Sequence[int]) -> tuple[int, 
     with engine.store.transaction():
         engine.store.note_forgotten(document_tombstones(engine, document_ids))
         for agent, ids in holders.items():
-            deleted += engine.store.delete_many(agent, ids)
-            engine.store.forget_in_runs(agent, ids)
-            engine.store.forget_requests(agent)
+            deleted += engine.delete_logged(agent, ids)
         engine.store.delete_document_rows(document_ids)
     return deleted, list(holders)
 

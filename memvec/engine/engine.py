@@ -200,7 +200,7 @@ class Engine:
             if record is None:
                 raise NotFoundError(f"agent {agent!r} has no record {record_id}")
             self.store.note_forgotten(record_tombstones(chain))  # written only if the delete commits
-            self._delete_logged(agent, [r.id for r in chain])
+            self.delete_logged(agent, [r.id for r in chain])
         self.store.checkpoint()
         self.tier_index(agent, record.tier)
         return checked_on_read([record])[0]
@@ -230,7 +230,7 @@ class Engine:
                     matching = np.intersect1d(matching, np.asarray(chains, dtype=np.int64))
                 forgotten[tier] = matching.tolist()
                 self.store.note_forgotten(record_tombstones(self.store.get(agent, forgotten[tier])))
-                count += self._delete_logged(agent, forgotten[tier])
+                count += self.delete_logged(agent, forgotten[tier])
         for tier, gone in forgotten.items():
             self._saved_without(agent, tier, gone)
         return count
@@ -248,12 +248,13 @@ class Engine:
         """Delete `ids` from the store in one transaction, then save the index without them, so no
         index file keeps them either; returns how many were deleted."""
         with self.store.transaction():
-            deleted = self._delete_logged(agent, ids)
+            deleted = self.delete_logged(agent, ids)
         self._saved_without(agent, tier, ids)
         return deleted
 
-    def _delete_logged(self, agent: str, ids: list[int]) -> int:
-        """Inside the caller's transaction: the records, and their texts in consolidation runs' diffs."""
+    def delete_logged(self, agent: str, ids: list[int]) -> int:
+        """Inside the caller's transaction: the records, their texts in consolidation runs' diffs, and
+        the agent's answers kept for retries (they quote what they stored). Every delete goes through it."""
         if not ids:
             return 0
         deleted = self.store.delete_many(agent, ids)
