@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import HTTPException, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -33,6 +33,7 @@ from memvec.service.streaming import DONE, SSE_HEADERS, Reply, sse
 RETRY_COUNT = "x-stainless-retry-count"
 IDEMPOTENCY_KEY = "idempotency-key"
 REPLAYED = {"x-memvec-replayed": "true"}
+T = TypeVar("T")
 _KEY_SHAPE = re.compile(r"[\x21-\x7e]{1,255}")  # printable ASCII, no spaces
 
 
@@ -74,6 +75,25 @@ async def _claim(service: ServiceState, agent: str, ticket: Ticket) -> str | Non
     return answer
 
 
+def nobody_listening() -> Response:
+    """The answer to a send whose client left before it ran (499: the status is for the access log)."""
+    return Response(status_code=499)
+
+
+async def run_or_drop(service: ServiceState, ticket: Ticket | None, run: Callable[[], Awaitable[T | None]]) -> T | None:
+    """`run()`; the claimed ticket is dropped when it raises or gives None (nothing answered), so a
+    retry runs the send."""
+    try:
+        out = await run()
+    except BaseException:
+        if ticket is not None:
+            await run_in_threadpool(service.memory.drop_message_request, ticket.key)
+        raise
+    if out is None and ticket is not None:
+        await run_in_threadpool(service.memory.drop_message_request, ticket.key)
+    return out
+
+
 async def answered_once(
     service: ServiceState,
     request: Request,
@@ -84,16 +104,9 @@ async def answered_once(
     """`run`'s answer (None from it: the client left before it began), or the first attempt's."""
     if ticket is not None and (answer := await _claim(service, agent, ticket)) is not None:
         return Response(answer, media_type="application/json", headers=REPLAYED)
-    try:
-        out = await run()
-    except BaseException:
-        if ticket is not None:
-            await run_in_threadpool(service.memory.drop_message_request, ticket.key)
-        raise
+    out = await run_or_drop(service, ticket, run)
     if out is None:
-        if ticket is not None:
-            await run_in_threadpool(service.memory.drop_message_request, ticket.key)
-        return Response(status_code=499)  # nobody is listening: the status is for the access log
+        return nobody_listening()
     body = out.model_dump_json()
     if ticket is not None:
         await run_in_threadpool(service.memory.finish_message_request, ticket.key, body)

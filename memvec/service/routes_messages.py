@@ -30,7 +30,14 @@ from memvec.service.deps import (
     in_scope,
     visible_agent,
 )
-from memvec.service.retries import answered_once, claimed_stream, recorded_reply, ticket_of
+from memvec.service.retries import (
+    answered_once,
+    claimed_stream,
+    nobody_listening,
+    recorded_reply,
+    run_or_drop,
+    ticket_of,
+)
 from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
 from memvec.service.streaming import Emit, stream_reply
 from memvec.types import MAX_ID, NewRecord, Record, Tier
@@ -190,17 +197,8 @@ async def _streamed(
     if (replayed := await claimed_stream(service, agent, ticket)) is not None:
         return replayed
     reply = recorded_reply(service, ticket, lambda emit: _send(service, agent, principal, body, emit))
-    try:
-        streamed = await stream_reply(service, agent, reply, request=request)
-    except BaseException:
-        if ticket is not None:
-            await run_in_threadpool(service.memory.drop_message_request, ticket.key)
-        raise
-    if streamed is None:  # the client left while the agent was busy: nothing ran
-        if ticket is not None:
-            await run_in_threadpool(service.memory.drop_message_request, ticket.key)
-        return Response(status_code=499)
-    return streamed
+    streamed = await run_or_drop(service, ticket, lambda: stream_reply(service, agent, reply, request=request))
+    return nobody_listening() if streamed is None else streamed  # None: the client left while the agent was busy
 
 
 def _stop(reason: str) -> dict[str, Any]:
