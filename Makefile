@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-unseen bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods bench-search-profile bench-documents train-ranker screenshots
+.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-unseen bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods bench-search-profile bench-documents letta-suite train-ranker screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -125,6 +125,13 @@ bench-documents: install
 # Upper bounds on LoCoMo (ceiling, deeper k, oracle fusion weight) from the raw per-method scores (~3 min).
 bench-headroom: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.headroom $(BENCH_ARGS)
+
+# Letta's own client tests, run as the spec against `memvec serve`: LETTA_REPO=<a clone of letta-ai/letta>
+# (its history holds the tests); each letta-client in a venv of its own outside the project, made on
+# first use (~10 min each), then ~15 min a client: benchmarks/results/letta_suite.md.
+letta-suite: install
+	@test -n "$(LETTA_REPO)" || { echo "set LETTA_REPO to a clone of github.com/letta-ai/letta" >&2; exit 2; }
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.letta_suite --letta-repo $(LETTA_REPO) $(BENCH_ARGS)
 
 check: lint test
 

@@ -1,0 +1,98 @@
+"""The harness that runs Letta's own tests against memvec (make letta-suite): its scripted OpenAI-shaped
+model answers through litellm as Letta's test messages ask, streamed or not, and its report counts
+each file's outcomes from pytest's junit XML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks import openai_script
+from benchmarks.letta_suite import read_junit, report
+
+SEND = {"type": "function", "function": {"name": "send_message", "parameters": {}}}
+DICE = {"type": "function", "function": {"name": "roll_dice", "parameters": {}}}
+
+
+def ask(text: str, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A chat-completions request as litellm sends it (the model named apart)."""
+    return {"messages": [{"role": "user", "content": text}], **({"tools": tools} if tools else {})}
+
+
+def test_the_script_follows_letta_test_messages() -> None:
+    quoted = "Call the send_message tool with the message 'Teamwork makes the dream work'."
+    assert openai_script.reply_to(ask(quoted, [SEND])) == (
+        None,
+        [("send_message", {"message": "Teamwork makes the dream work"})],
+    )
+    dice = "This is an automated test message. Call the roll_dice tool with 16 sides and send me a message."
+    assert openai_script.reply_to(ask(dice, [SEND, DICE])) == (None, [("roll_dice", {"num_sides": 16})])
+    after_tool = ask(dice, [SEND, DICE])
+    after_tool["messages"].append({"role": "tool", "content": '{"result": 7}'})
+    assert openai_script.reply_to(after_tool)[1][0][0] == "send_message"
+    assert openai_script.reply_to(ask("Hi!")) == (openai_script.GREETING, [])  # no tools: plain text
+
+
+def reassembled(chunks: list[dict[str, Any]]) -> tuple[str, str, str]:
+    text, name, arguments = "", "", ""
+    for chunk in chunks:
+        delta = chunk["choices"][0]["delta"]
+        text += delta.get("content") or ""
+        for call in delta.get("tool_calls") or []:
+            name += call["function"].get("name", "")
+            arguments += call["function"]["arguments"]
+    return text, name, arguments
+
+
+def test_a_streamed_reply_is_the_same_reply_in_pieces() -> None:
+    request = ask("Call the send_message tool with the message 'in pieces, whole again'.", [SEND])
+    chunks = list(openai_script.chunks(request))
+    assert len(chunks) > 2 and chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    text, name, arguments = reassembled(chunks)
+    assert (text, name, json.loads(arguments)) == ("", "send_message", {"message": "in pieces, whole again"})
+    plain = list(openai_script.chunks(ask("Hi!")))
+    assert reassembled(plain)[0] == openai_script.GREETING
+
+
+def test_litellm_calls_the_script_as_it_calls_openai() -> None:
+    from memvec.agent.llm import litellm_module
+
+    litellm = litellm_module()
+    with openai_script.serving() as base:
+        assert httpx.post(f"{base}/embeddings", json={}).status_code == 404
+        request = ask("Call the send_message tool with the message 'through litellm'.", [SEND])
+        response = litellm.completion(model="openai/gpt-4o-mini", api_base=base, api_key="sk-scripted", **request)
+        [call] = response.choices[0].message.tool_calls
+        assert (call.function.name, json.loads(call.function.arguments)) == (
+            "send_message",
+            {"message": "through litellm"},
+        )
+        stream = litellm.completion(
+            model="openai/gpt-4o-mini", api_base=base, api_key="sk-scripted", stream=True, **ask("Hi!")
+        )
+        assert "".join(chunk.choices[0].delta.content or "" for chunk in stream) == openai_script.GREETING
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="tests.sdk.blocks_test" name="test_create[a]" time="0.1"/>
+<testcase classname="tests.sdk.blocks_test" name="test_create[b]" time="0.1">
+  <failure message="AssertionError: assert 2000 == 100000">trace</failure></testcase>
+<testcase classname="tests.test_client" name="test_tags" time="0.1">
+  <error message="failed on setup with &quot;NotFoundError: 404&quot;">trace</error></testcase>
+<testcase classname="tests.test_client.TestGroup" name="test_skip" time="0.0">
+  <skipped message="not implemented"/></testcase>
+</testsuite></testsuites>"""
+
+
+def test_the_report_counts_outcomes_per_file_and_names_the_reasons(tmp_path: Path) -> None:
+    (tmp_path / "junit.xml").write_text(JUNIT)
+    results = read_junit(tmp_path / "junit.xml")
+    assert dict(results["tests/sdk/blocks_test.py"].outcomes) == {"passed": 1, "failed": 1}
+    assert dict(results["tests/test_client.py"].outcomes) == {"error": 1, "skipped": 1}
+    written = report({"1.7.12": results})
+    assert "| tests/sdk/blocks_test.py | 1/2 (0 skipped) |" in written
+    assert "| all | 1/3 (1 skipped) |" in written
+    assert "- 1 x `AssertionError: assert 2000 == 100000`" in written
