@@ -625,7 +625,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "an agent is created with a model litellm cannot call",
         "memvec/service/routes_agents.py",
-        "    _check_model(settings.model)\n",
+        "    _check_model(settings.model)  # both 400s before anything is written\n",
         "",
         "tests/test_service.py",
     ),
@@ -1426,8 +1426,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "an agent in a route's path skips the key's scope",
         "memvec/service/deps.py",
-        "    in_scope(agent_id, principal)\n    return agent_id\n\n\nScopedAgent",
-        "    return agent_id\n\n\nScopedAgent",
+        "    in_scope(handle, principal)\n    return handle\n\n\nScopedAgent",
+        "    return handle\n\n\nScopedAgent",
         "tests/test_scopes.py",
     ),
     (
@@ -1875,6 +1875,48 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         '        written_by: WrittenBy | None = "agent" if own else None',
         '        written_by: WrittenBy | None = "agent" if own or role != "user" else None',
         "tests/test_provenance.py",
+    ),
+    (
+        "an agent's id over HTTP is its handle",
+        "memvec/service/views.py",
+        "        id=identity.id,",
+        "        id=settings.name,",
+        "tests/test_agent_identity.py",
+    ),
+    (
+        "a name taken as a handle refuses a second agent of that name",
+        "memvec/memory/agents.py",
+        "        if name_as_handle_only:\n",
+        "        if True:\n",
+        "tests/test_agent_identity.py",
+    ),
+    (
+        "paths do not take agent ids",
+        "memvec/memory/agents.py",
+        "        handle = self._store.handle_of(ref)\n",
+        "        handle = None\n",
+        "tests/test_agent_identity.py",
+    ),
+    (
+        "a deleted agent's id still names its handle",
+        "memvec/store/agents.py",
+        '            self._run(db, "DELETE FROM agent_identities WHERE handle = ?", (name,))\n',
+        "",
+        "tests/test_agent_identity.py",
+    ),
+    (
+        "the upgrade gives every agent its old name as id",
+        "memvec/store/schema.py",
+        "        CASE WHEN handle GLOB 'agent-????????-????-????-????-????????????' THEN handle",
+        "        CASE WHEN 1 THEN handle",
+        "tests/test_agent_identity.py",
+    ),
+    (
+        "a rename changes nothing",
+        "memvec/store/identities.py",
+        '            self._run(db, "UPDATE agent_identities SET name = ? WHERE handle = ?", (name, handle))',
+        "            pass",
+        "tests/test_agent_identity.py",
     ),
 ]
 

@@ -108,7 +108,7 @@ def test_a_keys_file_entry_is_named_by_line() -> None:
 
 def test_a_scope_written_with_spaces_still_scopes(server: Server) -> None:
     with api(server, SCOPED) as scoped:
-        assert [a["id"] for a in scoped.get("/v1/agents").json()] == ["ana"]
+        assert [a["name"] for a in scoped.get("/v1/agents").json()] == ["ana"]
         assert scoped.get("/v1/agents/bob").status_code == 404
         assert scoped.get("/v1/agents/ana").status_code == 200
 

@@ -61,13 +61,13 @@ def test_create_in_the_quickstart_form_and_retrieve(client: Letta) -> None:
 
 
 def test_list_pages_with_the_clients_cursor(client: Letta) -> None:
-    made = [client.agents.create(name=f"page-{i}", tags=["paged"] if i % 2 else ["other"]).id for i in range(5)]
-    listed = [a.id for a in client.agents.list(limit=2) if a.id.startswith("page-")]
-    assert listed == made  # every agent once, and the iteration ends
-    assert [a.id for a in client.agents.list(name="page-3")] == ["page-3"]
-    assert [a.id for a in client.agents.list(tags=["paged"], limit=50)] == ["page-1", "page-3"]
+    made = [client.agents.create(name=f"page {i}", tags=["paged"] if i % 2 else ["other"]).id for i in range(5)]
+    listed = [a.id for a in client.agents.list(limit=2) if a.id in made]
+    assert listed == made  # every agent once, oldest first, and the iteration ends
+    assert [a.id for a in client.agents.list(name="page 3")] == [made[3]]
+    assert [a.id for a in client.agents.list(tags=["paged"], limit=50)] == [made[1], made[3]]
     first_page = client.agents.list(order="desc", limit=3, name=None).items
-    assert [a.id for a in first_page] == ["page-4", "page-3", "page-2"]  # nothing sorts after "page-" yet
+    assert [a.id for a in first_page] == made[:1:-1]  # newest first
 
 
 def test_modify_and_delete(client: Letta) -> None:
@@ -85,8 +85,9 @@ def test_modify_and_delete(client: Letta) -> None:
     assert changed.system == "Be brief." and changed.llm_config.api_model_endpoint_type == "anthropic"
     assert changed.llm_config.context_window == 16000
     assert client.agents.retrieve(agent.id).model_dump() == changed.model_dump()
-    with pytest.raises(letta_client.BadRequestError, match="renaming is not supported"):
-        client.agents.update(agent.id, name="other-name")
+    renamed = client.agents.update(agent.id, name="Other Name")  # a display name: the id stays
+    assert (renamed.id, renamed.name) == (agent.id, "Other Name")
+    assert client.agents.retrieve(agent.id).name == "Other Name"
     client.agents.delete(agent.id)
     with pytest.raises(letta_client.NotFoundError):
         client.agents.retrieve(agent.id)
@@ -112,21 +113,20 @@ def test_blocks_list_retrieve_update_by_label(client: Letta) -> None:
 
 
 def test_refusals_are_not_retried(server: Server, client: Letta) -> None:
-    client.agents.create(name="dup")
-    with pytest.raises(letta_client.ConflictError):
-        client.agents.create(name="dup")
-    response = httpx.post(f"{server.url}/v1/agents", json={"name": "dup"}, headers={"Authorization": f"Bearer {ADMIN}"})
-    assert response.status_code == 409 and response.headers["x-should-retry"] == "false"
-    invalid = httpx.post(
-        f"{server.url}/v1/agents", json={"name": "no spaces"}, headers={"Authorization": f"Bearer {ADMIN}"}
-    )
+    first, second = client.agents.create(name="dup"), client.agents.create(name="dup")  # names may repeat
+    assert first.id != second.id and first.name == second.name == "dup"
+    exported = httpx.get(f"{server.url}/v1/agents/{first.id}/export", headers={"Authorization": f"Bearer {ADMIN}"})
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    response = httpx.post(f"{server.url}/v1/agents/import", json=exported.json(), headers=auth)  # "dup" is taken
+    assert response.status_code == 409 and response.headers["x-should-retry"] == "false", response.text
+    invalid = httpx.post(f"{server.url}/v1/agents", json={"name": " "}, headers={"Authorization": f"Bearer {ADMIN}"})
     assert invalid.status_code == 422 and invalid.headers["x-should-retry"] == "false"
 
 
 def test_a_scoped_key_sees_only_its_agents(server: Server, client: Letta) -> None:
-    client.agents.create(name="scoped-agent")
+    mine = client.agents.create(name="scoped-agent")
     with Letta(base_url=server.url, api_key=SCOPED, _strict_response_validation=True) as scoped:
-        assert [a.id for a in scoped.agents.list()] == ["scoped-agent"]
+        assert [a.id for a in scoped.agents.list()] == [mine.id]
         with pytest.raises(letta_client.NotFoundError):
             scoped.agents.retrieve("dup")
         with pytest.raises(letta_client.PermissionDeniedError):
@@ -149,8 +149,10 @@ def test_agents_written_through_the_python_api_are_agents_of_the_service(tmp_pat
     srv = Server(home).start()
     try:
         with Letta(base_url=srv.url, _strict_response_validation=True) as letta:
-            assert [a.id for a in letta.agents.list()] == ["probe"]
-            assert letta.agents.retrieve("probe").name == "probe"
+            (listed,) = letta.agents.list()
+            assert listed.id.startswith("agent-") and listed.name == "probe"
+            by_id, by_handle = letta.agents.retrieve(listed.id), letta.agents.retrieve("probe")
+            assert (by_id.id, by_id.name) == (by_handle.id, by_handle.name) == (listed.id, "probe")
     finally:
         srv.stop()
 
@@ -295,7 +297,7 @@ def test_shared_blocks_through_the_client(client: Letta) -> None:
     assert client.agents.blocks.retrieve("team", agent_id=second.id).value == "Project: gemini"
     assert client.blocks.retrieve(block.id).value == "Project: gemini"
     assert [b.id for b in client.blocks.list(label="team")] == [block.id]
-    assert [a.id for a in client.blocks.agents.list(block.id)] == ["crew-a", "crew-b"]
+    assert [a.id for a in client.blocks.agents.list(block.id)] == [first.id, second.id]
     assert client.blocks.update(block.id, value="Project: hermes").value == "Project: hermes"
     assert "team" not in [b.label for b in client.agents.blocks.detach(block.id, agent_id=first.id).memory.blocks]
     assert client.agents.blocks.retrieve("team", agent_id=second.id).value == "Project: hermes"

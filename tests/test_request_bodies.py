@@ -140,7 +140,7 @@ def test_the_api_answers_with_a_trailing_slash_without_a_redirect(service: InPro
 
     created, listed, retrieved, missing = asyncio.run(calls())
     assert created.status_code == 201 and listed.status_code == 200 and retrieved.status_code == 200
-    assert [a["id"] for a in listed.json()] == ["ana"] and retrieved.json()["id"] == "ana"
+    assert [a["name"] for a in listed.json()] == ["ana"] and retrieved.json()["name"] == "ana"
     assert missing.status_code == 404
 
 

@@ -9,7 +9,8 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,7 +20,7 @@ from memvec.embed import HashingEmbedder
 from memvec.exchange.consolidation import ConsolidationProposal
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing, Principal
-from memvec.service.deps import scoped_agent
+from memvec.service.deps import ServiceState, scoped_agent
 from memvec.types import AgentSettings
 from tests.service_helpers import api_routes
 
@@ -153,8 +154,12 @@ def test_every_route_with_an_agent_in_its_path_takes_it_through_the_scope_depend
     assert checked > 30
 
 
-def test_the_scope_dependency_refuses_an_agent_the_key_may_not_see_before_any_read() -> None:
+def test_the_scope_dependency_answers_an_agent_the_key_may_not_see_as_one_that_is_not_there() -> None:
+    handles = {"agent-0b5e3c7a-0000-4000-8000-000000000001": "ana", "bob": "bob"}
+    service = cast(ServiceState, SimpleNamespace(memory=SimpleNamespace(find_agent=handles.get)))
     scoped, everyone = Principal(agents=frozenset({"ana"})), Principal()
-    assert (scoped_agent("ana", scoped), scoped_agent("bob", everyone)) == ("ana", "bob")
-    with pytest.raises(NotFoundError, match="'bob' not found"):
-        scoped_agent("bob", scoped)
+    ana_id = "agent-0b5e3c7a-0000-4000-8000-000000000001"
+    assert (scoped_agent(ana_id, scoped, service), scoped_agent("bob", everyone, service)) == ("ana", "bob")
+    for absent in ("bob", "carl"):
+        with pytest.raises(NotFoundError, match=f"'{absent}' not found"):
+            scoped_agent(absent, scoped, service)

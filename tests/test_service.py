@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from memvec.types import AGENT_ID_PATTERN
 from tests.conftest import run_cli
 from tests.service_helpers import InProcess, Server, WriteLoad, assert_every_write_is_there
 
@@ -85,8 +87,8 @@ def test_api_keys_and_scopes(server: InProcess) -> None:
     make_agent(admin, "ana")
     make_agent(admin, "bob")
     admin.post("/v1/agents/bob/archival-memory", json={"text": "bob's secret plan"})
-    assert [a["id"] for a in scoped.get("/v1/agents").json()] == ["ana"]
-    assert [a["id"] for a in admin.get("/v1/agents").json()] == ["ana", "bob"]
+    assert [a["name"] for a in scoped.get("/v1/agents").json()] == ["ana"]
+    assert [a["name"] for a in admin.get("/v1/agents").json()] == ["ana", "bob"]
     for method, path in [
         ("GET", "/v1/agents/bob"),
         ("GET", "/v1/agents/bob/archival-memory"),
@@ -106,8 +108,10 @@ def test_api_keys_and_scopes(server: InProcess) -> None:
 def test_agents_blocks_passages_and_citations(server: InProcess) -> None:
     api = client(server)
     agent = make_agent(api, "ana")
-    assert agent["id"] == "ana" and [b["label"] for b in agent["blocks"]] == ["human", "persona"]
-    assert api.post("/v1/agents", json={"name": "ana"}).status_code == 409
+    assert agent["name"] == "ana" and [b["label"] for b in agent["blocks"]] == ["human", "persona"]
+    assert re.fullmatch(AGENT_ID_PATTERN, agent["id"]) and api.get(f"/v1/agents/{agent['id']}").json() == agent
+    namesake = api.post("/v1/agents", json={"name": "ana"}).json()  # a second agent of that name, apart
+    assert namesake["id"] != agent["id"] and api.get("/v1/agents/ana").json()["id"] == agent["id"]
     patched = api.patch("/v1/agents/ana/core-memory/blocks/human", json={"value": "Name: Ana Silva"})
     assert patched.json()["value"] == "Name: Ana Silva"
     over = api.patch("/v1/agents/ana/core-memory/blocks/human", json={"value": "x" * 201})
@@ -166,7 +170,7 @@ def test_agents_blocks_passages_and_citations(server: InProcess) -> None:
 @pytest.mark.parametrize(
     "method, path, body",
     [
-        ("POST", "/v1/agents", {"name": "bad name"}),
+        ("POST", "/v1/agents", {"name": "tab\tin a name"}),
         ("POST", "/v1/agents", {"name": "x", "context_window": -5}),
         ("POST", "/v1/agents", {"name": "x", "memory_blocks": [{"label": "9bad"}]}),
         ("POST", "/v1/agents", "not json at all"),
@@ -449,8 +453,10 @@ def test_an_agent_known_only_by_its_records_exists_for_create_and_import(tmp_pat
         mem.archival("ana").insert("written through the Python API, no settings")
         assert api.get("/v1/agents/ana").json()["name"] == "ana"
         exported = api.get("/v1/agents/ana/export").json()
-        for response in (api.post("/v1/agents", json={"name": "ana"}), api.post("/v1/agents/import", json=exported)):
-            assert response.status_code == 409 and response.json()["error"] == "already_exists", response.text
+        response = api.post("/v1/agents/import", json=exported)
+        assert response.status_code == 409 and response.json()["error"] == "already_exists", response.text
+        namesake = api.post("/v1/agents", json={"name": "ana"}).json()  # another agent, under its own id
+        assert namesake["name"] == "ana" and namesake["id"] != api.get("/v1/agents/ana").json()["id"]
         assert mem.archival("ana").count() == 1 and mem.core("ana").blocks() == []
 
 
@@ -517,8 +523,8 @@ def test_keys_file_with_multi_agent_scopes(tmp_path: Path) -> None:
         for name in ("ana", "bob", "carol"):
             make_agent(client(srv, "env-admin-00001"), name)
             admin.post(f"/v1/agents/{name}/archival-memory", json={"text": f"{name}'s note"}).raise_for_status()
-        assert [a["id"] for a in admin.get("/v1/agents").json()] == ["ana", "bob", "carol"]
-        assert [a["id"] for a in pair.get("/v1/agents").json()] == ["ana", "bob"]
+        assert [a["name"] for a in admin.get("/v1/agents").json()] == ["ana", "bob", "carol"]
+        assert [a["name"] for a in pair.get("/v1/agents").json()] == ["ana", "bob"]
         for name in ("ana", "bob"):
             hits = pair.get(f"/v1/agents/{name}/archival-memory/search", params={"query": "note"}).json()["results"]
             assert [h["content"] for h in hits] == [f"{name}'s note"]

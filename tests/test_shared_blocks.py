@@ -112,8 +112,8 @@ def test_over_http_a_scoped_key_reaches_only_blocks_its_agents_hold(memory: Memo
         assert actors[0] == f"http:{keys.principal('admin-key-0123456789').key_id}"  # type: ignore[union-attr]
         assert actors[1] == f"http:{keys.principal('ana-key-0123456789').key_id}"  # type: ignore[union-attr]
         assert [b["id"] for b in api.get("/v1/blocks", headers=ANA).json()] == [block_id]
-        assert [a["id"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ANA).json()] == ["ana"]
-        assert [a["id"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == ["ana", "bob"]
+        assert [a["name"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ANA).json()] == ["ana"]
+        assert [a["name"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == ["ana", "bob"]
         assert api.delete(f"/v1/blocks/{block_id}", headers=ANA).status_code == 403
         other = api.post("/v1/blocks", json={"label": "team", "value": "another"}, headers=ADMIN).json()["id"]
         clash = api.patch(f"/v1/agents/bob/core-memory/blocks/attach/{other}", headers=ADMIN)
@@ -186,11 +186,11 @@ def test_a_scoped_key_imports_only_shared_blocks_its_agents_hold_and_undoes_none
             assert refused.status_code == 403 and "none of its agents holds it" in refused.json()["detail"]
         assert api.get("/v1/agents/carol", headers=ADMIN).status_code == 404
         assert [b["id"] for b in api.get("/v1/blocks", headers=ADMIN).json()] == [block_id]
-        assert [a["id"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == ["bob"]
+        assert [a["name"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == ["bob"]
         assert api.patch(f"/v1/agents/ana/core-memory/blocks/attach/{block_id}", headers=ADMIN).status_code == 200
         imported = api.post("/v1/agents/import", params={"name": "carol"}, json=exported, headers=ANA)
         assert imported.status_code == 201, imported.text  # ana holds it: carol may hold it too
-        assert [a["id"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == [
+        assert [a["name"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == [
             "ana",
             "bob",
             "carol",

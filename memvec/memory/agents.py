@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memvec.engine.engine import Engine
@@ -10,8 +11,9 @@ from memvec.errors import AgentExistsError, NotFoundError
 from memvec.exchange.export import AgentExport, ImportReport
 from memvec.memory.names import validate_agent
 from memvec.store.base import Store
+from memvec.store.identities import new_agent_id
 from memvec.tiers.core import CoreMemory
-from memvec.types import AgentSettings, AgentState, CoreBlock, Tier
+from memvec.types import AGENT_PATTERN, AgentIdentity, AgentSettings, AgentState, CoreBlock, Tier
 
 
 class AgentMethods:
@@ -74,6 +76,44 @@ class AgentMethods:
         for tier in Tier:
             self._engine.tier_index(agent, tier).save()  # applies the deletions from the change log
         return len(deleted)
+
+    # -- identities: Letta's ids and display names (memvec.types.AgentIdentity) ---------------
+    def agent_identity(self, agent: str) -> AgentIdentity:
+        return self._store.identity(validate_agent(agent))
+
+    def agent_identities(self) -> dict[str, AgentIdentity]:
+        """Every agent's identity, by handle."""
+        return self._store.identities()
+
+    def find_agent(self, ref: str) -> str | None:
+        """The handle of the agent `ref` names, by its id or by its handle; None when none exists."""
+        handle = self._store.handle_of(ref)
+        if handle is None and re.fullmatch(AGENT_PATTERN, ref) and self._store.has_agent(ref):
+            handle = ref
+        return handle
+
+    def claim_agent(self, name: str | None, *, name_as_handle_only: bool = False) -> AgentIdentity:
+        """The identity of an agent about to be created over HTTP with display name `name`: its name
+        as handle when that is a free handle, else (unless `name_as_handle_only`: AgentExistsError)
+        a fresh id as both. Claimed in one write, so two creates never share a handle."""
+        if name is not None and re.fullmatch(AGENT_PATTERN, name) and not self._store.has_agent(name):
+            named = AgentIdentity(handle=name, id=new_agent_id(name), name=name)
+            if self._store.claim_identity(named):
+                return named
+        if name_as_handle_only:
+            raise AgentExistsError(f"agent {name!r} already exists")
+        fresh = new_agent_id()
+        identity = AgentIdentity(handle=fresh, id=fresh, name=name or fresh)
+        if not self._store.claim_identity(identity):  # a uuid4 taken: not in this universe
+            raise AgentExistsError(f"agent {fresh!r} already exists")
+        return identity
+
+    def rename_agent(self, agent: str, name: str) -> AgentIdentity:
+        """Give the agent a new display name (its id and handle stay)."""
+        handle = validate_agent(agent)
+        self.get_agent(handle)
+        self._store.rename_agent(handle, AgentIdentity(handle=handle, id="-", name=name).name)
+        return self._store.identity(handle)
 
     def export_agent(self, agent: str, *, with_embeddings: bool = True) -> AgentExport:
         """The agent, its blocks and all its passages and messages (with their embeddings)."""

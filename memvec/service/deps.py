@@ -62,7 +62,7 @@ def api_router(**settings: Any) -> APIRouter:
     return APIRouter(route_class=OffLoopBodyRoute, responses=ERROR_RESPONSES, **settings)
 
 
-AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="agent id (= its name)")]
+AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="the agent's id (`agent-<uuid>`) or its handle")]
 BlockLabel = Annotated[str, Path(pattern=LABEL_PATTERN, description="a core block's label")]
 
 
@@ -139,12 +139,16 @@ def in_scope(agent_id: str, principal: Principal) -> None:
         raise NotFoundError(f"agent {agent_id!r} not found")
 
 
-def scoped_agent(agent_id: AgentId, principal: Caller) -> str:
-    """The `{agent_id}` of a route's path, once the caller's key may see it (404 otherwise, before any
-    store read). Every route with an agent in its path takes it through here (ScopedAgent);
-    tests/test_scopes.py fails on one that does not."""
-    in_scope(agent_id, principal)
-    return agent_id
+def scoped_agent(agent_id: AgentId, principal: Caller, service: Service) -> str:
+    """The handle of the agent `{agent_id}` names (its Letta id, or its handle), once the caller's
+    key may see it: 404 when it does not exist or the key may not see it, the same answer. Every
+    route with an agent in its path takes it through here (ScopedAgent); tests/test_scopes.py fails
+    on one that does not."""
+    handle = service.memory.find_agent(agent_id)
+    if handle is None:
+        raise NotFoundError(f"agent {agent_id!r} not found")
+    in_scope(handle, principal)
+    return handle
 
 
 ScopedAgent = Annotated[str, Depends(scoped_agent)]

@@ -1,12 +1,12 @@
 """Agents and their core-memory blocks, in Letta's shapes (`letta-client` works unchanged).
 
-An agent's id is its name, as in the CLI and the Python API; an agent created without a name gets
-`agent-<uuid>` as both. Blocks are addressed by label; their `id` is `<agent>:<label>`.
+An agent has Letta's `agent-<uuid>` id and a display name that may change (memvec.types.AgentIdentity);
+paths take the id, or the handle the CLI and the Python API know the agent by. Blocks are addressed
+by label; their `id` is `<handle>:<label>`.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Literal
 
 from fastapi import HTTPException, Query
@@ -36,7 +36,7 @@ from memvec.service.schemas import (
     MemoryOut,
 )
 from memvec.service.views import agent_out, block_out, blocks_out, page
-from memvec.types import AgentSettings, BlockChange, CoreBlock
+from memvec.types import MAX_DISPLAY_NAME_CHARS, AgentSettings, BlockChange, CoreBlock
 
 router = api_router()
 
@@ -53,31 +53,28 @@ def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
     return {k: v for k, v in given.items() if v is not None or k == "model"}
 
 
-def _new_agent_name(body: AgentCreate) -> str:
-    return body.name or f"agent-{uuid.uuid4()}"
-
-
-def _in_order(names: list[str], *, after: str | None, before: str | None, descending: bool) -> list[str]:
-    ordered = sorted(names, reverse=descending)
-    if after is not None:
-        ordered = [n for n in ordered if (n < after if descending else n > after)]
-    if before is not None:
-        ordered = [n for n in ordered if (n > before if descending else n < before)]
-    return ordered
+def _in_order(ids: list[str], *, after: str | None, before: str | None, descending: bool) -> list[str]:
+    """`ids` (oldest first) in the order asked, past the `after` and short of the `before` cursor."""
+    ordered = ids[::-1] if descending else ids
+    return ordered[page(ordered, after=after, before=before, limit=len(ordered))]
 
 
 @router.post("/v1/agents", response_model=AgentOut, status_code=201, tags=["agents"])
 def create_agent(body: AgentCreate, principal: Caller, service: Service) -> AgentOut:
     """Create an agent (Letta's CreateAgentRequest; its fields memvec has no use for are ignored).
-    Without `memory_blocks` the agent gets persona and human blocks."""
-    memory, name = service.memory, _new_agent_name(body)
-    if not principal.may_see(name):
-        raise HTTPException(403, f"this key may not create agent {name!r}")
-    settings = AgentSettings.model_validate({"name": name, **_settings_changes(body)})
-    _check_model(settings.model)
+    It gets an `agent-<uuid>` id; its `name` may repeat another agent's. Without `memory_blocks`
+    the agent gets persona and human blocks. A key scoped to some agents creates only an agent whose
+    name is one of them, free as a handle (memvec.types.AgentIdentity)."""
+    memory, scoped = service.memory, principal.agents is not None
+    if scoped and (body.name is None or not principal.may_see(body.name)):
+        raise HTTPException(403, f"this key may not create agent {body.name!r}")
+    settings = AgentSettings.model_validate({"name": "unnamed", **_settings_changes(body)})
+    _check_model(settings.model)  # both 400s before anything is written
     blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
+    identity = memory.claim_agent(body.name, name_as_handle_only=scoped)
+    settings = settings.model_copy(update={"name": identity.handle})
     memory.create_agent(settings, blocks=blocks, actor=principal.actor)
-    return agent_out(memory, *visible_agent(name, principal, service))
+    return agent_out(memory, *visible_agent(identity.handle, principal, service))
 
 
 @router.get("/v1/agents", response_model=list[AgentOut], tags=["agents"])
@@ -87,19 +84,22 @@ def list_agents(
     after: Annotated[str | None, Query(description="cursor: agents after this id")] = None,
     before: Annotated[str | None, Query(description="cursor: agents before this id")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    name: Annotated[str | None, Query(max_length=64)] = None,
+    name: Annotated[str | None, Query(max_length=MAX_DISPLAY_NAME_CHARS)] = None,
     tags: Annotated[list[str] | None, Query(max_length=32)] = None,
     match_all_tags: bool = False,
     order: Literal["asc", "desc"] = "asc",
     ascending: bool | None = None,
 ) -> list[AgentOut]:
-    """Agents in id order, `limit` at a time after the `after` cursor (what letta-client pages with)."""
+    """Agents oldest first (`order=desc`: newest first), `limit` at a time after the `after` cursor
+    (what letta-client pages with); `name` keeps those with that display name."""
     memory = service.memory
-    names = [n for n in memory.agents() if principal.may_see(n) and (name is None or n == name)]
+    identities = {
+        i.id: i for h, i in memory.agent_identities().items() if principal.may_see(h) and name in (None, i.name)
+    }
     descending = order == "desc" if ascending is None else not ascending
     wanted, found = set(tags or []), []
-    for agent in _in_order(names, after=after, before=before, descending=descending):
-        settings, state = visible_agent(agent, principal, service)
+    for agent_id in _in_order(list(identities), after=after, before=before, descending=descending):
+        settings, state = visible_agent(identities[agent_id].handle, principal, service)
         has = set(settings.tags)
         if wanted and not (wanted <= has if match_all_tags else wanted & has):
             continue  # filtered on the settings, before the blocks are read
@@ -116,13 +116,15 @@ def get_agent(agent_id: ScopedAgent, principal: Caller, service: Service) -> Age
 
 @router.patch("/v1/agents/{agent_id}", response_model=AgentOut, tags=["agents"])
 def modify_agent(agent_id: ScopedAgent, body: AgentPatch, principal: Caller, service: Service) -> AgentOut:
+    """Change the agent's settings; `name` changes its display name (its id stays)."""
     settings, _ = visible_agent(agent_id, principal, service)
-    if body.name is not None and body.name != agent_id:
-        raise InvalidInputError("an agent's name is its id: renaming is not supported")
     changes = _settings_changes(body)
     if (model := changes.get("model")) != settings.model:  # a model set before the check stays usable
         _check_model(model if isinstance(model, str) else None)
-    service.memory.update_agent(AgentSettings.model_validate({**settings.model_dump(), **changes}))
+    changed = AgentSettings.model_validate({**settings.model_dump(), **changes})
+    if body.name is not None:
+        service.memory.rename_agent(agent_id, body.name)
+    service.memory.update_agent(changed)
     return agent_out(service.memory, *visible_agent(agent_id, principal, service))
 
 

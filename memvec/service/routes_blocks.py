@@ -128,12 +128,13 @@ def block_agents(
     before: Before = None,
     limit: Limit = 50,
 ) -> list[AgentOut]:
-    """The agents holding a shared block (those the caller can see), by name."""
-    block = _visible_shared(service.memory, principal, block_id)
-    held = [agent for agent in block.agents if principal.may_see(agent)]
+    """The agents holding a shared block (those the caller can see); the cursors are agent ids."""
+    memory = service.memory
+    block = _visible_shared(memory, principal, block_id)
+    held = {memory.agent_identity(agent).id: agent for agent in block.agents if principal.may_see(agent)}
+    ids = list(held)
     return [
-        agent_out(service.memory, *service.memory.get_agent(agent))
-        for agent in held[page(held, after=after, before=before, limit=limit)]
+        agent_out(memory, *memory.get_agent(held[i])) for i in ids[page(ids, after=after, before=before, limit=limit)]
     ]
 
 

@@ -252,7 +252,8 @@ def folder_agents(
     limit: Limit = 50,
 ) -> list[str]:
     """The ids of the agents the folder is attached to (those the caller can see)."""
-    held = [a for a in _visible(service.memory, principal, folder_id).agents if principal.may_see(a)]
+    memory = service.memory
+    held = [memory.agent_identity(a).id for a in _visible(memory, principal, folder_id).agents if principal.may_see(a)]
     return held[page(held, after=after, before=before, limit=limit)]
 
 

@@ -14,9 +14,9 @@ from memvec.types import (
     MAX_META_CHARS,
     MAX_TAGS,
     MAX_TEXT_CHARS,
-    AgentName,
     Citation,
     CoreBlock,
+    DisplayName,
     Hit,
     Metadata,
     MetaText,
@@ -53,7 +53,9 @@ class BlockIn(Lenient):
 class AgentCreate(Lenient):
     """Letta's CreateAgentRequest (quickstart form: `model`, `embedding`, `memory_blocks`)."""
 
-    name: AgentName | None = Field(default=None, description="the agent's id too; default agent-<uuid>")
+    name: DisplayName | None = Field(
+        default=None, description="its display name (default: its id); also its handle when that is free"
+    )
     memory_blocks: list[BlockIn] = Field(default_factory=list, max_length=32)
     model: str | None = Field(default=None, max_length=256, description="litellm model; None: a memory-only agent")
     embedding: str | None = Field(
@@ -70,7 +72,7 @@ class AgentCreate(Lenient):
 
 
 class AgentPatch(Lenient):
-    name: AgentName | None = Field(default=None, description="must be the agent's id: renaming is not supported")
+    name: DisplayName | None = Field(default=None, description="a new display name (the id stays)")
     model: str | None = Field(default=None, max_length=256)
     embedding: str | None = Field(default=None, max_length=256)
     context_window_limit: int | None = Field(default=None, ge=256, le=2_000_000)
@@ -151,8 +153,8 @@ class MemoryOut(BaseModel):
 class AgentOut(BaseModel):
     """Letta's AgentState, filled in, plus memvec's `context_window` and the embedding it really uses."""
 
-    id: str = Field(description="agent ids are their names")
-    name: str
+    id: str = Field(description="agent-<uuid>, fixed at creation")
+    name: str = Field(description="its display name, which may change and repeat")
     agent_type: str
     blocks: list[BlockOut]
     memory: MemoryOut

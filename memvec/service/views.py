@@ -46,9 +46,10 @@ def block_out(memory: Memory, agent: str, block: CoreBlock) -> BlockOut:
 
 def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
     blocks = blocks_out(memory, settings.name)
+    identity = memory.agent_identity(settings.name)
     return AgentOut(
-        id=settings.name,
-        name=settings.name,
+        id=identity.id,
+        name=identity.name,
         agent_type=settings.agent_type,
         blocks=blocks,
         memory=MemoryOut(blocks=blocks, agent_type=settings.agent_type),

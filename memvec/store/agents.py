@@ -128,5 +128,6 @@ class AgentStore:
             self._run(db, "DELETE FROM folder_attachments WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM message_requests WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
+            self._run(db, "DELETE FROM agent_identities WHERE handle = ?", (name,))
             self.note_forgotten([Tombstone(at=datetime.now(UTC), kind="agent", agent=name)])
         return [(int(r["id"]), str(r["tier"])) for r in rows]

@@ -93,7 +93,15 @@ CREATE TABLE IF NOT EXISTS message_requests (
     response TEXT, started_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS message_requests_by_agent ON message_requests (agent);
 CREATE INDEX IF NOT EXISTS message_requests_by_start ON message_requests (started_at);
-ALTER TABLE records ADD COLUMN IF NOT EXISTS written_by TEXT
+ALTER TABLE records ADD COLUMN IF NOT EXISTS written_by TEXT;
+CREATE TABLE IF NOT EXISTS agent_identities (handle TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
+INSERT INTO agent_identities (handle, id, name)
+SELECT handle,
+    CASE WHEN handle ~ '^agent-[0-9a-f-]{36}$' THEN handle ELSE 'agent-' || gen_random_uuid()::text END, handle
+FROM (SELECT name AS handle FROM agents UNION SELECT agent FROM records
+      UNION SELECT agent FROM core_blocks WHERE agent NOT LIKE '~%') AS handles
+WHERE NOT EXISTS (SELECT 1 FROM agent_identities)
+ON CONFLICT DO NOTHING
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys

@@ -253,6 +253,22 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE records ADD COLUMN written_by TEXT;
     """,
     ),
+    (
+        17,
+        """
+    -- agents' Letta ids and display names, apart from the handle (the old name) their data is keyed by
+    CREATE TABLE agent_identities (handle TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
+    INSERT INTO agent_identities (handle, id, name)
+    SELECT handle,
+        CASE WHEN handle GLOB 'agent-????????-????-????-????-????????????' THEN handle
+        ELSE 'agent-' || lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4'
+            || substr(lower(hex(randomblob(2))), 2) || '-' || substr('89ab', 1 + abs(random() % 4), 1)
+            || substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6))) END,
+        handle
+    FROM (SELECT name AS handle FROM agents UNION SELECT agent FROM records
+          UNION SELECT agent FROM core_blocks WHERE agent NOT LIKE '~%')
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

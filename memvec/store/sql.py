@@ -23,6 +23,7 @@ from memvec.store.blocks import BlockStore
 from memvec.store.documents import DocumentStore
 from memvec.store.folders import FolderStore
 from memvec.store.forget_log import Tombstone
+from memvec.store.identities import IdentityStore
 from memvec.store.requests import RequestStore
 from memvec.store.rows import (
     EMBEDDING_COLUMNS,
@@ -65,6 +66,7 @@ class SQLStore(
     SharedBlockStore,
     DocumentStore,
     FolderStore,
+    IdentityStore,
     RequestStore,
     RunStore,
     ScopeStore,

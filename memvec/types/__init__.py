@@ -9,6 +9,7 @@ characters after stripping, at most MAX_TAGS tags of 1..MAX_TAG_CHARS characters
 from __future__ import annotations
 
 from memvec.types.agents import (
+    AgentIdentity,
     AgentSettings,
     AgentState,
     BlockChange,
@@ -33,11 +34,13 @@ from memvec.types.search import (
     SearchRequest,
 )
 from memvec.types.values import (
+    AGENT_ID_PATTERN,
     AGENT_PATTERN,
     EARLIEST,
     INDEX_KIND_SETTINGS,
     LABEL_PATTERN,
     LATEST,
+    MAX_DISPLAY_NAME_CHARS,
     MAX_ID,
     MAX_K,
     MAX_META_CHARS,
@@ -49,6 +52,7 @@ from memvec.types.values import (
     VERSION,
     AgentName,
     Clock,
+    DisplayName,
     Fusion,
     IdText,
     IndexKind,
@@ -67,12 +71,14 @@ from memvec.types.values import (
 )
 
 __all__ = [
+    "AGENT_ID_PATTERN",
     "AGENT_PATTERN",
     "EARLIEST",
     "FOLDER_ID_PATTERN",
     "INDEX_KIND_SETTINGS",
     "LABEL_PATTERN",
     "LATEST",
+    "MAX_DISPLAY_NAME_CHARS",
     "MAX_ID",
     "MAX_K",
     "MAX_METADATA_BYTES",
@@ -82,6 +88,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "SHARED_BLOCK_ID_PATTERN",
     "VERSION",
+    "AgentIdentity",
     "AgentName",
     "AgentSettings",
     "AgentState",
@@ -89,6 +96,7 @@ __all__ = [
     "Citation",
     "Clock",
     "CoreBlock",
+    "DisplayName",
     "Document",
     "DocumentCitation",
     "DocumentReport",

@@ -20,6 +20,7 @@ from memvec.types.values import (
     MAX_TAGS,
     MAX_TEXT_CHARS,
     AgentName,
+    DisplayName,
     Metadata,
     Tag,
     Utf8Text,
@@ -83,6 +84,20 @@ class AgentSettings(BaseModel):
     embedding: Utf8Text | None = Field(
         default=None, max_length=256, description="the embedding a client asked for (the home's model is used)"
     )
+
+
+class AgentIdentity(BaseModel):
+    """How HTTP clients know an agent: Letta's `agent-<uuid>` id, fixed at creation, and a display
+    name that may change, hold spaces and be shared by several agents. The agent's handle (its
+    AgentSettings.name, what its data is keyed by and what the CLI, the Python API and scoped keys
+    name) never changes; an agent created over HTTP gets its name as handle when that is a free
+    handle, else its id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    handle: AgentName
+    id: str
+    name: DisplayName
 
 
 class AgentState(BaseModel):

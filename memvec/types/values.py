@@ -125,6 +125,16 @@ def _id_text(value: object) -> object:
 
 
 AgentName = Annotated[str, StringConstraints(pattern=AGENT_PATTERN)]
+# Letta's agent id: what HTTP clients address an agent by; its name is free text and may change
+AGENT_ID_PATTERN = r"^agent-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+MAX_DISPLAY_NAME_CHARS = 256
+DisplayName = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=MAX_DISPLAY_NAME_CHARS, pattern=r"^[^\x00-\x1f\x7f]*[^\x00-\x20\x7f][^\x00-\x1f\x7f]*$"
+    ),
+    AfterValidator(checked_utf8),
+]
 Utf8Text = Annotated[str, AfterValidator(checked_utf8)]
 MetaText = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_META_CHARS), AfterValidator(checked_utf8)
