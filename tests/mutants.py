@@ -1912,6 +1912,27 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_agent_identity.py",
     ),
     (
+        "an agent created without an embedding reports the home's",
+        "memvec/service/views.py",
+        "            if settings.embedding is not None\n",
+        "            if True\n",
+        "tests/test_letta_client.py",
+    ),
+    (
+        "a block created without a limit gets memvec's old 2,000",
+        "memvec/types/agents.py",
+        "    limit: int = Field(default=MAX_BLOCK_CHARS,",
+        "    limit: int = Field(default=2_000,",
+        "tests/test_letta_client.py",
+    ),
+    (
+        "a new agent's persona and human blocks get the 100,000 default",
+        "memvec/tiers/core.py",
+        'speaks.", limit=DEFAULT_PROMPT_BLOCK_LIMIT),\n    CoreBlock(\n',
+        'speaks."),\n    CoreBlock(\n',
+        "tests/test_letta_client.py",
+    ),
+    (
         "a rename changes nothing",
         "memvec/store/identities.py",
         '            self._run(db, "UPDATE agent_identities SET name = ? WHERE handle = ?", (name, handle))',

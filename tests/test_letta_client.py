@@ -98,12 +98,13 @@ def test_blocks_list_retrieve_update_by_label(client: Letta) -> None:
     blocks = client.agents.blocks.list(agent.id)
     assert [(b.label, b.id) for b in blocks] == [("human", "blocky:human"), ("persona", "blocky:persona")]
     human = client.agents.blocks.retrieve("human", agent_id=agent.id)
-    assert human.value.startswith("The human's name is Chad") and human.limit == 2000
+    assert human.value.startswith("The human's name is Chad") and human.limit == 100_000  # Letta's default
     updated = client.agents.blocks.update(
         "human", agent_id=agent.id, value="Name: Chad", metadata={"v": 2}, description="who they are"
     )
     assert (updated.value, updated.metadata, updated.description) == ("Name: Chad", {"v": 2}, "who they are")
     assert client.agents.retrieve(agent.id).blocks[0].value == "Name: Chad"
+    client.agents.blocks.update("human", agent_id=agent.id, limit=2_000)
     with pytest.raises(letta_client.UnprocessableEntityError, match="the block limit is 2000"):
         client.agents.blocks.update("human", agent_id=agent.id, value="x" * 2_001)
     # letta-client 0.1.x read the whole core memory (`core_memory.retrieve`) as Letta's Memory
@@ -305,3 +306,18 @@ def test_shared_blocks_through_the_client(client: Letta) -> None:
     assert "team" not in [b.label for b in client.agents.blocks.list(agent_id=second.id)]
     with pytest.raises(letta_client.NotFoundError):
         client.blocks.retrieve(block.id)
+
+
+def test_embedding_config_and_block_limits_as_letta_shows_them(client: Letta) -> None:
+    bare = client.agents.create(name="no embedding")
+    assert bare.embedding_config is None and bare.embedding is None  # Letta: an agent without one
+    configured = client.agents.create(name="configured", extra_body={"embedding_config": {"handle": "openai/x"}})
+    assert configured.embedding == "openai/x" and configured.embedding_config is not None
+    client.agents.passages.create(bare.id, text="found without an embedding asked for")
+    assert [p.content for p in client.agents.passages.search(bare.id, query="found").results] == [
+        "found without an embedding asked for"
+    ]
+    assert {b.label: b.limit for b in bare.memory.blocks} == {"persona": 2_000, "human": 2_000}
+    assert client.blocks.create(label="notes", value="x").limit == 100_000  # Letta's default
+    with pytest.raises(letta_client.UnprocessableEntityError):
+        client.blocks.create(label="huge", value="x", limit=100_001)

@@ -43,8 +43,10 @@ router = api_router()
 
 def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
     """The body's fields as AgentSettings fields (Letta's names mapped to memvec's)."""
-    given = body.model_dump(exclude_unset=True, exclude={"memory_blocks", "name", "llm_config"})
-    llm = body.llm_config or {}
+    given = body.model_dump(exclude_unset=True, exclude={"memory_blocks", "name", "llm_config", "embedding_config"})
+    llm, embedding = body.llm_config or {}, body.embedding_config or {}
+    if "embedding" not in given and (named := embedding.get("handle") or embedding.get("embedding_model")):
+        given["embedding"] = str(named)[:256]
     window = given.pop("context_window_limit", None) or given.get("context_window") or llm.get("context_window")
     if window is not None:
         given["context_window"] = window

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from memvec.errors import InvalidInputError
 from memvec.types import (
     LABEL_PATTERN,
+    MAX_BLOCK_CHARS,
     MAX_ID,
     MAX_META_CHARS,
     MAX_TAGS,
@@ -43,8 +44,8 @@ class Lenient(BaseModel):
 
 class BlockIn(Lenient):
     label: str = Field(pattern=LABEL_PATTERN)
-    value: str = Field(default="", max_length=MAX_TEXT_CHARS)
-    limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
+    value: str = Field(default="", max_length=MAX_BLOCK_CHARS)
+    limit: int = Field(default=MAX_BLOCK_CHARS, ge=1, le=MAX_BLOCK_CHARS)
     description: str | None = Field(default=None, max_length=MAX_META_CHARS)
     read_only: bool = False
     metadata: Metadata | None = None
@@ -69,6 +70,9 @@ class AgentCreate(Lenient):
     metadata: Metadata | None = None
     agent_type: str | None = Field(default=None, max_length=64)
     llm_config: dict[str, Any] | None = Field(default=None, description="its model and context_window are used")
+    embedding_config: dict[str, Any] | None = Field(
+        default=None, description="its `handle` (or `embedding_model`) is recorded as `embedding`"
+    )
 
 
 class AgentPatch(Lenient):
@@ -82,6 +86,7 @@ class AgentPatch(Lenient):
     description: str | None = Field(default=None, max_length=MAX_META_CHARS)
     metadata: Metadata | None = None
     llm_config: dict[str, Any] | None = None
+    embedding_config: dict[str, Any] | None = None
 
 
 class BlockOut(BaseModel):
@@ -115,8 +120,8 @@ class BlockOut(BaseModel):
 
 
 class BlockPatch(Lenient):
-    value: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
-    limit: int | None = Field(default=None, ge=1, le=MAX_TEXT_CHARS)
+    value: str | None = Field(default=None, max_length=MAX_BLOCK_CHARS)
+    limit: int | None = Field(default=None, ge=1, le=MAX_BLOCK_CHARS)
     description: str | None = Field(default=None, max_length=MAX_META_CHARS)
     read_only: bool | None = None
     metadata: Metadata | None = None
@@ -159,7 +164,10 @@ class AgentOut(BaseModel):
     blocks: list[BlockOut]
     memory: MemoryOut
     llm_config: LlmConfigOut
-    embedding_config: EmbeddingConfigOut
+    embedding_config: EmbeddingConfigOut | None = Field(
+        description="the home's embedding model, for an agent given an embedding; null for one created "
+        "without (as Letta shows it). memvec embeds every passage with the home's model either way"
+    )
     system: str
     tags: list[str]
     tools: list[dict[str, Any]] = Field(default_factory=list, description="memvec's memory tools are built in")

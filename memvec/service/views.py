@@ -58,7 +58,11 @@ def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> Age
             model_endpoint_type=endpoint_type(settings.model),
             context_window=settings.context_window,
         ),
-        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim),
+        embedding_config=(
+            EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim)
+            if settings.embedding is not None
+            else None
+        ),
         system=settings.system or SYSTEM_INSTRUCTIONS,
         tags=settings.tags,
         model=settings.model,

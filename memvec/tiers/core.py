@@ -14,9 +14,15 @@ from memvec.store.base import Store
 from memvec.store.blocks import SHARED_OWNER_PREFIX
 from memvec.types import BlockChange, CoreBlock
 
+DEFAULT_PROMPT_BLOCK_LIMIT = 2_000  # the persona and human blocks a new agent gets
 DEFAULT_BLOCKS = (
-    CoreBlock(label="persona", description="Who the agent is and how it speaks."),
-    CoreBlock(label="human", description="What the agent knows about the person it talks to."),
+    # small on purpose: both are in every prompt; MemGPT's agent edits them to fit
+    CoreBlock(label="persona", description="Who the agent is and how it speaks.", limit=DEFAULT_PROMPT_BLOCK_LIMIT),
+    CoreBlock(
+        label="human",
+        description="What the agent knows about the person it talks to.",
+        limit=DEFAULT_PROMPT_BLOCK_LIMIT,
+    ),
 )
 
 

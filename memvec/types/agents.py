@@ -15,6 +15,7 @@ from pydantic import (
 
 from memvec.types.values import (
     LABEL_PATTERN,
+    MAX_BLOCK_CHARS,
     MAX_ID,
     MAX_META_CHARS,
     MAX_TAGS,
@@ -33,8 +34,8 @@ class CoreBlock(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     label: Annotated[str, StringConstraints(pattern=LABEL_PATTERN)]
-    value: Utf8Text = Field(default="", max_length=MAX_TEXT_CHARS)
-    limit: int = Field(default=2_000, ge=1, le=MAX_TEXT_CHARS)
+    value: Utf8Text = Field(default="", max_length=MAX_BLOCK_CHARS)
+    limit: int = Field(default=MAX_BLOCK_CHARS, ge=1, le=MAX_BLOCK_CHARS, description="characters (Letta's default)")
     read_only: bool = False
     description: Utf8Text = Field(default="", max_length=MAX_META_CHARS)
     metadata: Metadata = Field(default_factory=dict, description="free-form JSON kept with the block")

@@ -22,6 +22,8 @@ from pydantic import (
 from memvec.limits import MAX_METADATA_DEPTH, json_depth_exceeds
 
 MAX_TEXT_CHARS = 32_768
+# a core block's value: Letta's default block limit (CORE_MEMORY_BLOCK_CHAR_LIMIT) is also the ceiling
+MAX_BLOCK_CHARS = 100_000
 MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_META_CHARS = 2_048
