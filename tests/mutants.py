@@ -1933,6 +1933,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_letta_client.py",
     ),
     (
+        "a path memvec does not serve is a bare 404",
+        "memvec/service/app.py",
+        "            return _not_served(request)\n",
+        "            pass\n",
+        "tests/test_letta_client.py",
+    ),
+    (
+        "clients retry a route that is not served",
+        "memvec/service/front.py",
+        "422, 501, 502})",
+        "422, 502})",
+        "tests/test_letta_client.py",
+    ),
+    (
         "a rename changes nothing",
         "memvec/store/identities.py",
         '            self._run(db, "UPDATE agent_identities SET name = ? WHERE handle = ?", (name, handle))',

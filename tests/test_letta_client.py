@@ -321,3 +321,31 @@ def test_embedding_config_and_block_limits_as_letta_shows_them(client: Letta) ->
     assert client.blocks.create(label="notes", value="x").limit == 100_000  # Letta's default
     with pytest.raises(letta_client.UnprocessableEntityError):
         client.blocks.create(label="huge", value="x", limit=100_001)
+
+
+def test_a_route_memvec_does_not_serve_says_so_once(server: Server) -> None:
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    for method, path in (("GET", "/v1/identities"), ("POST", "/v1/agents/someone/generate")):
+        response = httpx.request(method, f"{server.url}{path}", headers=auth)
+        assert response.status_code == 501 and response.headers["x-should-retry"] == "false", response.text
+        assert response.json()["error"] == "not_served" and f"{method} {path}" in response.json()["detail"]
+    assert httpx.get(f"{server.url}/v1/identities").status_code == 401  # no key: no word about routes
+    assert httpx.get(f"{server.url}/v1/agents/nobody", headers=auth).json()["error"] == "not_found"
+    sent: list[httpx.Request] = []
+    counted = httpx.Client(event_hooks={"request": [sent.append]})
+    with (
+        Letta(base_url=server.url, api_key=ADMIN, http_client=counted) as letta,
+        pytest.raises(letta_client.APIStatusError) as raised,
+    ):
+        letta.get("/v1/identities", cast_to=object)
+    assert raised.value.status_code == 501 and len(sent) == 1  # the client's own retries do not resend it
+
+
+def test_models_lists_what_the_agents_use_and_the_homes_embedding(client: Letta) -> None:
+    client.agents.create(name="modelled", model="openai/gpt-4o-mini", context_window_limit=16_000)
+    client.agents.create(name="modelled again", model="openai/gpt-4o-mini")
+    listed = [m for m in client.models.list() if m.handle == "openai/gpt-4o-mini"]
+    assert len(listed) == 1 and listed[0].model == "gpt-4o-mini" and listed[0].context_window >= 16_000
+    assert listed[0].api_model_endpoint_type == listed[0].provider_type == "openai"
+    [embedding] = client.models.embeddings.list()
+    assert (embedding.embedding_model, embedding.embedding_dim) == ("hash:64", 64)

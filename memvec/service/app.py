@@ -32,6 +32,7 @@ from memvec.service import (
     routes_memory,
     routes_messages,
     routes_metrics,
+    routes_models,
     ui,
 )
 from memvec.service.access_log import AccessLog
@@ -95,6 +96,16 @@ def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exceptio
     return handle
 
 
+def _not_served(request: Request) -> Response:
+    """A /v1 path no route matches: part of Letta's API memvec does not serve (or a typo), said as
+    such (501), not as a 404 that reads like a wrong id."""
+    detail = (
+        f"memvec does not serve {request.method} {request.url.path[:200]}: see GET /openapi.json for what it "
+        "serves, and docs/integrations.md for how Letta's API maps onto it"
+    )
+    return _error(501, "not_served", detail, request)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
@@ -113,6 +124,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404 and "endpoint" not in request.scope and request.url.path.startswith("/v1/"):
+            return _not_served(request)
         kind = "unauthorized" if exc.status_code == 401 else "http_error"
         response = _error(exc.status_code, kind, exc.detail, request)
         response.headers.update(exc.headers or {})
@@ -161,6 +174,7 @@ ROUTERS = (
     routes_memory.router,
     routes_messages.router,
     routes_metrics.router,
+    routes_models.router,
     ui.router,
     *ui.PAGES,
 )

@@ -34,7 +34,7 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 SMALL_BODY_BYTES = 8 * 1024  # what a caller without a key may send where one is taken (the sign-in form)
 BODY_TIMEOUT_S = 30.0
 THREAD_PARSE_BYTES = 64 * 1024  # JSON larger than this is parsed off the event loop
-NO_RETRY = frozenset({400, 401, 403, 404, 409, 413, 422, 502})  # what a retry cannot fix
+NO_RETRY = frozenset({400, 401, 403, 404, 409, 413, 422, 501, 502})  # what a retry cannot fix
 RETRY_AFTER_S = 1  # what a busy agent, a down store or a key at its cap tell the client to wait
 
 
