@@ -1947,6 +1947,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_letta_client.py",
     ),
     (
+        "include_return_message_types is ignored in the answer",
+        "memvec/service/routes_messages.py",
+        '    return out.model_copy(update={"messages": [m for m in out.messages if body.wanted(m)]})',
+        "    return out",
+        "tests/test_streaming.py",
+    ),
+    (
+        "include_return_message_types is ignored in a stream",
+        "memvec/service/routes_messages.py",
+        "        if body.wanted(message):\n            emit(message)",
+        "        emit(message)",
+        "tests/test_streaming.py",
+    ),
+    (
         "a rename changes nothing",
         "memvec/store/identities.py",
         '            self._run(db, "UPDATE agent_identities SET name = ? WHERE handle = ?", (name, handle))',

@@ -219,3 +219,29 @@ def test_behind_nginx_the_first_token_comes_while_the_model_is_still_streaming(t
             reply = streaming.streamed_reply(routed)
             assert reply["pieces"] >= 3, reply
             assert reply["done_s"] - reply["first_token_s"] >= (reply["pieces"] - 1) * pause, reply
+
+
+@pytest.mark.parametrize("how", ["sync", "streamed", "tokens"])
+def test_include_return_message_types_keeps_only_those_types(agent_server: str, llm: ScriptedLLM, how: str) -> None:
+    _script(llm)
+    wanted = ["reasoning_message", "tool_call_message"]
+    with Letta(base_url=agent_server, _strict_response_validation=True) as letta:
+        agent = _agent(letta)
+        if how == "sync":
+            reply = letta.agents.messages.create(agent, input="I like green tea", include_return_message_types=wanted)
+            kinds = [m.message_type for m in reply.messages]
+            assert reply.stop_reason.stop_reason == "end_turn"  # type: ignore[union-attr]
+        else:
+            chunks = letta.agents.messages.create(
+                agent,
+                input="I like green tea",
+                include_return_message_types=wanted,
+                streaming=True,
+                stream_tokens=how == "tokens",
+            )
+            kinds = [c.message_type for c in chunks]
+            assert kinds[-2:] == ["stop_reason", "usage_statistics"]
+            kinds = kinds[:-2]
+        assert set(kinds) == set(wanted) and "tool_call_message" in kinds
+        stored = [m.message_type for m in letta.agents.messages.list(agent)]
+        assert "tool_return_message" in stored  # the filter is on the answer, not on what is stored

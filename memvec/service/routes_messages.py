@@ -175,18 +175,29 @@ def _announcer(emit: Emit | None) -> Callable[[Event], None] | None:
     return lambda event: emit(event_message(event))
 
 
+def _only_wanted(emit: Emit, body: MessagesIn) -> Emit:
+    def tell(message: dict[str, Any]) -> None:
+        if body.wanted(message):
+            emit(message)
+
+    return tell
+
+
 def _send(
     service: ServiceState, agent: str, principal: Principal, body: MessagesIn, emit: Emit | None = None
 ) -> LettaResponseOut:
-    """The reply (or the record) of `body`; with `emit`, each message is told as it happens."""
+    """The reply (or the record) of `body`; with `emit`, each message is told as it happens. Only the
+    messages of the types the client asked for (`include_return_message_types`) are answered or told."""
     settings, _ = visible_agent(agent, principal, service)
+    told = None if emit is None else _only_wanted(emit, body)
     if settings.model:
-        return _run_agent(service, agent, body.all_messages(), body.session_id, emit, body.stream_tokens)
-    out = _record_only(service, agent, body.all_messages(), body.session_id)
-    if emit is not None:
-        for message in out.messages:
-            emit(message)
-    return out
+        out = _run_agent(service, agent, body.all_messages(), body.session_id, told, body.stream_tokens)
+    else:
+        out = _record_only(service, agent, body.all_messages(), body.session_id)
+        if told is not None:
+            for message in out.messages:
+                told(message)
+    return out.model_copy(update={"messages": [m for m in out.messages if body.wanted(m)]})
 
 
 async def _streamed(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -324,6 +324,20 @@ class MessageIn(Lenient):
         return self.content if isinstance(self.content, str) else "\n".join(p.text for p in self.content)
 
 
+# Letta's MessageType: what a reply's messages can be
+LettaMessageType = Literal[
+    "system_message",
+    "user_message",
+    "assistant_message",
+    "reasoning_message",
+    "hidden_reasoning_message",
+    "tool_call_message",
+    "tool_return_message",
+    "approval_request_message",
+    "approval_response_message",
+]
+
+
 class MessagesIn(Lenient):
     messages: list[MessageIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
     input: str | list[TextPart] | None = Field(default=None, description="one user message (Letta's shorthand)")
@@ -339,6 +353,16 @@ class MessagesIn(Lenient):
     stream_tokens: bool = Field(
         default=False, description="with streaming: also the model's text in chunks as the provider streams it"
     )
+    include_return_message_types: list[LettaMessageType] | None = Field(
+        default=None,
+        max_length=len(get_args(LettaMessageType)),
+        description="answer (or stream) only messages of these types; stop_reason and usage always come",
+    )
+
+    def wanted(self, message: dict[str, Any]) -> bool:
+        """Whether `message` is one the client asked to get back."""
+        kinds = self.include_return_message_types
+        return kinds is None or message.get("message_type") in kinds
 
     @model_validator(mode="after")
     def _one_form(self) -> MessagesIn:
