@@ -1961,6 +1961,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_streaming.py",
     ),
     (
+        "reset-messages keeps the messages",
+        "memvec/memory/agents.py",
+        "        gone = self._engine.delete_matching(handle, [Tier.RECALL], SearchFilters(start=EARLIEST), ())",
+        "        gone = 0",
+        "tests/test_letta_client.py",
+    ),
+    (
         "a rename changes nothing",
         "memvec/store/identities.py",
         '            self._run(db, "UPDATE agent_identities SET name = ? WHERE handle = ?", (name, handle))',

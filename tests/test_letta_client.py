@@ -349,3 +349,16 @@ def test_models_lists_what_the_agents_use_and_the_homes_embedding(client: Letta)
     assert listed[0].api_model_endpoint_type == listed[0].provider_type == "openai"
     [embedding] = client.models.embeddings.list()
     assert (embedding.embedding_model, embedding.embedding_dim) == ("hash:64", 64)
+
+
+def test_reset_messages_forgets_the_conversation_and_keeps_the_rest(client: Letta) -> None:
+    agent = client.agents.create(name="resettable", memory_blocks=QUICKSTART_BLOCKS)  # no model: sends are recorded
+    client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "my locker code is 4471"}])
+    client.agents.passages.create(agent.id, text="archival notes stay")
+    assert len(client.agents.messages.list(agent.id).items) == 1
+    client.agents.messages.reset(agent.id, add_default_initial_messages=False)
+    assert client.agents.messages.list(agent.id).items == []
+    assert [p.text for p in client.agents.passages.list(agent.id)] == ["archival notes stay"]
+    assert client.agents.retrieve(agent.id).message_ids == []
+    again = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hello again"}])
+    assert [m.content for m in again.messages] == ["hello again"]  # type: ignore[union-attr]

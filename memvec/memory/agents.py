@@ -13,7 +13,16 @@ from memvec.memory.names import validate_agent
 from memvec.store.base import Store
 from memvec.store.identities import new_agent_id
 from memvec.tiers.core import CoreMemory
-from memvec.types import AGENT_PATTERN, AgentIdentity, AgentSettings, AgentState, CoreBlock, Tier
+from memvec.types import (
+    AGENT_PATTERN,
+    EARLIEST,
+    AgentIdentity,
+    AgentSettings,
+    AgentState,
+    CoreBlock,
+    SearchFilters,
+    Tier,
+)
 
 
 class AgentMethods:
@@ -76,6 +85,16 @@ class AgentMethods:
         for tier in Tier:
             self._engine.tier_index(agent, tier).save()  # applies the deletions from the change log
         return len(deleted)
+
+    def reset_messages(self, agent: str) -> int:
+        """Forget every message of the agent (its recall tier, tombstones logged as for `forget`) and
+        start its conversation afresh: nothing in context, no summary (Letta's reset-messages).
+        Returns how many messages went; its blocks and archival memory stay."""
+        settings, state = self.get_agent(agent)
+        handle = validate_agent(agent)
+        gone = self._engine.delete_matching(handle, [Tier.RECALL], SearchFilters(start=EARLIEST), ())
+        self._store.put_agent(settings, state.model_copy(update={"in_context": [], "summary": ""}))
+        return gone
 
     # -- identities: Letta's ids and display names (memvec.types.AgentIdentity) ---------------
     def agent_identity(self, agent: str) -> AgentIdentity:

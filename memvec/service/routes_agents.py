@@ -34,6 +34,7 @@ from memvec.service.schemas import (
     Deleted,
     Forgotten,
     MemoryOut,
+    ResetMessages,
 )
 from memvec.service.views import agent_out, block_out, blocks_out, page
 from memvec.types import MAX_DISPLAY_NAME_CHARS, AgentSettings, BlockChange, CoreBlock
@@ -137,6 +138,24 @@ async def delete_agent(agent_id: ScopedAgent, principal: Caller, service: Servic
     async with service.agent_slot(agent_id):
         records = await run_in_threadpool(_delete_agent, service, agent_id, principal)
     return Deleted(message=f"agent {agent_id!r} deleted with {records} records")
+
+
+@router.patch("/v1/agents/{agent_id}/reset-messages", response_model=AgentOut, tags=["agents"])
+async def reset_messages(
+    agent_id: ScopedAgent, principal: Caller, service: Service, body: ResetMessages | None = None
+) -> AgentOut:
+    """Letta's reset: forget every message of the agent (its recall tier) and start afresh, with
+    nothing in context and no summary. Its blocks and archival memory stay. Waits for a reply in progress."""
+    in_scope(agent_id, principal)
+    async with service.agent_slot(agent_id):
+        return await run_in_threadpool(_reset_messages, service, agent_id, principal)
+
+
+def _reset_messages(service: ServiceState, agent: str, principal: Principal) -> AgentOut:
+    visible_agent(agent, principal, service)
+    with service.memory.agent_lease(agent):  # not in the middle of a reply on another server
+        service.memory.reset_messages(agent)
+    return agent_out(service.memory, *visible_agent(agent, principal, service))
 
 
 def _check_model(model: str | None) -> None:

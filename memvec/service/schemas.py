@@ -75,6 +75,12 @@ class AgentCreate(Lenient):
     )
 
 
+class ResetMessages(Lenient):
+    add_default_initial_messages: bool = Field(
+        default=False, description="accepted; memvec starts a conversation with no messages of its own"
+    )
+
+
 class AgentPatch(Lenient):
     name: DisplayName | None = Field(default=None, description="a new display name (the id stays)")
     model: str | None = Field(default=None, max_length=256)
