@@ -224,13 +224,13 @@ def test_behind_nginx_the_first_token_comes_while_the_model_is_still_streaming(t
 @pytest.mark.parametrize("how", ["sync", "streamed", "tokens"])
 def test_include_return_message_types_keeps_only_those_types(agent_server: str, llm: ScriptedLLM, how: str) -> None:
     _script(llm)
-    wanted = ["reasoning_message", "tool_call_message"]
+    wanted: Any = ["reasoning_message", "tool_call_message"]
     with Letta(base_url=agent_server, _strict_response_validation=True) as letta:
         agent = _agent(letta)
         if how == "sync":
             reply = letta.agents.messages.create(agent, input="I like green tea", include_return_message_types=wanted)
-            kinds = [m.message_type for m in reply.messages]
-            assert reply.stop_reason.stop_reason == "end_turn"  # type: ignore[union-attr]
+            kinds: list[Any] = [m.message_type for m in reply.messages]
+            assert reply.stop_reason.stop_reason == "end_turn"
         else:
             chunks = letta.agents.messages.create(
                 agent,

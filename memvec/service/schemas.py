@@ -341,6 +341,8 @@ LettaMessageType = Literal[
     "tool_return_message",
     "approval_request_message",
     "approval_response_message",
+    "summary_message",
+    "event_message",
 ]
 
 
