@@ -1968,6 +1968,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_letta_client.py",
     ),
     (
+        "tags of agents a scoped key cannot see are listed to it",
+        "memvec/service/routes_tags.py",
+        "        if principal.may_see(handle):\n",
+        "        if True:\n",
+        "tests/test_letta_client.py",
+    ),
+    (
         "a rename changes nothing",
         "memvec/store/identities.py",
         '            self._run(db, "UPDATE agent_identities SET name = ? WHERE handle = ?", (name, handle))',

@@ -362,3 +362,15 @@ def test_reset_messages_forgets_the_conversation_and_keeps_the_rest(client: Lett
     assert client.agents.retrieve(agent.id).message_ids == []
     again = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hello again"}])
     assert [m.content for m in again.messages] == ["hello again"]  # type: ignore[union-attr]
+
+
+def test_tags_lists_the_tags_of_the_agents_a_key_sees(server: Server, client: Letta) -> None:
+    client.agents.create(name="tagged one", tags=["zz-prod", "zz-team"])
+    client.agents.create(name="tagged two", tags=["zz-dev", "zz-team"])
+    mine = [t for t in client.tags.list(limit=1000) if t.startswith("zz-")]
+    assert mine == sorted(set(mine)) and {"zz-prod", "zz-team", "zz-dev"} <= set(mine)
+    assert client.tags.list(query_text="ZZ-PR") == ["zz-prod"] and client.tags.list(name="zz-dev") == ["zz-dev"]
+    assert client.tags.list(after="zz-dev", limit=1) == ["zz-prod"]
+    assert client.tags.list(order="desc", before="zz-dev", limit=1000)[-1] != "zz-dev"
+    with Letta(base_url=server.url, api_key=SCOPED) as scoped:  # only the tags of its own agents
+        assert not {"zz-prod", "zz-team", "zz-dev"} & set(scoped.tags.list(limit=1000))

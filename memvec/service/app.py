@@ -33,6 +33,7 @@ from memvec.service import (
     routes_messages,
     routes_metrics,
     routes_models,
+    routes_tags,
     ui,
 )
 from memvec.service.access_log import AccessLog
@@ -175,6 +176,7 @@ ROUTERS = (
     routes_messages.router,
     routes_metrics.router,
     routes_models.router,
+    routes_tags.router,
     ui.router,
     *ui.PAGES,
 )
