@@ -331,6 +331,7 @@ def test_a_route_memvec_does_not_serve_says_so_once(server: Server) -> None:
         assert response.json()["error"] == "not_served" and f"{method} {path}" in response.json()["detail"]
     assert httpx.get(f"{server.url}/v1/identities").status_code == 401  # no key: no word about routes
     assert httpx.get(f"{server.url}/v1/agents/nobody", headers=auth).json()["error"] == "not_found"
+    assert httpx.get(f"{server.url}/v1/agents/..%2F..%2Fetc", headers=auth).status_code == 404  # not a route's shape
     sent: list[httpx.Request] = []
     counted = httpx.Client(event_hooks={"request": [sent.append]})
     with (

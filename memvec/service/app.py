@@ -8,6 +8,7 @@ key may not see answers 404, exactly like an agent that does not exist. Errors a
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -97,6 +98,11 @@ def _memvec_error_handler(status: int, kind: str) -> Callable[[Request, Exceptio
     return handle
 
 
+# a /v1 path made of plain segments (no `..`, nothing a route's ids could not hold): the shape of a
+# route; anything else no route matches is a bad path (404)
+ROUTE_LIKE = re.compile(r"/v1(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.~-]{1,200}){1,8}/?")
+
+
 def _not_served(request: Request) -> Response:
     """A /v1 path no route matches: part of Letta's API memvec does not serve (or a typo), said as
     such (501), not as a 404 that reads like a wrong id."""
@@ -125,7 +131,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        if exc.status_code == 404 and "endpoint" not in request.scope and request.url.path.startswith("/v1/"):
+        if exc.status_code == 404 and "endpoint" not in request.scope and ROUTE_LIKE.fullmatch(request.url.path):
             return _not_served(request)
         kind = "unauthorized" if exc.status_code == 401 else "http_error"
         response = _error(exc.status_code, kind, exc.detail, request)
