@@ -123,7 +123,8 @@ def read_junit(junit: Path) -> dict[str, FileResult]:
     results: dict[str, FileResult] = {}
     for case in ET.parse(junit).iter("testcase"):
         name = case.get("classname", "").split(".")
-        module = "/".join(part for part in name if not part[:1].isupper()) + ".py"
+        parts = [part for part in name if part and not part[:1].isupper()]
+        module = "/".join(parts) + ".py" if parts else "(files that failed to collect)"
         result = results.setdefault(module, FileResult())
         problem = next((child for child in case if child.tag in ("failure", "error", "skipped")), None)
         outcome = "passed" if problem is None else {"failure": "failed"}.get(problem.tag, problem.tag)
@@ -138,8 +139,15 @@ def _first_line(message: str) -> str:
     return re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<uuid>", line)[:160]
 
 
-def report(per_client: dict[str, dict[str, FileResult]]) -> str:
-    lines = [f"# Letta's own client tests against memvec (letta-ai/letta {COMMIT})", ""]
+def memvec_commit() -> str:
+    found = subprocess.run(
+        ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"], capture_output=True
+    )
+    return found.stdout.decode().strip() or "unknown"
+
+
+def report(per_client: dict[str, dict[str, FileResult]], commit: str = "unknown") -> str:
+    lines = [f"# Letta's own client tests against memvec {commit} (letta-ai/letta {COMMIT})", ""]
     lines += ["| file | " + " | ".join(f"letta-client {v}" for v in per_client) + " |"]
     lines += ["|---|" + "---|" * len(per_client)]
     modules = sorted({m for results in per_client.values() for m in results})
@@ -181,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                 server.terminate()
                 server.wait(timeout=60)
             per_client[version] = read_junit(scratch / f"junit-{version}.xml")
-    args.out.write_text(report(per_client))
+    args.out.write_text(report(per_client, memvec_commit()))
     print(args.out.read_text())
     return 0
 
