@@ -64,8 +64,15 @@ def completion(request: dict[str, Any]) -> dict[str, Any]:
         "created": int(time.time()),
         "model": request.get("model", "scripted"),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": _usage(request, message),
     }
+
+
+def _usage(request: dict[str, Any], message: dict[str, Any]) -> dict[str, int]:
+    """Tokens as a word count (a script has no tokenizer): more prompt, more tokens, as with a model."""
+    prompt = sum(len(_text(m.get("content")).split()) for m in request.get("messages") or []) + 1
+    completion = len(str(message.get("content") or "").split()) + 8 * len(message.get("tool_calls") or []) + 1
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:

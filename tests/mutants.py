@@ -1975,6 +1975,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_letta_client.py",
     ),
     (
+        "generate drops the system prompt",
+        "memvec/agent/generate.py",
+        '    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []',
+        "    messages: list[dict[str, str]] = []",
+        "tests/test_generate.py",
+    ),
+    (
+        "generate calls a model litellm cannot call",
+        "memvec/service/routes_messages.py",
+        "    if body.override_model is not None and (problem := model_problem(model)) is not None:",
+        "    if False and (problem := model_problem(model)) is not None:",
+        "tests/test_generate.py",
+    ),
+    (
         "a rename changes nothing",
         "memvec/store/identities.py",
         '            self._run(db, "UPDATE agent_identities SET name = ? WHERE handle = ?", (name, handle))',

@@ -17,7 +17,10 @@ from starlette.responses import StreamingResponse
 
 from memvec.agent.consolidate import consolidate
 from memvec.agent.events import Event
+from memvec.agent.generate import generate
 from memvec.agent.loop import Reply
+from memvec.agent.models import model_problem
+from memvec.errors import InvalidInputError, NotFoundError
 from memvec.exchange.consolidation import ConsolidationRun
 from memvec.service.auth import Principal
 from memvec.service.deps import (
@@ -38,7 +41,7 @@ from memvec.service.retries import (
     run_or_drop,
     ticket_of,
 )
-from memvec.service.schemas import LettaResponseOut, MessageIn, MessagesIn, PassageOut
+from memvec.service.schemas import GenerateIn, GenerateOut, LettaResponseOut, MessageIn, MessagesIn, PassageOut
 from memvec.service.streaming import Emit, stream_reply
 from memvec.types import MAX_ID, NewRecord, Record, Tier
 
@@ -267,6 +270,22 @@ async def stream_messages(
     """Letta's streaming route: `/messages` with `streaming: true` (retries answered once, as there)."""
     in_scope(agent_id, principal)
     return await _streamed(service, request, agent_id, principal, body)
+
+
+@router.post("/v1/agents/{agent_id}/generate", response_model=GenerateOut, tags=["messages"])
+def generate_completion(agent_id: ScopedAgent, body: GenerateIn, principal: Caller, service: Service) -> GenerateOut:
+    """One completion of `prompt` with the agent's model (or `override_model`), outside its
+    conversation: no memory is read and nothing is stored. 404 for a model litellm cannot call,
+    400 for an agent without a model and no override."""
+    settings, _ = visible_agent(agent_id, principal, service)
+    model = body.override_model or settings.model
+    if model is None:
+        raise InvalidInputError(f"agent {agent_id!r} has no model: give override_model")
+    if body.override_model is not None and (problem := model_problem(model)) is not None:
+        raise NotFoundError(f"model not found: {problem}")
+    made = generate(model, body.prompt, system_prompt=body.system_prompt)
+    tokens = {"prompt_tokens": made.prompt_tokens, "completion_tokens": made.completion_tokens}
+    return GenerateOut(content=made.content, model=made.model, usage={**tokens, "total_tokens": sum(tokens.values())})
 
 
 @router.get("/v1/agents/{agent_id}/messages", response_model=list[dict[str, Any]], tags=["messages"])

@@ -75,6 +75,20 @@ class AgentCreate(Lenient):
     )
 
 
+class GenerateIn(Strict):
+    """Letta's GenerateRequest: one prompt for the agent's model, outside its conversation."""
+
+    prompt: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=r"\S")
+    system_prompt: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    override_model: str | None = Field(default=None, max_length=256, description="another litellm model to use")
+
+
+class GenerateOut(BaseModel):
+    content: str
+    model: str
+    usage: dict[str, int] = Field(description="prompt_tokens, completion_tokens, total_tokens as the provider counted")
+
+
 class ResetMessages(Lenient):
     add_default_initial_messages: bool = Field(
         default=False, description="accepted; memvec starts a conversation with no messages of its own"
