@@ -325,7 +325,7 @@ def test_embedding_config_and_block_limits_as_letta_shows_them(client: Letta) ->
 
 def test_a_route_memvec_does_not_serve_says_so_once(server: Server) -> None:
     auth = {"Authorization": f"Bearer {ADMIN}"}
-    for method, path in (("GET", "/v1/identities"), ("POST", "/v1/agents/someone/generate")):
+    for method, path in (("GET", "/v1/identities"), ("DELETE", "/v1/templates/someone")):
         response = httpx.request(method, f"{server.url}{path}", headers=auth)
         assert response.status_code == 501 and response.headers["x-should-retry"] == "false", response.text
         assert response.json()["error"] == "not_served" and f"{method} {path}" in response.json()["detail"]
