@@ -1969,7 +1969,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "tags of agents a scoped key cannot see are listed to it",
-        "memvec/service/routes_tags.py",
+        "memvec/service/deps.py",
         "        if principal.may_see(handle):\n",
         "        if True:\n",
         "tests/test_letta_client.py",

@@ -9,9 +9,9 @@ from memvec.engine.engine import Engine
 from memvec.engine.transfer import export_agent, import_agents
 from memvec.errors import AgentExistsError, NotFoundError
 from memvec.exchange.export import AgentExport, ImportReport
-from memvec.memory.names import validate_agent
+from memvec.memory.names import validate_agent, validate_display_name
 from memvec.store.base import Store
-from memvec.store.identities import new_agent_id
+from memvec.store.identities import is_agent_id, new_agent_id
 from memvec.tiers.core import CoreMemory
 from memvec.types import (
     AGENT_PATTERN,
@@ -105,9 +105,13 @@ class AgentMethods:
         return self._store.identities()
 
     def find_agent(self, ref: str) -> str | None:
-        """The handle of the agent `ref` names, by its id or by its handle; None when none exists."""
+        """The handle `ref` names. A ref shaped as a Letta id is looked up (None: no agent has that id
+        or that handle); any other ref is a handle itself, read by nobody here: whoever uses it finds
+        out whether that agent exists, so a path by handle costs no read more than it did."""
+        if not is_agent_id(ref):
+            return ref
         handle = self._store.handle_of(ref)
-        if handle is None and re.fullmatch(AGENT_PATTERN, ref) and self._store.has_agent(ref):
+        if handle is None and self._store.has_agent(ref):  # its own id, not asked for yet
             handle = ref
         return handle
 
@@ -131,7 +135,7 @@ class AgentMethods:
         """Give the agent a new display name (its id and handle stay)."""
         handle = validate_agent(agent)
         self.get_agent(handle)
-        self._store.rename_agent(handle, AgentIdentity(handle=handle, id="-", name=name).name)
+        self._store.rename_agent(handle, validate_display_name(name))
         return self._store.identity(handle)
 
     def export_agent(self, agent: str, *, with_embeddings: bool = True) -> AgentExport:

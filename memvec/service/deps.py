@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any
 
@@ -141,9 +141,10 @@ def in_scope(agent_id: str, principal: Principal) -> None:
 
 def scoped_agent(agent_id: AgentId, principal: Caller, service: Service) -> str:
     """The handle of the agent `{agent_id}` names (its Letta id, or its handle), once the caller's
-    key may see it: 404 when it does not exist or the key may not see it, the same answer. Every
-    route with an agent in its path takes it through here (ScopedAgent); tests/test_scopes.py fails
-    on one that does not."""
+    key may see it: 404 for an id no agent has and for an agent the key may not see, the same answer
+    (a handle's agent is read by the route, which answers 404 when there is none). Every route with
+    an agent in its path takes it through here (ScopedAgent); tests/test_scopes.py fails on one
+    that does not."""
     handle = service.memory.find_agent(agent_id)
     if handle is None:
         raise NotFoundError(f"agent {agent_id!r} not found")
@@ -158,6 +159,13 @@ def visible_agent(agent_id: str, principal: Principal, service: ServiceState) ->
     """The agent's settings and state, or 404 when it does not exist or the caller may not see it."""
     in_scope(agent_id, principal)
     return service.memory.get_agent(agent_id)
+
+
+def visible_settings(principal: Principal, service: ServiceState) -> Iterator[AgentSettings]:
+    """The settings of every agent the caller's key may see (for listings across agents)."""
+    for handle in service.memory.agents():
+        if principal.may_see(handle):
+            yield service.memory.get_agent(handle)[0]
 
 
 def unscoped(principal: Principal, what: str, why: str) -> None:

@@ -106,7 +106,7 @@ def list_agents(
         has = set(settings.tags)
         if wanted and not (wanted <= has if match_all_tags else wanted & has):
             continue  # filtered on the settings, before the blocks are read
-        found.append(agent_out(memory, settings, state))
+        found.append(agent_out(memory, settings, state, identities[agent_id]))
         if len(found) == limit:
             break
     return found

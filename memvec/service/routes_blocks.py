@@ -131,10 +131,11 @@ def block_agents(
     """The agents holding a shared block (those the caller can see); the cursors are agent ids."""
     memory = service.memory
     block = _visible_shared(memory, principal, block_id)
-    held = {memory.agent_identity(agent).id: agent for agent in block.agents if principal.may_see(agent)}
+    held = {i.id: i for i in (memory.agent_identity(a) for a in block.agents if principal.may_see(a))}
     ids = list(held)
     return [
-        agent_out(memory, *memory.get_agent(held[i])) for i in ids[page(ids, after=after, before=before, limit=limit)]
+        agent_out(memory, *memory.get_agent(held[i].handle), held[i])
+        for i in ids[page(ids, after=after, before=before, limit=limit)]
     ]
 
 

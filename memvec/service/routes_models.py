@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from memvec.service.deps import Caller, Service, api_router
+from memvec.service.deps import Caller, Service, api_router, visible_settings
 from memvec.service.views import endpoint_type
 
 router = api_router()
@@ -53,12 +53,10 @@ class EmbeddingModelOut(BaseModel):
 @router.get("/v1/models", response_model=list[ModelOut], tags=["models"])
 def list_models(principal: Caller, service: Service) -> list[ModelOut]:
     """The language models of the agents the caller can see, each once, by handle."""
-    memory, windows = service.memory, dict[str, int]()
-    for handle in memory.agents():
-        if principal.may_see(handle):
-            settings, _ = memory.get_agent(handle)
-            if settings.model:
-                windows[settings.model] = max(windows.get(settings.model, 0), settings.context_window)
+    windows: dict[str, int] = {}
+    for settings in visible_settings(principal, service):
+        if settings.model:
+            windows[settings.model] = max(windows.get(settings.model, 0), settings.context_window)
     return [_model_out(handle, window) for handle, window in sorted(windows.items())]
 
 

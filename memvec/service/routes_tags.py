@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import Query
 
-from memvec.service.deps import Caller, Service, api_router
+from memvec.service.deps import Caller, Service, api_router, visible_settings
 from memvec.types import MAX_TAG_CHARS
 
 router = api_router()
@@ -25,10 +25,7 @@ def list_tags(
     order_by: Literal["name"] = "name",
 ) -> list[str]:
     """Every tag of an agent the caller can see, once, in name order (`after` / `before` take a tag)."""
-    memory, found = service.memory, set[str]()
-    for handle in memory.agents():
-        if principal.may_see(handle):
-            found.update(memory.get_agent(handle)[0].tags)
+    found = {tag for settings in visible_settings(principal, service) for tag in settings.tags}
     wanted = sorted(
         (t for t in found if name in (None, t) and (query_text is None or query_text.lower() in t.lower())),
         reverse=order == "desc",

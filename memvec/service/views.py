@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.memory import Memory
 from memvec.service.schemas import AgentOut, BlockOut, EmbeddingConfigOut, LlmConfigOut, MemoryOut
-from memvec.types import AgentSettings, AgentState, CoreBlock
+from memvec.types import AgentIdentity, AgentSettings, AgentState, CoreBlock
 
 # litellm provider prefixes that Letta's LlmConfig names the same way
 _ENDPOINT_TYPES = {
@@ -44,9 +44,12 @@ def block_out(memory: Memory, agent: str, block: CoreBlock) -> BlockOut:
     return BlockOut.of(agent, block, memory.core(agent).shared_ids())
 
 
-def agent_out(memory: Memory, settings: AgentSettings, state: AgentState) -> AgentOut:
+def agent_out(
+    memory: Memory, settings: AgentSettings, state: AgentState, identity: AgentIdentity | None = None
+) -> AgentOut:
+    """`identity`: the agent's, when the caller has read it already (a listing reads them all at once)."""
     blocks = blocks_out(memory, settings.name)
-    identity = memory.agent_identity(settings.name)
+    identity = identity or memory.agent_identity(settings.name)
     return AgentOut(
         id=identity.id,
         name=identity.name,

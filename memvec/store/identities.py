@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from memvec.types import AgentIdentity
+from memvec.types import AGENT_ID_PATTERN, AgentIdentity
 
-_LETTA_ID = re.compile(r"agent-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_LETTA_ID = re.compile(AGENT_ID_PATTERN)
 _COLUMNS = "handle, id, name"
 
 
@@ -33,7 +33,12 @@ class _SQL(Protocol):
 def new_agent_id(handle: str | None = None) -> str:
     """A handle that already reads as a Letta id (an agent made over HTTP without a free name) is its
     own id; any other handle gets a fresh one."""
-    return handle if handle is not None and _LETTA_ID.fullmatch(handle) else f"agent-{uuid.uuid4()}"
+    return handle if handle is not None and is_agent_id(handle) else f"agent-{uuid.uuid4()}"
+
+
+def is_agent_id(ref: str) -> bool:
+    """Whether `ref` has the shape of a Letta id (every id memvec gives has it)."""
+    return _LETTA_ID.fullmatch(ref) is not None
 
 
 def _identity(row: Any) -> AgentIdentity:
