@@ -93,6 +93,7 @@ def client_venv(root: Path, version: str, constraints: str) -> Path:
 def start_memvec(home: Path, model_base: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "OPENAI_API_BASE": model_base, "OPENAI_API_KEY": "sk-scripted", "HF_HUB_OFFLINE": "1"}
+    env["MEMVEC_TOOL_EXECUTION"] = "subprocess"  # Letta runs tools on the server; its tests expect that
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "memvec", "--home", str(home), "serve", "--port", str(port)],

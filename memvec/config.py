@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memvec.embed import DEFAULT_MODEL_NAME, Backend
 from memvec.types import Fusion, IndexKindSetting, Tier
+from memvec.types.tools import ToolExecution
 
 DEFAULT_HOME = "indexes"
 DEFAULT_MODEL = DEFAULT_MODEL_NAME  # the packaged MiniLM; one name for config and embed
@@ -190,6 +191,12 @@ class MemoryConfig(BaseModel):
         description="seconds one call to an agent's model (a reply step, a summary, a consolidation) may take "
         "before it fails (HTTP 502); the agent's lease is held meanwhile",
     )
+    tool_execution: ToolExecution = Field(
+        default="client",
+        description="how a custom tool's call is answered: 'client' hands it back to the client (Letta's "
+        "approval flow); 'subprocess' runs its Python source here, in a limited child process "
+        "(memvec.tools.sandbox: read its threat model first)",
+    )
     retention_days: dict[Tier, float] = Field(
         default_factory=dict,
         description="per tier, records older than this many days are never returned and "
@@ -233,6 +240,7 @@ ENVIRONMENT = {
     "store": "MEMVEC_STORE",
     "max_loaded_indexes": "MEMVEC_MAX_LOADED_INDEXES",
     "llm_timeout_s": "MEMVEC_LLM_TIMEOUT_S",
+    "tool_execution": "MEMVEC_TOOL_EXECUTION",
     "lease_ttl_s": "MEMVEC_LEASE_TTL_S",
     "index.save_every": "MEMVEC_SAVE_EVERY",  # fewer changes lost to a crash vs. more index writes
     "dedup.near_cosine": "MEMVEC_NEAR_DUPLICATE_COSINE",  # a number, or "off": exact repeats only

@@ -36,7 +36,7 @@ class InProcess:
 
 
 @contextmanager
-def served_in_process(home: Path) -> Iterator[str]:
+def served_in_process(home: Path, **settings: Any) -> Iterator[str]:
     """memvec's app under uvicorn on a real port, in this process, so litellm's scripted provider
     (registered here) answers the agents' model calls; yields the base URL."""
     import uvicorn
@@ -45,7 +45,7 @@ def served_in_process(home: Path) -> Iterator[str]:
     from memvec.embed import HashingEmbedder
     from memvec.service.app import create_app
 
-    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+    with Memory.open(home, embedder=HashingEmbedder(64), **settings) as mem:
         server = uvicorn.Server(
             uvicorn.Config(create_app(mem), host="127.0.0.1", port=free_port(), log_level="warning")
         )

@@ -22,6 +22,7 @@ from memvec.service.app import create_app
 from memvec.service.auth import KeyRing, Principal
 from memvec.service.deps import ServiceState, scoped_agent
 from memvec.types import AgentSettings
+from memvec.types.tools import builtin_tool_id
 from tests.service_helpers import api_routes
 
 ADMIN, SCOPED = "admin-key-0123456789", "bob-only-key-0123456789"
@@ -87,6 +88,7 @@ def home_with_ana(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
                 "folder_id": folder.id,
                 "file_id": f"file-{file.id}",
                 "document_id": str(own.id),
+                "tool_id": builtin_tool_id("conversation_search"),
             },
         )
 

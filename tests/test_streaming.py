@@ -52,10 +52,8 @@ def test_streaming_true_gives_each_step_in_order_then_the_stop_reason_and_usage(
         agent = _agent(letta)
         chunks = list(letta.agents.messages.create(agent, input="I like green tea", streaming=True))
         kinds = [c.message_type for c in chunks]
-        assert kinds == [
+        assert kinds == [  # send_message shows as the assistant message it sent, as Letta streams it
             "reasoning_message",
-            "tool_call_message",
-            "tool_return_message",
             "tool_call_message",
             "tool_return_message",
             "assistant_message",
@@ -63,9 +61,9 @@ def test_streaming_true_gives_each_step_in_order_then_the_stop_reason_and_usage(
             "usage_statistics",
         ]
         assert chunks[1].tool_call.name == "archival_memory_insert"  # type: ignore[union-attr]
-        assert chunks[5].content == ANSWER  # type: ignore[union-attr]
-        assert chunks[6].stop_reason == "end_turn" and chunks[7].step_count == 2  # type: ignore[union-attr]
-        assert chunks[7].total_tokens == chunks[7].prompt_tokens + chunks[7].completion_tokens  # type: ignore
+        assert chunks[3].content == ANSWER  # type: ignore[union-attr]
+        assert chunks[4].stop_reason == "end_turn" and chunks[5].step_count == 2  # type: ignore[union-attr]
+        assert chunks[5].total_tokens == chunks[5].prompt_tokens + chunks[5].completion_tokens  # type: ignore
         assert llm.streamed == 0, "whole steps: the provider is not asked to stream"
         assert letta.agents.passages.search(agent, query="green tea").results[0].content == NOTE
 

@@ -12,7 +12,7 @@ class Event(BaseModel):
     """One step of a reply as a client shows it. A streamed reply also sends `partial` chunks: pieces
     of one message's text that share its `stream_id`, before (or instead of) the whole event."""
 
-    kind: Literal["reasoning", "tool_call", "tool_return", "assistant"]
+    kind: Literal["reasoning", "tool_call", "tool_return", "assistant", "approval_request"]
     at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     text: str = ""
     name: str | None = None
@@ -22,3 +22,4 @@ class Event(BaseModel):
     record_id: int | None = Field(default=None, description="the recall record that stores it, if one does")
     stream_id: str | None = Field(default=None, description="the id every chunk of one streamed message shares")
     partial: bool = Field(default=False, description="a chunk of a streamed message, not a whole event")
+    sent_by_tool: bool = Field(default=False, description="an assistant message the model sent with send_message")

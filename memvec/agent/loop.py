@@ -19,13 +19,15 @@ from memvec.agent import llm
 from memvec.agent.context import MainContext, Message, model_summary
 from memvec.agent.events import Event
 from memvec.agent.prompts import BUDGET_SPENT, PRESSURE_ALERT
+from memvec.agent.rules import RuleState
 from memvec.agent.stream import TokenRelay
-from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome, tool_schemas
+from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome
 from memvec.errors import InvalidInputError, ModelCallError, NotFoundError
 from memvec.memory import Memory
+from memvec.tools.catalogue import agent_tools
 from memvec.types import Record, WrittenBy
 
-StopReason = Literal["send_message", "max_steps", "no_tool_call", "no_heartbeat"]
+StopReason = Literal["send_message", "max_steps", "no_tool_call", "no_heartbeat", "tool_rule", "requires_approval"]
 
 
 class Step(BaseModel):
@@ -124,17 +126,21 @@ class Agent:
             summarize=lambda prev, evicted: self._summarize(prev, evicted, trace),
         )
         self._remember(role, text, in_context=True)
+        rules = RuleState(self.settings.tool_rules)
         tools = ToolBox(
             self.memory,
             self.settings.name,
             session_id=self.session_id,
             turn=self.state.turn,
             in_context=self.state.in_context,
-            result_chars=self.settings.context_window,
-        )  # ~1/4 of the window, at ~4 chars a token
+            result_chars=self.settings.context_window,  # ~1/4 of the window, at ~4 chars a token
+            offered=agent_tools(self.memory, self.settings),
+            execution=self.memory.config.tool_execution,
+            approval_needed=rules.needs_approval(),
+        )
         sent: list[str] = []
         try:
-            trace.stopped_by = self._run(context, tools, trace, sent)
+            trace.stopped_by = self._run(context, tools, trace, sent, rules)
         except ModelCallError:
             if trace.tool_calls == 0:  # the model never answered: the turn did nothing, so it keeps nothing
                 self._unremember()  # (a retry of the same message would otherwise store it twice)
@@ -150,10 +156,11 @@ class Agent:
             recorded=self._recorded,
         )
 
-    def _run(self, context: MainContext, tools: ToolBox, trace: Trace, sent: list[str]) -> StopReason:
+    def _run(self, context: MainContext, tools: ToolBox, trace: Trace, sent: list[str], rules: RuleState) -> StopReason:
         scratch: list[Message] = []
         budget_left = self.settings.page_in_budget
         for _ in range(self.settings.max_steps):
+            offered = [tools.offered[name].schema for name in rules.allowed(list(tools.offered))]
             tokens = self._fit(context, scratch, trace)
             trace.model_calls += 1
             trace.add(Step(kind="model_call", tokens_in_context=tokens, name=self.model))
@@ -161,7 +168,7 @@ class Agent:
             message = llm.complete(
                 self.model,
                 context.messages(scratch),
-                tools=tool_schemas(),
+                tools=offered or None,
                 timeout=self.memory.config.llm_timeout_s,
                 on_delta=relay.feed if relay else None,
                 on_usage=trace.count_tokens,
@@ -176,10 +183,15 @@ class Agent:
             scratch.append(_assistant_message(message.content, calls))
             relayed = relay is not None and relay.relayed_message
             heartbeat, budget_left = self._run_calls(
-                calls, tools, trace, scratch, sent, budget_left, tokens, relayed=relayed
+                calls, tools, trace, scratch, sent, budget_left, tokens, relayed=relayed, rules=rules
             )
-            if sent and any(c.function.name == "send_message" for c in calls):
+            names = {c.function.name for c in calls}
+            if any(e.kind == "approval_request" for e in trace.events):
+                return "requires_approval"
+            if sent and "send_message" in names:
                 return "send_message"
+            if names & rules.exits():
+                return "tool_rule"
             if not heartbeat:
                 return "no_heartbeat"
         return "max_steps"
@@ -195,11 +207,20 @@ class Agent:
         tokens: int,
         *,
         relayed: bool = False,
+        rules: RuleState | None = None,
     ) -> tuple[bool, int]:
         """`relayed`: the sent message's text already went out in chunks (not announced again whole)."""
         heartbeat = False
+        rules = rules or RuleState(())
         for call in calls:
             name, raw = call.function.name, call.function.arguments
+            outcome = tools.run(name, raw) if tools.goes_to_client(name) else None
+            if outcome is not None and outcome.for_client:
+                self._emit(
+                    trace, Event(kind="approval_request", name=name, arguments=raw or "{}", tool_call_id=call.id)
+                )
+                trace.tool_calls += 1
+                continue
             self._emit(trace, Event(kind="tool_call", name=name, arguments=raw or "{}", tool_call_id=call.id))
             if name in SEARCH_TOOLS and budget_left <= 0:
                 outcome = ToolOutcome(
@@ -207,7 +228,7 @@ class Agent:
                 )
                 trace.add(Step(kind="budget_spent", tokens_in_context=tokens, name=name))
             else:
-                outcome = tools.run(name, raw)
+                outcome = outcome or tools.run(name, raw)
                 budget_left -= int(outcome.page_in)
             trace.tool_calls += 1
             trace.page_ins += int(outcome.page_in)
@@ -237,9 +258,10 @@ class Agent:
                 ),
             )
             if outcome.sent_message is not None:
-                sent.append(self._say(outcome.sent_message, trace, announce=not relayed))
+                sent.append(self._say(outcome.sent_message, trace, announce=not relayed, via_tool=True))
             scratch.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.content})
-            heartbeat = heartbeat or outcome.heartbeat
+            rules.record(name, outcome.content)
+            heartbeat = heartbeat or outcome.heartbeat or name in rules.continues()
         if budget_left == 0 and any(c.function.name in SEARCH_TOOLS for c in calls):
             scratch.append({"role": "user", "content": BUDGET_SPENT.format(budget=self.settings.page_in_budget)})
         return heartbeat, budget_left
@@ -293,9 +315,10 @@ class Agent:
         self.state.in_context = [i for i in self.state.in_context if i not in self._recorded]
         self._recorded = []
 
-    def _say(self, text: str, trace: Trace, *, announce: bool = True) -> str:
+    def _say(self, text: str, trace: Trace, *, announce: bool = True, via_tool: bool = False) -> str:
         record = self._remember("assistant", text, in_context=True, own=True)
-        self._emit(trace, Event(kind="assistant", text=text, record_id=record.id), announce=announce)
+        event = Event(kind="assistant", text=text, record_id=record.id, sent_by_tool=via_tool)
+        self._emit(trace, event, announce=announce)
         return text
 
     def _emit(self, trace: Trace, event: Event, *, announce: bool = True) -> None:

@@ -81,5 +81,8 @@ class TokenRelay:
         sent = self.relayed.get(index, "")
         if len(text) > len(sent):
             stream_id = self.assistant_ids.setdefault(index, f"assistant-{uuid.uuid4()}")
-            self.emit(Event(kind="assistant", text=text[len(sent) :], stream_id=stream_id, partial=True))
+            chunk = Event(
+                kind="assistant", text=text[len(sent) :], stream_id=stream_id, partial=True, sent_by_tool=True
+            )
+            self.emit(chunk)
             self.relayed[index] = text

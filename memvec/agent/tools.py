@@ -11,39 +11,24 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from memvec.errors import MemvecError
 from memvec.memory import Memory
 from memvec.tools import TOOLS, ToolContext, unknown_arguments
+from memvec.tools.catalogue import BUILTIN_TOOLS, OfferedTool, SendMessageArgs
+from memvec.tools.sandbox import run_tool
 from memvec.types import describe_validation_error
+from memvec.types.tools import ToolDef, ToolExecution
 
 SEARCH_TOOLS = frozenset(name for name, tool in TOOLS.items() if tool.page_in)
 LOOP_TOOLS = {name: tool for name, tool in TOOLS.items() if tool.in_agent_loop}
 DEFAULT_ROLES = ("user", "assistant")  # conversation_search without roles: not the loop's own tool records
-HEARTBEAT = {"type": "boolean", "default": True, "description": "Continue thinking after this tool returns."}
 
 
-class SendMessageArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    message: str = Field(min_length=1, description="The message shown to the user.")
-
-
-SEND_MESSAGE = "Send a message to the user. Ends your turn."
-
-
-def _schema(name: str, description: str, arguments: type[BaseModel], *, heartbeat: bool) -> dict[str, Any]:
-    parameters = arguments.model_json_schema()
-    parameters.pop("title", None)
-    if heartbeat:  # MemGPT's chaining flag: a loop concern, not part of the tool's arguments
-        parameters.setdefault("properties", {})["request_heartbeat"] = HEARTBEAT
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
-
-
-def tool_schemas() -> list[dict[str, Any]]:
-    """The loop's memory tools (from `memvec.tools`) and send_message, as litellm tool schemas."""
-    memory = [_schema(name, tool.description, tool.arguments, heartbeat=True) for name, tool in LOOP_TOOLS.items()]
-    return [*memory, _schema("send_message", SEND_MESSAGE, SendMessageArgs, heartbeat=False)]
+def tool_schemas(offered: list[OfferedTool] | None = None) -> list[dict[str, Any]]:
+    """The schemas of the tools offered (default: the built-in memory tools and send_message)."""
+    return [tool.schema for tool in (offered if offered is not None else BUILTIN_TOOLS.values())]
 
 
 @dataclass
@@ -53,6 +38,7 @@ class ToolOutcome:
     heartbeat: bool = True
     sent_message: str | None = None
     page_in: bool = False
+    for_client: bool = False  # a custom tool this server does not run: the call goes back to the client
 
 
 def _error(message: str) -> ToolOutcome:
@@ -69,7 +55,15 @@ class ToolBox:
         turn: int,
         in_context: list[int] | None = None,
         result_chars: int = 8_000,
+        offered: list[OfferedTool] | None = None,
+        execution: ToolExecution = "client",
+        approval_needed: frozenset[str] = frozenset(),
     ) -> None:
+        """`offered`: the agent's tools (default: the built-in ones); `execution`: whether a custom
+        tool's source runs here (subprocess) or its call goes back to the client; `approval_needed`:
+        tools whose calls go back to the client for approval whatever `execution` says."""
+        self.offered = {t.name: t for t in (offered if offered is not None else BUILTIN_TOOLS.values())}
+        self.execution, self.approval_needed = execution, approval_needed
         # messages already in the main context are not paged in again (the list grows during a reply)
         self.context = ToolContext(
             memory,
@@ -81,14 +75,26 @@ class ToolBox:
             result_chars=result_chars,
         )
 
+    def goes_to_client(self, name: str) -> bool:
+        """Whether a call of `name` is answered by the client, not here (so it is not shown as run)."""
+        tool = self.offered.get(name)
+        if tool is None:
+            return False
+        if name in self.approval_needed or (tool.custom is not None and tool.custom.default_requires_approval):
+            return True
+        return tool.custom is not None and self.execution != "subprocess"
+
     def run(self, name: str, raw_arguments: str | None) -> ToolOutcome:
-        if name not in LOOP_TOOLS and name != "send_message":
-            return _error(f"unknown tool {name!r}; available: {', '.join([*LOOP_TOOLS, 'send_message'])}")
+        if name not in self.offered:
+            return _error(f"unknown tool {name!r}; available: {', '.join(self.offered) or 'none'}")
         try:
             raw = json.loads(raw_arguments or "{}")
         except json.JSONDecodeError as exc:
             return _error(f"arguments of {name} are not valid JSON: {exc}")
         heartbeat = bool(raw.pop("request_heartbeat", True)) if isinstance(raw, dict) else True
+        custom = self.offered[name].custom
+        if custom is not None or name in self.approval_needed:
+            return self._run_elsewhere(name, custom, raw, heartbeat)
         try:
             if name == "send_message":
                 message = SendMessageArgs.model_validate(raw).message
@@ -105,3 +111,17 @@ class ToolBox:
             text = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
             return _error(f"{name} failed: {text}")
         return ToolOutcome(content, heartbeat=heartbeat, page_in=tool.page_in)
+
+    def _run_elsewhere(self, name: str, custom: ToolDef | None, raw: Any, heartbeat: bool) -> ToolOutcome:
+        """A custom tool: run in a limited subprocess where the home turned that on, else (and for a
+        tool that needs approval) handed back to the client, which answers with the tool's return."""
+        if not isinstance(raw, dict):
+            return _error(f"arguments of {name} must be a JSON object")
+        needs_approval = name in self.approval_needed or (custom is not None and custom.default_requires_approval)
+        if custom is None or needs_approval or self.execution != "subprocess":
+            return ToolOutcome(json.dumps({"pending": f"{name} is run by the client"}), for_client=True)
+        result = run_tool(custom.source_code, custom.name, raw)
+        if not result.ok:
+            return _error(f"{name} failed: {result.error}")
+        value = result.value if isinstance(result.value, str) else json.dumps(result.value)
+        return ToolOutcome(value[: custom.return_char_limit], heartbeat=heartbeat)

@@ -37,6 +37,7 @@ class ServeOptions:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     max_requests_per_key: int = 16
+    tool_execution: str | None = None
 
 
 @click.command()
@@ -138,6 +139,15 @@ class ServeOptions:
     help="Requests of one API key served at once; more are answered 429 with Retry-After, "
     "so one tenant cannot take the server.",
 )
+@click.option(
+    "--tool-execution",
+    type=click.Choice(["client", "subprocess"]),
+    default=None,
+    help="How a call of a custom tool (POST /v1/tools) is answered: 'client' sends it back to the "
+    "client to run or approve (Letta's approval flow); 'subprocess' runs the tool's Python source "
+    "here in a limited child process, with no secrets, as this server's user: only for tools you "
+    "trust (docs/reference.md, 'Custom tools') [env MEMVEC_TOOL_EXECUTION; default client].",
+)
 @click.pass_obj
 def serve(
     obj: Context,
@@ -155,6 +165,7 @@ def serve(
     header_timeout: float,
     body_timeout: float,
     max_requests_per_key: int,
+    tool_execution: str | None,
 ) -> None:
     """Serve the memory home over HTTP (REST API under /v1, memory browser under /ui, OpenAPI docs at
     /docs). While the store is unreachable requests answer 503 with Retry-After and /v1/health
@@ -174,6 +185,7 @@ def serve(
         header_timeout=header_timeout,
         body_timeout=body_timeout,
         max_requests_per_key=max_requests_per_key,
+        tool_execution=tool_execution,
     )
     if workers == 1:
         serve_one(obj, options)
@@ -194,7 +206,9 @@ def serve_one(obj: Context, options: ServeOptions) -> None:
     keys = KeyRing.from_environment(options.keys_file)
     if not options.reuse_port:  # workers share the port their supervisor checked
         ensure_port_free(options.host, options.port)
-    budget = {"max_loaded_indexes": options.max_loaded_indexes} if options.max_loaded_indexes else {}
+    budget: dict[str, object] = {"max_loaded_indexes": options.max_loaded_indexes} if options.max_loaded_indexes else {}
+    if options.tool_execution:
+        budget["tool_execution"] = options.tool_execution
     with open_when_store_is_up(obj, options.wait_for_store, query_batching=True, **budget) as mem:
         server_log.info("embedding with %s (dim %d)", mem.model_id, mem.embedding_dim)  # loads the model now
         warm_llm_library(mem)

@@ -29,6 +29,7 @@ from memvec.exchange.reports import ForgetApplied
 from memvec.memory.agents import AgentMethods
 from memvec.memory.maintenance import MaintenanceMethods
 from memvec.memory.names import validate_agent
+from memvec.memory.tools import ToolMethods
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.store.backup import restore_store
@@ -57,7 +58,7 @@ from memvec.types import (
 STORE_SCHEMA_VERSION = LATEST_VERSION  # the schema this memvec writes (`memvec --version`)
 
 
-class Memory(AgentMethods, MaintenanceMethods):
+class Memory(AgentMethods, MaintenanceMethods, ToolMethods):
     """One home: its tiers per agent, its agents, its upkeep (see the package's docstring)."""
 
     def __init__(self, config: MemoryConfig, *, embedder: Embedder | None = None, clock: Clock | None = None) -> None:

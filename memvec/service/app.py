@@ -35,6 +35,7 @@ from memvec.service import (
     routes_metrics,
     routes_models,
     routes_tags,
+    routes_tools,
     ui,
 )
 from memvec.service.access_log import AccessLog
@@ -183,6 +184,7 @@ ROUTERS = (
     routes_metrics.router,
     routes_models.router,
     routes_tags.router,
+    routes_tools.router,
     ui.router,
     *ui.PAGES,
 )

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memvec.agent.models import model_problem
 from memvec.errors import InvalidInputError
+from memvec.memory import Memory
 from memvec.service.auth import Principal
 from memvec.service.deps import (
     BlockLabel,
@@ -37,6 +38,7 @@ from memvec.service.schemas import (
     ResetMessages,
 )
 from memvec.service.views import agent_out, block_out, blocks_out, page
+from memvec.tools.catalogue import BUILTIN_TOOLS, resolve_tool_refs
 from memvec.types import MAX_DISPLAY_NAME_CHARS, AgentSettings, BlockChange, CoreBlock
 
 router = api_router()
@@ -44,7 +46,10 @@ router = api_router()
 
 def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
     """The body's fields as AgentSettings fields (Letta's names mapped to memvec's)."""
-    given = body.model_dump(exclude_unset=True, exclude={"memory_blocks", "name", "llm_config", "embedding_config"})
+    given = body.model_dump(
+        exclude_unset=True,
+        exclude={"memory_blocks", "name", "llm_config", "embedding_config", "tool_ids", "tools", "include_base_tools"},
+    )
     llm, embedding = body.llm_config or {}, body.embedding_config or {}
     if "embedding" not in given and (named := embedding.get("handle") or embedding.get("embedding_model")):
         given["embedding"] = str(named)[:256]
@@ -54,6 +59,15 @@ def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
     if "model" not in given and llm.get("model"):
         given["model"] = llm["model"]
     return {k: v for k, v in given.items() if v is not None or k == "model"}
+
+
+def _chosen_tools(memory: Memory, body: AgentCreate) -> list[str] | None:
+    """The tool ids the new agent is offered (None: the built-in ones, all an agent gets by default)."""
+    given = resolve_tool_refs(memory, body.tool_ids or [], body.tools or [])
+    if body.include_base_tools and not given:
+        return None
+    base = [tool.id for tool in BUILTIN_TOOLS.values()] if body.include_base_tools else []
+    return list(dict.fromkeys([*base, *given]))
 
 
 def _in_order(ids: list[str], *, after: str | None, before: str | None, descending: bool) -> list[str]:
@@ -71,8 +85,10 @@ def create_agent(body: AgentCreate, principal: Caller, service: Service) -> Agen
     memory, scoped = service.memory, principal.agents is not None
     if scoped and (body.name is None or not principal.may_see(body.name)):
         raise HTTPException(403, f"this key may not create agent {body.name!r}")
-    settings = AgentSettings.model_validate({"name": "unnamed", **_settings_changes(body)})
-    _check_model(settings.model)  # both 400s before anything is written
+    settings = AgentSettings.model_validate(
+        {"name": "unnamed", **_settings_changes(body), "tool_ids": _chosen_tools(memory, body)}
+    )
+    _check_model(settings.model)  # the 400s come before anything is written
     blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
     identity = memory.claim_agent(body.name, name_as_handle_only=scoped)
     settings = settings.model_copy(update={"name": identity.handle})
@@ -122,6 +138,8 @@ def modify_agent(agent_id: ScopedAgent, body: AgentPatch, principal: Caller, ser
     """Change the agent's settings; `name` changes its display name (its id stays)."""
     settings, _ = visible_agent(agent_id, principal, service)
     changes = _settings_changes(body)
+    if body.tool_ids is not None:
+        changes["tool_ids"] = resolve_tool_refs(service.memory, body.tool_ids, [])
     if (model := changes.get("model")) != settings.model:  # a model set before the check stays usable
         _check_model(model if isinstance(model, str) else None)
     changed = AgentSettings.model_validate({**settings.model_dump(), **changes})

@@ -54,7 +54,19 @@ STOP_REASONS = {
     "no_heartbeat": "end_turn",
     "no_tool_call": "no_tool_call",
     "max_steps": "max_steps",
+    "tool_rule": "tool_rule",
+    "requires_approval": "requires_approval",
 }
+
+
+def shown(event: Event, *, use_assistant_message: bool) -> bool:
+    """Whether a client sees the event: a send_message call shows as the assistant message it sent
+    (Letta's default) or, without `use_assistant_message`, as the tool call and its return."""
+    if event.name == "send_message" and event.kind in ("tool_call", "tool_return"):
+        return not use_assistant_message
+    if event.kind == "assistant" and event.sent_by_tool:
+        return use_assistant_message
+    return True
 
 
 def record_message(record: Record) -> dict[str, Any]:
@@ -104,6 +116,9 @@ def event_message(event: Event) -> dict[str, Any]:
             "status": "success" if event.ok else "error",
             "tool_call_id": event.tool_call_id,
         }
+    if event.kind == "approval_request":
+        call = {"name": event.name, "arguments": event.arguments, "tool_call_id": event.tool_call_id}
+        return {**base, "message_type": "approval_request_message", "tool_call": call}
     return {**base, "message_type": "assistant_message", "content": event.text}
 
 
@@ -146,16 +161,18 @@ def _run_agent(
     session_id: str | None,
     emit: Emit | None = None,
     stream_tokens: bool = False,
+    use_assistant_message: bool = True,
 ) -> LettaResponseOut:
     from memvec.agent import Agent
 
-    bot = Agent(service.memory, agent, session_id=session_id, on_event=_announcer(emit), stream_tokens=stream_tokens)
+    announce = _announcer(emit, use_assistant_message)
+    bot = Agent(service.memory, agent, session_id=session_id, on_event=announce, stream_tokens=stream_tokens)
     replies: list[Reply] = []
     out: list[dict[str, Any]] = []
     for message in messages:
         reply = bot.reply(message.text(), role=message.name or message.role)
         replies.append(reply)
-        out += [event_message(e) for e in reply.trace.events]
+        out += [event_message(e) for e in reply.trace.events if shown(e, use_assistant_message=use_assistant_message)]
     added = [record_id for reply in replies for record_id in reply.recorded]
     last = replies[-1].trace.stopped_by or "send_message"
     return LettaResponseOut(
@@ -171,11 +188,16 @@ def _run_agent(
     )
 
 
-def _announcer(emit: Emit | None) -> Callable[[Event], None] | None:
-    """Each reply event as the Letta message a stream sends (None: nobody is listening)."""
+def _announcer(emit: Emit | None, use_assistant_message: bool) -> Callable[[Event], None] | None:
+    """Each reply event a client sees as the Letta message a stream sends (None: nobody is listening)."""
     if emit is None:
         return None
-    return lambda event: emit(event_message(event))
+
+    def tell(event: Event) -> None:
+        if shown(event, use_assistant_message=use_assistant_message):
+            emit(event_message(event))
+
+    return tell
 
 
 def _only_wanted(emit: Emit, body: MessagesIn) -> Emit:
@@ -194,7 +216,15 @@ def _send(
     settings, _ = visible_agent(agent, principal, service)
     told = None if emit is None else _only_wanted(emit, body)
     if settings.model:
-        out = _run_agent(service, agent, body.all_messages(), body.session_id, told, body.stream_tokens)
+        out = _run_agent(
+            service,
+            agent,
+            body.all_messages(),
+            body.session_id,
+            told,
+            body.stream_tokens,
+            body.use_assistant_message,
+        )
     else:
         out = _record_only(service, agent, body.all_messages(), body.session_id)
         if told is not None:

@@ -27,6 +27,7 @@ from memvec.types import (
     Tag,
     Tier,
 )
+from memvec.types.tools import ToolRule
 
 MAX_BATCH = 1_000
 
@@ -73,6 +74,10 @@ class AgentCreate(Lenient):
     embedding_config: dict[str, Any] | None = Field(
         default=None, description="its `handle` (or `embedding_model`) is recorded as `embedding`"
     )
+    tool_ids: list[str] | None = Field(default=None, max_length=256, description="tools to offer it, by id")
+    tools: list[str] | None = Field(default=None, max_length=256, description="tools to offer it, by name")
+    include_base_tools: bool = Field(default=True, description="offer the built-in memory tools and send_message too")
+    tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
 
 
 class GenerateIn(Strict):
@@ -107,6 +112,8 @@ class AgentPatch(Lenient):
     metadata: Metadata | None = None
     llm_config: dict[str, Any] | None = None
     embedding_config: dict[str, Any] | None = None
+    tool_ids: list[str] | None = Field(default=None, max_length=256, description="the tools to offer it, by id")
+    tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
 
 
 class BlockOut(BaseModel):
@@ -190,7 +197,8 @@ class AgentOut(BaseModel):
     )
     system: str
     tags: list[str]
-    tools: list[dict[str, Any]] = Field(default_factory=list, description="memvec's memory tools are built in")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="the tools it is offered (Letta's Tool)")
+    tool_rules: list[dict[str, Any]] = Field(default_factory=list)
     sources: list[dict[str, Any]] = Field(default_factory=list)
     model: str | None
     embedding: str | None
@@ -379,6 +387,11 @@ class MessagesIn(Lenient):
         default=None,
         max_length=len(get_args(LettaMessageType)),
         description="answer (or stream) only messages of these types; stop_reason and usage always come",
+    )
+    use_assistant_message: bool = Field(
+        default=True,
+        description="show what the model sent with send_message as an assistant_message (false: as the "
+        "send_message tool call and its return, as Letta does)",
     )
 
     def wanted(self, message: dict[str, Any]) -> bool:

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.memory import Memory
 from memvec.service.schemas import AgentOut, BlockOut, EmbeddingConfigOut, LlmConfigOut, MemoryOut
+from memvec.service.tool_bodies import ToolOut
+from memvec.tools.catalogue import agent_tools
 from memvec.types import AgentIdentity, AgentSettings, AgentState, CoreBlock
 
 # litellm provider prefixes that Letta's LlmConfig names the same way
@@ -72,6 +74,8 @@ def agent_out(
         embedding=settings.embedding,
         description=settings.description,
         metadata=settings.metadata,
+        tools=[ToolOut.of(t).model_dump(mode="json", by_alias=True) for t in agent_tools(memory, settings)],
+        tool_rules=[r.model_dump(mode="json", exclude_none=True) for r in settings.tool_rules],
         message_ids=[str(i) for i in state.in_context],
         context_window=settings.context_window,
         created_at=state.created_at,

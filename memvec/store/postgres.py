@@ -94,6 +94,9 @@ CREATE TABLE IF NOT EXISTS message_requests (
 CREATE INDEX IF NOT EXISTS message_requests_by_agent ON message_requests (agent);
 CREATE INDEX IF NOT EXISTS message_requests_by_start ON message_requests (started_at);
 ALTER TABLE records ADD COLUMN IF NOT EXISTS written_by TEXT;
+CREATE TABLE IF NOT EXISTS tools (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, spec TEXT NOT NULL, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS agent_identities (handle TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
 INSERT INTO agent_identities (handle, id, name)
 SELECT handle,

@@ -269,6 +269,19 @@ MIGRATIONS: list[tuple[int, str]] = [
           UNION SELECT agent FROM core_blocks WHERE agent NOT LIKE '~%')
     """,
     ),
+    (
+        18,
+        """
+    -- custom tools (Letta's /v1/tools): Python source and the schema a model sees, unique by name
+    CREATE TABLE tools (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        spec TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

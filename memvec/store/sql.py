@@ -38,6 +38,7 @@ from memvec.store.rows import (
 from memvec.store.runs import RunStore
 from memvec.store.scopes import CHUNK, ScopeStore, marks
 from memvec.store.shared_blocks import SharedBlockStore
+from memvec.store.tools import ToolStore
 from memvec.store.versions import VersionStore
 from memvec.telemetry.tracing import span
 from memvec.types import Citation, Clock, NewRecord, Record, SearchFilters, Tier, utc_now
@@ -70,6 +71,7 @@ class SQLStore(
     RequestStore,
     RunStore,
     ScopeStore,
+    ToolStore,
     VersionStore,
 ):
     """Everything but the connection. Subclasses set the class attributes and the plumbing."""

@@ -10,9 +10,11 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    field_validator,
     model_validator,
 )
 
+from memvec.types.tools import ToolRule, unique_rules
 from memvec.types.values import (
     LABEL_PATTERN,
     MAX_BLOCK_CHARS,
@@ -62,6 +64,9 @@ class BlockChange(BaseModel):
     undone_by: int | None = Field(default=None, description="seq of the undo that reverted this change")
 
 
+MAX_AGENT_TOOLS = 256
+
+
 class AgentSettings(BaseModel):
     """An agent's configuration: its LLM (any litellm `provider/model`) and its context budget."""
 
@@ -85,6 +90,17 @@ class AgentSettings(BaseModel):
     embedding: Utf8Text | None = Field(
         default=None, max_length=256, description="the embedding a client asked for (the home's model is used)"
     )
+    tool_ids: list[Annotated[str, StringConstraints(max_length=64)]] | None = Field(
+        default=None,
+        max_length=MAX_AGENT_TOOLS,
+        description="the tools the agent is offered, built-in and custom (None: the built-in memory tools)",
+    )
+    tool_rules: list[ToolRule] = Field(default_factory=list, max_length=MAX_AGENT_TOOLS)
+
+    @field_validator("tool_rules")
+    @classmethod
+    def _rules_once(cls, rules: list[ToolRule]) -> list[ToolRule]:
+        return unique_rules(rules)
 
 
 class AgentIdentity(BaseModel):

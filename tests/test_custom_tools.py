@@ -1,0 +1,253 @@
+"""Custom tools as Letta has them: a schema read from source without running it, tools through
+letta-client (create, upsert, list, attach, rules), a call that goes back to the client by default,
+and a call run in a limited subprocess where the home turned that on."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from letta_client import Letta, PermissionDeniedError
+
+from memvec.agent.rules import RuleState
+from memvec.tools.sandbox import run_tool
+from memvec.tools.source_schema import ToolSourceError, function_schema
+from memvec.types.tools import ToolRule, builtin_tool_id
+from tests.scripted_llm import SCRIPTED, ToolCall, Turn, say
+from tests.service_helpers import Server, served_in_process
+
+ADMIN, SCOPED = "tools-admin-0001", "tools-scope-0001"
+
+
+def roll_dice(num_sides: int, bonus: int = 0) -> int:
+    """
+    Roll a die.
+
+    Args:
+        num_sides (int): How many sides the die has;
+            at least one.
+        bonus: Added to the roll.
+
+    Returns:
+        int: the roll.
+    """
+    import random
+
+    return random.randint(1, num_sides) + bonus
+
+
+DICE = textwrap.dedent(inspect.getsource(roll_dice))
+
+
+# -- the schema, read from source ---------------------------------------------------------------
+def test_the_schema_comes_from_the_signature_and_the_docstring() -> None:
+    schema = function_schema(DICE)
+    assert schema["name"] == "roll_dice" and schema["description"] == "Roll a die."
+    sides, bonus = schema["parameters"]["properties"]["num_sides"], schema["parameters"]["properties"]["bonus"]
+    assert sides == {"type": "integer", "description": "How many sides the die has; at least one."}
+    assert bonus == {"type": "integer", "description": "Added to the roll."}
+    assert schema["parameters"]["required"] == ["num_sides"]
+
+
+def test_types_the_schema_reads() -> None:
+    source = (
+        "def f(a: list[float], b: Optional[str], c: 'dict', d: Literal['x', 'y'], e: bool | None = None):\n"
+        "    '''Do f.'''\n"
+    )
+    props = function_schema(source)["parameters"]["properties"]
+    assert props["a"] == {"type": "array", "items": {"type": "number"}} and props["b"] == {"type": "string"}
+    assert props["c"] == {"type": "object"} and props["d"] == {"enum": ["x", "y"]}
+    assert props["e"] == {"type": "boolean"}
+
+
+def test_the_last_function_names_the_tool_and_a_model_schema_replaces_the_parameters() -> None:
+    source = "def helper():\n    pass\n\ndef plan(steps, why):\n    '''Make a plan.'''\n"
+    model = {"properties": {"steps": {"type": "array"}, "why": {"type": "string"}}, "required": ["steps"]}
+    schema = function_schema(source, args_json_schema=model)
+    assert schema["name"] == "plan" and schema["parameters"]["required"] == ["steps"]
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("def f(:\n", "not valid Python"),
+        ("x = 1\n", "defines no function"),
+        ("def f(a):\n    return a\n", "no docstring"),
+    ],
+)
+def test_source_that_makes_no_tool_is_refused_with_why(source: str, says: str) -> None:
+    with pytest.raises(ToolSourceError, match=says):
+        function_schema(source)
+
+
+def test_reading_the_schema_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    source = f"open({str(marker)!r}, 'w').write('x')\ndef f():\n    '''F.'''\n"
+    function_schema(source)
+    assert not marker.exists()
+
+
+# -- tool rules ------------------------------------------------------------------------------------
+def rules(*given: dict[str, object]) -> RuleState:
+    return RuleState([ToolRule.model_validate(g) for g in given])
+
+
+def test_rules_pick_the_tools_offered_at_each_step() -> None:
+    offered = ["send_message", "a", "b", "c"]
+    state = rules(
+        {"tool_name": "a", "type": "run_first"}, {"tool_name": "a", "type": "constrain_child_tools", "children": ["b"]}
+    )
+    assert state.allowed(offered) == ["a"]
+    state.record("a", "done")
+    assert state.allowed(offered) == ["b"]
+    state.record("b", "done")
+    assert state.allowed(offered) == offered
+    capped = rules({"tool_name": "c", "type": "max_count_per_step", "max_count_limit": 1})
+    capped.record("c", "1")
+    assert capped.allowed(offered) == ["send_message", "a", "b"]
+    parent = rules({"tool_name": "a", "type": "parent_last_tool", "children": ["c"]})
+    assert parent.allowed(offered) == ["send_message", "a", "b"]
+    required = rules({"tool_name": "b", "type": "required_before_exit"}, {"tool_name": "c", "type": "exit_loop"})
+    assert required.allowed(offered) == ["a", "b"]
+    required.record("b", "ok")
+    assert required.allowed(offered) == offered and required.exits() == {"c"}
+
+
+def test_a_conditional_rule_follows_the_tools_output() -> None:
+    state = rules(
+        {"tool_name": "check", "type": "conditional", "child_output_mapping": {"yes": "a"}, "default_child": "b"}
+    )
+    state.record("check", "yes")
+    assert state.allowed(["a", "b", "check"]) == ["a"]
+    state.record("check", "maybe")
+    assert state.allowed(["a", "b", "check"]) == ["b"]
+
+
+def test_rules_given_twice_are_kept_once() -> None:
+    from memvec.types import AgentSettings
+
+    rule = {"tool_name": "send_message", "type": "exit_loop"}
+    assert len(AgentSettings(name="a", tool_rules=[rule, rule, rule]).tool_rules) == 1
+
+
+# -- the sandbox -------------------------------------------------------------------------------------
+def test_a_tool_runs_without_the_servers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    source = "def env():\n    '''E.'''\n    import os\n    return sorted(os.environ)\n"
+    result = run_tool(source, "env", {})
+    assert (
+        result.ok and "OPENAI_API_KEY" not in result.value and set(result.value) <= {"PATH", "LANG", "PYTHONIOENCODING"}
+    )
+
+
+def test_a_tool_past_its_time_or_memory_is_stopped() -> None:
+    assert "ran past its 1 s limit" in str(run_tool("def f():\n    while True: pass\n", "f", {}, timeout_s=1).error)
+    assert "MemoryError" in str(run_tool("def f():\n    return bytearray(4 << 30)\n", "f", {}).error)
+    assert run_tool("def f(x):\n    raise ValueError(x)\n", "f", {"x": "no"}).error == "ValueError: no"
+
+
+# -- through letta-client ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("tools") / "home", keys=f"{ADMIN},{SCOPED}=scoped-agent").start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[Letta]:
+    with Letta(base_url=server.url, api_key=ADMIN, _strict_response_validation=True) as letta:
+        yield letta
+
+
+def test_tools_are_created_upserted_listed_changed_and_deleted(client: Letta) -> None:
+    tool = client.tools.create(source_code=DICE, tags=["games"])
+    assert tool.id.startswith("tool-") and tool.name == "roll_dice" and tool.tool_type == "custom"
+    assert tool.json_schema and tool.json_schema["parameters"]["required"] == ["num_sides"]  # type: ignore[index]
+    again = client.tools.upsert(source_code=DICE, description="Roll one die.")
+    assert again.id == tool.id and again.description == "Roll one die." and again.tags == []  # replaced whole
+    assert [t.id for t in client.tools.list(name="roll_dice")] == [tool.id]
+    changed = client.tools.update(tool.id, return_char_limit=10)
+    assert changed.return_char_limit == 10 and client.tools.retrieve(tool.id).return_char_limit == 10
+    with pytest.raises(Exception, match="exists already"):
+        client.tools.create(source_code=DICE)
+    client.tools.delete(tool.id)
+    assert list(client.tools.list(name="roll_dice")) == []
+
+
+def test_the_built_in_tools_are_listed_with_fixed_ids_and_cannot_be_deleted(client: Letta) -> None:
+    listed = {t.name: t for t in client.tools.list(limit=100)}
+    assert (
+        listed["send_message"].id == builtin_tool_id("send_message")
+        and listed["send_message"].tool_type == "letta_core"
+    )
+    assert listed["memory_replace"].tool_type == "letta_memory_core"
+    with pytest.raises(Exception, match="built in"):
+        client.tools.delete(listed["send_message"].id)
+
+
+def test_an_agent_gets_the_tools_it_names_and_they_attach_and_detach(client: Letta) -> None:
+    dice = client.tools.upsert(source_code=DICE)
+    send = builtin_tool_id("send_message")
+    agent = client.agents.create(name="gamer", tool_ids=[send, dice.id], include_base_tools=False)
+    assert [t.name for t in client.agents.tools.list(agent.id)] == ["send_message", "roll_dice"]
+    client.agents.tools.detach(dice.id, agent_id=agent.id)
+    assert [t.name for t in client.agents.tools.list(agent.id)] == ["send_message"]
+    client.agents.tools.attach(dice.id, agent_id=agent.id)
+    client.agents.tools.attach(dice.id, agent_id=agent.id)
+    assert [t.name for t in client.agents.retrieve(agent.id).tools] == ["send_message", "roll_dice"]
+    based = client.agents.create(name="based", tool_ids=[dice.id])
+    assert {"send_message", "conversation_search", "roll_dice"} <= {t.name for t in based.tools}
+    rules = client.agents.update(agent.id, tool_rules=[{"tool_name": "roll_dice", "type": "exit_loop"}] * 2)
+    assert [(r.tool_name, r.type) for r in rules.tool_rules or []] == [("roll_dice", "exit_loop")]
+
+
+def test_a_scoped_key_may_not_create_tools(server: Server) -> None:
+    with Letta(base_url=server.url, api_key=SCOPED) as scoped, pytest.raises(PermissionDeniedError):
+        scoped.tools.create(source_code=DICE)
+
+
+# -- the agent loop ------------------------------------------------------------------------------------
+def _dice_agent(letta: Letta) -> str:
+    dice = letta.tools.upsert(source_code=DICE)
+    agent = letta.agents.create(name="dicer", model="scripted/agent", tool_ids=[dice.id])
+    return agent.id
+
+
+def test_by_default_a_custom_tools_call_goes_back_to_the_client(tmp_path: Path) -> None:
+    SCRIPTED.reset()
+    SCRIPTED.script = [Turn(content=None, calls=[ToolCall("roll_dice", {"num_sides": 6})])]
+    with served_in_process(tmp_path / "home") as url, Letta(base_url=url) as letta:
+        response = letta.agents.messages.create(_dice_agent(letta), input="roll a die")
+    assert [m.message_type for m in response.messages] == ["approval_request_message"]
+    request = response.messages[0]
+    assert request.tool_call.name == "roll_dice" and json.loads(request.tool_call.arguments) == {"num_sides": 6}  # type: ignore[union-attr,arg-type]
+    assert response.stop_reason.stop_reason == "requires_approval"
+
+
+def test_with_subprocess_execution_the_tool_runs_and_the_model_reads_its_return(tmp_path: Path) -> None:
+    SCRIPTED.reset()
+    SCRIPTED.script = [
+        Turn(content=None, calls=[ToolCall("roll_dice", {"num_sides": 1, "bonus": 41})]),
+        say("You rolled 42."),
+    ]
+    with served_in_process(tmp_path / "home", tool_execution="subprocess") as url, Letta(base_url=url) as letta:
+        response = letta.agents.messages.create(_dice_agent(letta), input="roll a die")
+    kinds = [m.message_type for m in response.messages]
+    assert kinds == ["tool_call_message", "tool_return_message", "assistant_message"]
+    assert response.messages[1].tool_return == "42" and response.messages[1].status == "success"  # type: ignore[union-attr]
+    assert SCRIPTED.requests[-1][-1]["content"] == "42"
+
+
+def test_without_assistant_messages_send_message_shows_as_its_call(tmp_path: Path) -> None:
+    SCRIPTED.reset()
+    SCRIPTED.script = [say("Hello there.")]
+    with served_in_process(tmp_path / "home") as url, Letta(base_url=url) as letta:
+        agent = letta.agents.create(name="plain", model="scripted/agent")
+        response = letta.agents.messages.create(agent.id, input="hi", use_assistant_message=False)
+    assert [m.message_type for m in response.messages] == ["tool_call_message", "tool_return_message"]
+    assert json.loads(response.messages[0].tool_call.arguments)["message"] == "Hello there."  # type: ignore[union-attr,arg-type]
