@@ -625,7 +625,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "an agent is created with a model litellm cannot call",
         "memvec/service/routes_agents.py",
-        "    _check_model(settings.model)  # both 400s before anything is written\n",
+        "    _check_model(settings.model)  # the 400s come before anything is written\n",
         "",
         "tests/test_service.py",
     ),
@@ -1553,8 +1553,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a message streamed in tokens is sent whole again",
         "memvec/agent/loop.py",
-        "sent.append(self._say(outcome.sent_message, trace, announce=not relayed))",
-        "sent.append(self._say(outcome.sent_message, trace))",
+        "sent.append(self._say(outcome.sent_message, trace, announce=not relayed, via_tool=True))",
+        "sent.append(self._say(outcome.sent_message, trace, via_tool=True))",
         "tests/test_streaming.py",
     ),
     (
@@ -1994,6 +1994,62 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         '            self._run(db, "UPDATE agent_identities SET name = ? WHERE handle = ?", (name, handle))',
         "            pass",
         "tests/test_agent_identity.py",
+    ),
+    (
+        "a custom tool runs with the server's environment",
+        "memvec/tools/sandbox.py",
+        "                env=_ENVIRONMENT,\n",
+        "                env=None,\n",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "a custom tool runs on the server without the home turning that on",
+        "memvec/agent/tools.py",
+        '        if custom is None or needs_approval or self.execution != "subprocess":\n',
+        "        if custom is None or needs_approval:\n",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "tool rules do not choose the tools offered",
+        "memvec/agent/loop.py",
+        "            offered = [tools.offered[name].schema for name in rules.allowed(list(tools.offered))]\n",
+        "            offered = [tools.offered[name].schema for name in tools.offered]\n",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "an exit_loop rule does not end the reply",
+        "memvec/agent/loop.py",
+        "            if names & rules.exits():\n",
+        "            if False:\n",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "an upsert gives the tool a new id",
+        "memvec/store/tools.py",
+        '            "id": row["id"],\n',
+        "",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "a scoped key creates tools",
+        "memvec/service/routes_tools.py",
+        '    unscoped(principal, "creating a tool", _WHY)\n',
+        "",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "send_message shows as its tool call",
+        "memvec/service/routes_messages.py",
+        "        return not use_assistant_message\n",
+        "        return True\n",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "tool rules given twice are kept twice",
+        "memvec/types/agents.py",
+        "        return unique_rules(rules)\n",
+        "        return rules\n",
+        "tests/test_custom_tools.py",
     ),
 ]
 

@@ -57,6 +57,7 @@ class ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc,name-defined]
         self.script: list[Step] = []
         self.requests: list[list[dict[str, Any]]] = []
         self.summaries: list[list[dict[str, Any]]] = []
+        self.offered: list[list[str]] = []  # per step, the names of the tools the model was offered
         self.summarizer: Callable[[list[dict[str, Any]]], str] | None = None
         self.streamed = 0  # replies given as a stream
         self.stream_pause_s = 0.0
@@ -65,6 +66,7 @@ class ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc,name-defined]
     def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
         if not kwargs.get("optional_params", {}).get("tools"):
             return self._summary(messages)
+        self.offered.append([t["function"]["name"] for t in kwargs["optional_params"]["tools"]])
         turn, tool_calls = self._next(messages)
         message = {"role": "assistant", "content": turn.content, "tool_calls": tool_calls or None}
         return litellm.ModelResponse(

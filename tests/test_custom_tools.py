@@ -251,3 +251,28 @@ def test_without_assistant_messages_send_message_shows_as_its_call(tmp_path: Pat
         response = letta.agents.messages.create(agent.id, input="hi", use_assistant_message=False)
     assert [m.message_type for m in response.messages] == ["tool_call_message", "tool_return_message"]
     assert json.loads(response.messages[0].tool_call.arguments)["message"] == "Hello there."  # type: ignore[union-attr,arg-type]
+
+
+def test_an_exit_loop_rule_ends_the_reply_after_its_tool(tmp_path: Path) -> None:
+    SCRIPTED.reset()
+    SCRIPTED.script = [Turn(content=None, calls=[ToolCall("roll_dice", {"num_sides": 1})]), say("not reached")]
+    with served_in_process(tmp_path / "home", tool_execution="subprocess") as url, Letta(base_url=url) as letta:
+        agent = _dice_agent(letta)
+        letta.agents.update(agent, tool_rules=[{"tool_name": "roll_dice", "type": "exit_loop"}])
+        response = letta.agents.messages.create(agent, input="roll a die")
+    assert [m.message_type for m in response.messages] == ["tool_call_message", "tool_return_message"]
+    assert response.stop_reason.stop_reason == "tool_rule" and SCRIPTED.script  # the second step never ran
+
+
+def test_run_first_and_child_rules_choose_what_the_model_is_offered(tmp_path: Path) -> None:
+    SCRIPTED.reset()
+    SCRIPTED.script = [Turn(content=None, calls=[ToolCall("roll_dice", {"num_sides": 1})]), say("Done.")]
+    rules = [
+        {"tool_name": "roll_dice", "type": "run_first"},
+        {"tool_name": "roll_dice", "type": "constrain_child_tools", "children": ["send_message"]},
+    ]
+    with served_in_process(tmp_path / "home", tool_execution="subprocess") as url, Letta(base_url=url) as letta:
+        agent = _dice_agent(letta)
+        letta.agents.update(agent, tool_rules=rules)  # type: ignore[arg-type]
+        letta.agents.messages.create(agent, input="roll a die")
+    assert SCRIPTED.offered == [["roll_dice"], ["send_message"]]

@@ -84,6 +84,9 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
   <error message="failed on setup with &quot;NotFoundError: 404&quot;">trace</error></testcase>
 <testcase classname="tests.test_client.TestGroup" name="test_skip" time="0.0">
   <skipped message="not implemented"/></testcase>
+<testcase classname="tests.test_client" name="test_upsert" time="0.1">
+  <error message="on setup: &quot;AttributeError: 'ToolsResource' object has no attribute 'upsert'&quot;">
+  trace</error></testcase>
 </testsuite></testsuites>"""
 
 
@@ -91,8 +94,8 @@ def test_the_report_counts_outcomes_per_file_and_names_the_reasons(tmp_path: Pat
     (tmp_path / "junit.xml").write_text(JUNIT)
     results = read_junit(tmp_path / "junit.xml")
     assert dict(results["tests/sdk/blocks_test.py"].outcomes) == {"passed": 1, "failed": 1}
-    assert dict(results["tests/test_client.py"].outcomes) == {"error": 1, "skipped": 1}
+    assert dict(results["tests/test_client.py"].outcomes) == {"error": 1, "skipped": 1, "lacking": 1}
     written = report({"1.7.12": results})
     assert "| tests/sdk/blocks_test.py | 1/2 (0 skipped) |" in written
-    assert "| all | 1/3 (1 skipped) |" in written
+    assert "| all | 1/3 (1 skipped, 1 call what the client lacks) |" in written  # not counted as run
     assert "- 1 x `AssertionError: assert 2000 == 100000`" in written

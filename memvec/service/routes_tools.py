@@ -82,7 +82,7 @@ def create_tool(body: ToolIn, principal: Caller, service: Service) -> ToolOut:
 @router.put("/v1/tools", response_model=ToolOut, tags=["tools"])
 def upsert_tool(body: ToolIn, principal: Caller, service: Service) -> ToolOut:
     """Create a tool, or replace the one with its function's name (which keeps its id)."""
-    unscoped(principal, "creating a tool", _WHY)
+    unscoped(principal, "creating or replacing a tool", _WHY)
     tool = _definition(body, None)
     if tool.name in {t.name for t in BUILTIN_BY_ID.values()}:
         raise InvalidInputError(f"{tool.name} is a built-in tool's name")
