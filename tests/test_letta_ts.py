@@ -71,7 +71,17 @@ def test_the_typescript_sdk_manages_agents_blocks_passages_and_streams_a_reply(t
     assert seen["search"] == ["Ana keeps bees in Lisbon"]
     assert seen["after_delete"] == ["The meeting moved to Friday"]
     assert seen["after_agent_delete"] == 404
+    check_tools(seen["tools"])
     check_stream(seen["stream"], seen["transcript"])
+
+
+def check_tools(tools: dict[str, Any]) -> None:
+    """A custom tool made from source, upserted by name (same id), attached to the agent and detached."""
+    assert tools["id"].startswith("tool-") and tools["type"] == "custom" and tools["required"] == ["num_sides"]
+    assert tools["upserted"] == tools["id"] and tools["description"] == "Roll one die."
+    assert tools["named"] == [tools["id"]]
+    assert tools["attached"][-1] == "roll_dice" and "send_message" in tools["attached"]
+    assert "roll_dice" not in tools["detached"] and "send_message" in tools["detached"]
 
 
 def check_stream(events: list[dict[str, Any]], transcript: list[dict[str, Any]]) -> None:

@@ -81,8 +81,37 @@ async function streaming(agentId) {
   seen.transcript = transcript;
 }
 
+const DICE = `def roll_dice(num_sides: int) -> int:
+    """Roll a die.
+
+    Args:
+        num_sides: How many sides the die has.
+    """
+    import random
+    return random.randint(1, num_sides)
+`;
+
+async function tools(agentId) {
+  const made = await client.tools.create({ source_code: DICE, tags: ['games'] });
+  const again = await client.tools.upsert({ source_code: DICE, description: 'Roll one die.' });
+  const named = [];
+  for await (const tool of client.tools.list({ name: 'roll_dice' })) named.push(tool.id);
+  await client.agents.tools.attach(made.id, { agent_id: agentId });
+  const attached = [];
+  for await (const tool of client.agents.tools.list(agentId)) attached.push(tool.name);
+  await client.agents.tools.detach(made.id, { agent_id: agentId });
+  const detached = [];
+  for await (const tool of client.agents.tools.list(agentId)) detached.push(tool.name);
+  await client.tools.delete(made.id);
+  seen.tools = {
+    id: made.id, type: made.tool_type, required: made.json_schema.parameters.required,
+    upserted: again.id, description: again.description, named, attached, detached,
+  };
+}
+
 async function main() {
   const agentId = await agents();
+  await tools(agentId);
   await blocks(agentId);
   await sharedBlocks(agentId);
   await passages(agentId);
