@@ -2051,6 +2051,27 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "        return rules\n",
         "tests/test_custom_tools.py",
     ),
+    (
+        "an approved call is sent back for approval again",
+        "memvec/agent/tools.py",
+        "        if custom is not None or (name in self.approval_needed and not approved):\n",
+        "        if custom is not None or name in self.approval_needed:\n",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "a denied call runs",
+        "memvec/agent/loop.py",
+        "    if answer.approve:\n",
+        "    if True:\n",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "a reply's waiting calls are not kept for the answer",
+        "memvec/agent/loop.py",
+        "            self.state.pending_calls = self._pending\n",
+        "            self.state.pending_calls = []\n",
+        "tests/test_custom_tools.py",
+    ),
 ]
 
 

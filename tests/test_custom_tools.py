@@ -11,13 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from letta_client import Letta, PermissionDeniedError
+from letta_client import BadRequestError, Letta, PermissionDeniedError
+from letta_client.types.agents.tool_return_param import ToolReturnParam
 
 from memvec.agent.rules import RuleState
 from memvec.tools.sandbox import run_tool
 from memvec.tools.source_schema import ToolSourceError, function_schema
 from memvec.types.tools import ToolRule, builtin_tool_id
 from tests.scripted_llm import SCRIPTED, ToolCall, Turn, say
+from tests.scripted_llm import call as call_tool
 from tests.service_helpers import Server, served_in_process
 
 ADMIN, SCOPED = "tools-admin-0001", "tools-scope-0001"
@@ -276,3 +278,45 @@ def test_run_first_and_child_rules_choose_what_the_model_is_offered(tmp_path: Pa
         letta.agents.update(agent, tool_rules=rules)  # type: ignore[arg-type]
         letta.agents.messages.create(agent, input="roll a die")
     assert SCRIPTED.offered == [["roll_dice"], ["send_message"]]
+
+
+def test_the_client_answers_a_waiting_call_with_its_return_and_the_reply_goes_on(tmp_path: Path) -> None:
+    SCRIPTED.reset()
+    SCRIPTED.script = [Turn(content=None, calls=[ToolCall("roll_dice", {"num_sides": 6})]), say("You rolled 4.")]
+    with served_in_process(tmp_path / "home") as url, Letta(base_url=url) as letta:
+        agent = _dice_agent(letta)
+        asked = letta.agents.messages.create(agent, input="roll a die").messages[0]
+        call_id = str(asked.tool_call.tool_call_id)  # type: ignore[union-attr]
+        answer: ToolReturnParam = {"type": "tool", "tool_call_id": call_id, "tool_return": "4", "status": "success"}
+        response = letta.agents.messages.create(agent, messages=[{"type": "approval", "approvals": [answer]}])
+        with pytest.raises(BadRequestError, match="no tool call"):
+            letta.agents.messages.create(agent, messages=[{"type": "approval", "approvals": [answer]}])
+    assert [m.message_type for m in response.messages] == ["tool_return_message", "assistant_message"]
+    assert response.messages[0].tool_return == "4" and response.messages[1].content == "You rolled 4."  # type: ignore[union-attr]
+    read = SCRIPTED.requests[-1]
+    assert read[-2]["tool_calls"][0]["id"] == call_id and read[-1] == {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "name": "roll_dice",
+        "content": "4",
+    }
+
+
+@pytest.mark.parametrize("approve", [True, False])
+def test_a_call_that_needs_approval_runs_only_when_approved(tmp_path: Path, approve: bool) -> None:
+    SCRIPTED.reset()
+    SCRIPTED.script = [call_tool("archival_memory_insert", content="Ana keeps bees"), say("Done.")]
+    rule = {"tool_name": "archival_memory_insert", "type": "requires_approval"}
+    with served_in_process(tmp_path / "home") as url, Letta(base_url=url) as letta:
+        agent = letta.agents.create(name="careful", model="scripted/agent", tool_rules=[rule])  # type: ignore[list-item]
+        asked = letta.agents.messages.create(agent.id, input="remember my bees")
+        assert asked.stop_reason.stop_reason == "requires_approval"
+        assert letta.agents.passages.list(agent.id) == []  # nothing ran before the answer
+        response = letta.agents.messages.create(
+            agent.id, messages=[{"type": "approval", "approve": approve, "reason": "not now"}]
+        )
+        stored = [p.text for p in letta.agents.passages.list(agent.id)]
+    assert stored == (["Ana keeps bees"] if approve else [])
+    returned = response.messages[0]
+    assert returned.message_type == "tool_return_message" and (returned.status == "success") is approve
+    assert approve or "denied archival_memory_insert: not now" in returned.tool_return

@@ -9,7 +9,7 @@ what paging cost, like a page-fault count.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome
 from memvec.errors import InvalidInputError, ModelCallError, NotFoundError
 from memvec.memory import Memory
 from memvec.tools.catalogue import agent_tools
-from memvec.types import Record, WrittenBy
+from memvec.types import PendingToolCall, Record, ToolAnswer, WrittenBy
 
 StopReason = Literal["send_message", "max_steps", "no_tool_call", "no_heartbeat", "tool_rule", "requires_approval"]
 
@@ -111,7 +111,19 @@ class Agent:
             _, self.state = self.memory.get_agent(self.settings.name)
             return self._reply(text, role)
 
-    def _reply(self, text: str, role: str) -> Reply:
+    def resume(self, answers: Sequence[ToolAnswer]) -> Reply:
+        """Go on with the reply that stopped for the client (`requires_approval`): `answers` give the
+        return of each tool the client ran, or approve (the server runs it) or deny each call."""
+        with self.memory.agent_lease(self.settings.name):
+            _, self.state = self.memory.get_agent(self.settings.name)
+            if not self.state.pending_calls:
+                raise InvalidInputError("no tool call of this agent waits for an answer")
+            waiting = {c.id for c in self.state.pending_calls}
+            if {a.tool_call_id for a in answers} != waiting or len(answers) != len(waiting):
+                raise InvalidInputError(f"answer each waiting tool call once: {', '.join(sorted(waiting))}")
+            return self._reply(None, "user", answers)
+
+    def _reply(self, text: str | None, role: str, answers: Sequence[ToolAnswer] = ()) -> Reply:
         self.state.turn += 1
         # written before anything of the turn: a server killed mid-reply leaves this turn id used, so
         # the next reply (on any server) takes a new one instead of giving two messages the same
@@ -125,7 +137,8 @@ class Agent:
             count=lambda messages: llm.count_tokens(self.model, messages),
             summarize=lambda prev, evicted: self._summarize(prev, evicted, trace),
         )
-        self._remember(role, text, in_context=True)
+        if text is not None:
+            self._remember(role, text, in_context=True)
         rules = RuleState(self.settings.tool_rules)
         tools = ToolBox(
             self.memory,
@@ -139,13 +152,16 @@ class Agent:
             approval_needed=rules.needs_approval(),
         )
         sent: list[str] = []
+        self._pending: list[PendingToolCall] = []
         try:
-            trace.stopped_by = self._run(context, tools, trace, sent, rules)
+            scratch = self._answered(tools, trace, answers, rules) if answers else []
+            trace.stopped_by = self._run(context, tools, trace, sent, rules, scratch)
         except ModelCallError:
             if trace.tool_calls == 0:  # the model never answered: the turn did nothing, so it keeps nothing
                 self._unremember()  # (a retry of the same message would otherwise store it twice)
             raise
         finally:
+            self.state.pending_calls = self._pending
             self.memory.update_agent(self.settings, self.state)
         return Reply(
             message=sent[-1] if sent else None,
@@ -156,8 +172,36 @@ class Agent:
             recorded=self._recorded,
         )
 
-    def _run(self, context: MainContext, tools: ToolBox, trace: Trace, sent: list[str], rules: RuleState) -> StopReason:
-        scratch: list[Message] = []
+    def _answered(self, tools: ToolBox, trace: Trace, answers: Sequence[ToolAnswer], rules: RuleState) -> list[Message]:
+        """The waiting calls and their answers, as the messages the model reads next."""
+        given = {a.tool_call_id: a for a in answers}
+        calls = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in self.state.pending_calls
+        ]
+        scratch: list[Message] = [{"role": "assistant", "content": None, "tool_calls": calls}]
+        for call in self.state.pending_calls:
+            content, ok = _answer_content(tools, call, given[call.id])
+            row = f"{call.name}({call.arguments}) -> {content}"[:8000]
+            stored = self._remember("tool", row, in_context=False, own=True)
+            event = Event(
+                kind="tool_return", name=call.name, text=content, tool_call_id=call.id, ok=ok, record_id=stored.id
+            )
+            self._emit(trace, event)
+            scratch.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+            rules.record(call.name, content)
+            trace.tool_calls += 1
+        return scratch
+
+    def _run(
+        self,
+        context: MainContext,
+        tools: ToolBox,
+        trace: Trace,
+        sent: list[str],
+        rules: RuleState,
+        scratch: list[Message],
+    ) -> StopReason:
         budget_left = self.settings.page_in_budget
         for _ in range(self.settings.max_steps):
             offered = [tools.offered[name].schema for name in rules.allowed(list(tools.offered))]
@@ -219,7 +263,8 @@ class Agent:
                 self._emit(
                     trace, Event(kind="approval_request", name=name, arguments=raw or "{}", tool_call_id=call.id)
                 )
-                trace.tool_calls += 1
+                pending = PendingToolCall(id=call.id, name=name, arguments=raw or "{}", run_by=tools.runner_of(name))
+                self._pending.append(pending)
                 continue
             self._emit(trace, Event(kind="tool_call", name=name, arguments=raw or "{}", tool_call_id=call.id))
             if name in SEARCH_TOOLS and budget_left <= 0:
@@ -325,6 +370,16 @@ class Agent:
         trace.events.append(event)
         if announce and self.on_event is not None:
             self.on_event(event)
+
+
+def _answer_content(tools: ToolBox, call: PendingToolCall, answer: ToolAnswer) -> tuple[str, bool]:
+    """What the model reads for a waiting call: the client's return, the approved call's, or the denial."""
+    if answer.tool_return is not None:
+        return answer.tool_return, answer.status == "success"
+    if answer.approve:
+        outcome = tools.run(call.name, call.arguments, approved=True)
+        return outcome.content, outcome.ok
+    return json.dumps({"error": f"the user denied {call.name}: {answer.reason or 'no reason given'}"}), False
 
 
 def _elide_tool_results(context: MainContext, scratch: list[Message], window: int) -> int:

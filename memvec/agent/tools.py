@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -84,7 +84,15 @@ class ToolBox:
             return True
         return tool.custom is not None and self.execution != "subprocess"
 
-    def run(self, name: str, raw_arguments: str | None) -> ToolOutcome:
+    def runner_of(self, name: str) -> Literal["client", "server"]:
+        """Who runs a call that went to the client: the client itself (a custom tool this server does
+        not run), or this server once the client approves it."""
+        tool = self.offered.get(name)
+        custom = tool.custom if tool else None
+        return "client" if custom is not None and self.execution != "subprocess" else "server"
+
+    def run(self, name: str, raw_arguments: str | None, *, approved: bool = False) -> ToolOutcome:
+        """Run a call of the model's. `approved`: the client approved it (it is not sent back again)."""
         if name not in self.offered:
             return _error(f"unknown tool {name!r}; available: {', '.join(self.offered) or 'none'}")
         try:
@@ -93,8 +101,8 @@ class ToolBox:
             return _error(f"arguments of {name} are not valid JSON: {exc}")
         heartbeat = bool(raw.pop("request_heartbeat", True)) if isinstance(raw, dict) else True
         custom = self.offered[name].custom
-        if custom is not None or name in self.approval_needed:
-            return self._run_elsewhere(name, custom, raw, heartbeat)
+        if custom is not None or (name in self.approval_needed and not approved):
+            return self._run_elsewhere(name, custom, raw, heartbeat, approved=approved)
         try:
             if name == "send_message":
                 message = SendMessageArgs.model_validate(raw).message
@@ -112,13 +120,17 @@ class ToolBox:
             return _error(f"{name} failed: {text}")
         return ToolOutcome(content, heartbeat=heartbeat, page_in=tool.page_in)
 
-    def _run_elsewhere(self, name: str, custom: ToolDef | None, raw: Any, heartbeat: bool) -> ToolOutcome:
+    def _run_elsewhere(
+        self, name: str, custom: ToolDef | None, raw: Any, heartbeat: bool, *, approved: bool = False
+    ) -> ToolOutcome:
         """A custom tool: run in a limited subprocess where the home turned that on, else (and for a
         tool that needs approval) handed back to the client, which answers with the tool's return."""
         if not isinstance(raw, dict):
             return _error(f"arguments of {name} must be a JSON object")
         needs_approval = name in self.approval_needed or (custom is not None and custom.default_requires_approval)
-        if custom is None or needs_approval or self.execution != "subprocess":
+        if approved and (custom is None or self.execution != "subprocess"):
+            return _error(f"{name} is run by the client here: answer with its return, not an approval")
+        if custom is None or (needs_approval and not approved) or self.execution != "subprocess":
             return ToolOutcome(json.dumps({"pending": f"{name} is run by the client"}), for_client=True)
         result = run_tool(custom.source_code, custom.name, raw)
         if not result.ok:

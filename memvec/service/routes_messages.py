@@ -41,7 +41,15 @@ from memvec.service.retries import (
     run_or_drop,
     ticket_of,
 )
-from memvec.service.schemas import GenerateIn, GenerateOut, LettaResponseOut, MessageIn, MessagesIn, PassageOut
+from memvec.service.schemas import (
+    ApprovalIn,
+    GenerateIn,
+    GenerateOut,
+    LettaResponseOut,
+    MessageIn,
+    MessagesIn,
+    PassageOut,
+)
 from memvec.service.streaming import Emit, stream_reply
 from memvec.types import MAX_ID, NewRecord, Record, Tier
 
@@ -157,7 +165,7 @@ def _record_only(
 def _run_agent(
     service: ServiceState,
     agent: str,
-    messages: list[MessageIn],
+    messages: list[ApprovalIn | MessageIn],
     session_id: str | None,
     emit: Emit | None = None,
     stream_tokens: bool = False,
@@ -170,7 +178,11 @@ def _run_agent(
     replies: list[Reply] = []
     out: list[dict[str, Any]] = []
     for message in messages:
-        reply = bot.reply(message.text(), role=message.name or message.role)
+        if isinstance(message, ApprovalIn):
+            waiting = [c.id for c in service.memory.get_agent(agent)[1].pending_calls]
+            reply = bot.resume(message.answers(waiting))
+        else:
+            reply = bot.reply(message.text(), role=message.name or message.role)
         replies.append(reply)
         out += [event_message(e) for e in reply.trace.events if shown(e, use_assistant_message=use_assistant_message)]
     added = [record_id for reply in replies for record_id in reply.recorded]
@@ -226,7 +238,10 @@ def _send(
             body.use_assistant_message,
         )
     else:
-        out = _record_only(service, agent, body.all_messages(), body.session_id)
+        plain = [m for m in body.all_messages() if isinstance(m, MessageIn)]
+        if len(plain) < len(body.all_messages()):
+            raise InvalidInputError("this agent has no model: no tool call of its waits for an approval")
+        out = _record_only(service, agent, plain, body.session_id)
         if told is not None:
             for message in out.messages:
                 told(message)

@@ -26,6 +26,7 @@ from memvec.types import (
     SearchFilters,
     Tag,
     Tier,
+    ToolAnswer,
 )
 from memvec.types.tools import ToolRule
 
@@ -352,6 +353,47 @@ class MessageIn(Lenient):
         return self.content if isinstance(self.content, str) else "\n".join(p.text for p in self.content)
 
 
+class ApprovalItem(Lenient):
+    """One answer of Letta's ApprovalCreate: a tool's return (`type` tool) or an approval."""
+
+    type: Literal["tool", "approval"] = "approval"
+    tool_call_id: str = Field(max_length=256)
+    tool_return: str | list[TextPart] | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    status: Literal["success", "error"] = "success"
+    approve: bool | None = None
+    reason: str | None = Field(default=None, max_length=MAX_META_CHARS)
+
+    def answer(self) -> ToolAnswer:
+        text = self.tool_return
+        returned = "\n".join(p.text for p in text) if isinstance(text, list) else text
+        approve = None if returned is not None else bool(self.approve)
+        return ToolAnswer(
+            tool_call_id=self.tool_call_id,
+            tool_return=returned,
+            status=self.status,
+            approve=approve,
+            reason=self.reason,
+        )
+
+
+class ApprovalIn(Lenient):
+    """Letta's ApprovalCreate: answers to the tool calls a reply left waiting (`requires_approval`),
+    each by its `tool_call_id`, or one `approve` (with `reason`) for all of them."""
+
+    type: Literal["approval"]
+    approvals: list[ApprovalItem] | None = Field(default=None, max_length=256)
+    approve: bool | None = None
+    approval_request_id: str | None = Field(default=None, max_length=256)
+    reason: str | None = Field(default=None, max_length=MAX_META_CHARS)
+
+    def answers(self, waiting: list[str]) -> list[ToolAnswer]:
+        if self.approvals:
+            return [item.answer() for item in self.approvals]
+        if self.approve is None:
+            raise InvalidInputError("an approval gives `approvals`, or `approve` for every waiting call")
+        return [ToolAnswer(tool_call_id=i, approve=self.approve, reason=self.reason) for i in waiting]
+
+
 # Letta's MessageType: what a reply's messages can be
 LettaMessageType = Literal[
     "system_message",
@@ -369,7 +411,7 @@ LettaMessageType = Literal[
 
 
 class MessagesIn(Lenient):
-    messages: list[MessageIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
+    messages: list[ApprovalIn | MessageIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
     input: str | list[TextPart] | None = Field(default=None, description="one user message (Letta's shorthand)")
     session_id: str | None = Field(
         default=None,
@@ -405,7 +447,7 @@ class MessagesIn(Lenient):
             raise ValueError("give `messages` or `input` (exactly one)")
         return self
 
-    def all_messages(self) -> list[MessageIn]:
+    def all_messages(self) -> list[ApprovalIn | MessageIn]:
         return self.messages if self.messages is not None else [MessageIn(content=self.input or "")]
 
 

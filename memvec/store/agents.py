@@ -79,7 +79,9 @@ class AgentStore:
 
     # -- agents (settings and conversation state) -----------------------------------------
     def get_agent(self: _SQL, name: str) -> tuple[AgentSettings, AgentState] | None:
-        rows = self._query("SELECT settings, summary, in_context, turn, created_at FROM agents WHERE name = ?", (name,))
+        rows = self._query(
+            "SELECT settings, summary, in_context, turn, created_at, pending_calls FROM agents WHERE name = ?", (name,)
+        )
         if not rows:
             return None
         r = rows[0]
@@ -88,6 +90,7 @@ class AgentStore:
             in_context=json.loads(r["in_context"]),
             turn=r["turn"],
             created_at=parse_time(r["created_at"]),
+            pending_calls=json.loads(r["pending_calls"]),
         )
         return settings_from_json(r["settings"]), state
 
@@ -105,8 +108,16 @@ class AgentStore:
             if state is not None:
                 self._run(
                     db,
-                    "UPDATE agents SET summary = ?, in_context = ?, turn = ?, updated_at = ? WHERE name = ?",
-                    (state.summary, json.dumps(state.in_context), state.turn, now, settings.name),
+                    "UPDATE agents SET summary = ?, in_context = ?, turn = ?, pending_calls = ?, updated_at = ? "
+                    "WHERE name = ?",
+                    (
+                        state.summary,
+                        json.dumps(state.in_context),
+                        state.turn,
+                        json.dumps([c.model_dump() for c in state.pending_calls]),
+                        now,
+                        settings.name,
+                    ),
                 )
 
     def agent_names(self: _SQL) -> list[str]:

@@ -94,6 +94,7 @@ CREATE TABLE IF NOT EXISTS message_requests (
 CREATE INDEX IF NOT EXISTS message_requests_by_agent ON message_requests (agent);
 CREATE INDEX IF NOT EXISTS message_requests_by_start ON message_requests (started_at);
 ALTER TABLE records ADD COLUMN IF NOT EXISTS written_by TEXT;
+ALTER TABLE agents ADD COLUMN IF NOT EXISTS pending_calls TEXT NOT NULL DEFAULT '[]';
 CREATE TABLE IF NOT EXISTS tools (
     id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, spec TEXT NOT NULL, created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL);

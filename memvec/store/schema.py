@@ -282,6 +282,13 @@ MIGRATIONS: list[tuple[int, str]] = [
     );
     """,
     ),
+    (
+        19,
+        """
+    -- tool calls a stopped reply left for the client to answer (its return, or an approval)
+    ALTER TABLE agents ADD COLUMN pending_calls TEXT NOT NULL DEFAULT '[]';
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -14,6 +14,8 @@ from memvec.types.agents import (
     AgentState,
     BlockChange,
     CoreBlock,
+    PendingToolCall,
+    ToolAnswer,
 )
 from memvec.types.records import (
     FOLDER_ID_PATTERN,
@@ -113,12 +115,14 @@ __all__ = [
     "Metadata",
     "MethodScores",
     "NewRecord",
+    "PendingToolCall",
     "Record",
     "SearchFilters",
     "SearchMode",
     "SearchRequest",
     "Tag",
     "Tier",
+    "ToolAnswer",
     "UtcDatetime",
     "Utf8Text",
     "WrittenBy",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -117,6 +117,35 @@ class AgentIdentity(BaseModel):
     name: DisplayName
 
 
+class PendingToolCall(BaseModel):
+    """A tool call of the model's that waits for the client: its return (a tool the client runs) or
+    an approval (a tool that needs one). The reply that made it stopped with `requires_approval`."""
+
+    id: str = Field(max_length=256)
+    name: str = Field(max_length=64)
+    arguments: str = Field(max_length=MAX_TEXT_CHARS)
+    run_by: Literal["client", "server"] = Field(description="who runs it once approved")
+
+
+class ToolAnswer(BaseModel):
+    """The client's answer to a pending tool call: the tool's return (it ran the tool) or whether it
+    approves the call (the server runs it) or not (`reason` goes to the model)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_call_id: str = Field(max_length=256)
+    tool_return: Utf8Text | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    status: Literal["success", "error"] = "success"
+    approve: bool | None = None
+    reason: Utf8Text | None = Field(default=None, max_length=MAX_META_CHARS)
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> ToolAnswer:
+        if (self.tool_return is None) == (self.approve is None):
+            raise ValueError("an answer gives the tool's return or an approval (approve true or false)")
+        return self
+
+
 class AgentState(BaseModel):
     """What survives between replies: the recursive summary and which messages are in context."""
 
@@ -125,3 +154,4 @@ class AgentState(BaseModel):
     in_context: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(default_factory=list, max_length=100_000)
     turn: int = Field(default=0, ge=0, le=MAX_ID)
     created_at: datetime | None = None
+    pending_calls: list[PendingToolCall] = Field(default_factory=list, max_length=MAX_AGENT_TOOLS)
