@@ -18,8 +18,8 @@ from starlette.responses import StreamingResponse
 from memvec.agent.consolidate import consolidate
 from memvec.agent.events import Event
 from memvec.agent.generate import generate
-from memvec.agent.loop import Reply
 from memvec.agent.models import model_problem
+from memvec.agent.trace import Reply
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.exchange.consolidation import ConsolidationRun
 from memvec.service.auth import Principal
