@@ -1192,8 +1192,9 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a reply starts from the state it read before the lease",
         "memvec/agent/loop.py",
-        "            _, self.state = self.memory.get_agent(self.settings.name)\n",
-        "",
+        "            _, self.state = self.memory.get_agent(self.settings.name)\n"
+        "            return self._reply(text, role)\n",
+        "            return self._reply(text, role)\n",
         "tests/test_lease.py",
     ),
     (
@@ -2005,8 +2006,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a custom tool runs on the server without the home turning that on",
         "memvec/agent/tools.py",
-        '        if custom is None or needs_approval or self.execution != "subprocess":\n',
-        "        if custom is None or needs_approval:\n",
+        '        if custom is None or (needs_approval and not approved) or self.execution != "subprocess":\n',
+        "        if custom is None or (needs_approval and not approved):\n",
         "tests/test_custom_tools.py",
     ),
     (
@@ -2071,6 +2072,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "            self.state.pending_calls = self._pending\n",
         "            self.state.pending_calls = []\n",
         "tests/test_custom_tools.py",
+    ),
+    (
+        "an agent's sources are not its folders",
+        "memvec/service/views.py",
+        "        sources=[folder_out(memory, folder) for folder in memory.folders().of_agent(settings.name)],\n",
+        "",
+        "tests/test_folders.py",
     ),
 ]
 

@@ -132,6 +132,11 @@ def test_letta_clients_folders_api_from_upload_to_a_cited_page(server: Server, t
         assert report_text is not None
         assert [f.id for f in client.agents.folders.list(agent.id)] == [folder.id]
         assert list(client.folders.agents.list(folder.id)) == [agent.id]
+        assert [s.name for s in client.agents.retrieve(agent.id).sources] == ["society"]
+        made_with = client.agents.create(name="reader-two", source_ids=[folder.id])
+        assert [s.id for s in made_with.sources] == [folder.id]
+        assert list(client.folders.agents.list(folder.id)) == [agent.id, made_with.id]
+        client.agents.delete(made_with.id)
 
         top = _search(server, agent.id, "how big are the new water tanks?")[0]
         cited = top["citation"]["document"]

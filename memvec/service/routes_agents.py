@@ -24,6 +24,7 @@ from memvec.service.deps import (
     ServiceState,
     api_router,
     in_scope,
+    unscoped,
     visible_agent,
 )
 from memvec.service.schemas import (
@@ -48,7 +49,17 @@ def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
     """The body's fields as AgentSettings fields (Letta's names mapped to memvec's)."""
     given = body.model_dump(
         exclude_unset=True,
-        exclude={"memory_blocks", "name", "llm_config", "embedding_config", "tool_ids", "tools", "include_base_tools"},
+        exclude={
+            "memory_blocks",
+            "name",
+            "llm_config",
+            "embedding_config",
+            "tool_ids",
+            "tools",
+            "include_base_tools",
+            "source_ids",
+            "folder_ids",
+        },
     )
     llm, embedding = body.llm_config or {}, body.embedding_config or {}
     if "embedding" not in given and (named := embedding.get("handle") or embedding.get("embedding_model")):
@@ -90,9 +101,14 @@ def create_agent(body: AgentCreate, principal: Caller, service: Service) -> Agen
     )
     _check_model(settings.model)  # the 400s come before anything is written
     blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
+    folders = [memory.folders().get(f).id for f in dict.fromkeys([*(body.source_ids or []), *(body.folder_ids or [])])]
+    if folders:
+        unscoped(principal, "attaching folders", "a folder belongs to the home, not to one agent")
     identity = memory.claim_agent(body.name, name_as_handle_only=scoped)
     settings = settings.model_copy(update={"name": identity.handle})
     memory.create_agent(settings, blocks=blocks, actor=principal.actor)
+    for folder_id in folders:
+        memory.folders().attach(folder_id, identity.handle)
     return agent_out(memory, *visible_agent(identity.handle, principal, service))
 
 

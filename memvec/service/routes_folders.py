@@ -21,8 +21,8 @@ from memvec.errors import NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
 from memvec.service.deps import Caller, ScopedAgent, Service, api_router, unscoped, visible_agent
-from memvec.service.schemas import AgentOut, Deleted, EmbeddingConfigOut
-from memvec.service.views import agent_out, page
+from memvec.service.schemas import AgentOut, Deleted, FolderOut
+from memvec.service.views import agent_out, folder_out, page
 from memvec.types import FOLDER_ID_PATTERN, Document, Folder, Metadata
 
 router = api_router(tags=["folders"])
@@ -52,19 +52,6 @@ class FolderPatch(BaseModel):
     metadata: Metadata | None = None
 
 
-class FolderOut(BaseModel):
-    """Letta's Folder."""
-
-    id: str
-    name: str
-    description: str | None = None
-    instructions: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    embedding_config: EmbeddingConfigOut
-    created_at: datetime
-    updated_at: datetime
-
-
 class FileOut(BaseModel):
     """Letta's FileMetadata."""
 
@@ -85,19 +72,6 @@ class FileOut(BaseModel):
 
 
 _WHY = "a folder may be attached to several tenants' agents"
-
-
-def _folder_out(memory: Memory, folder: Folder) -> FolderOut:
-    return FolderOut(
-        id=folder.id,
-        name=folder.name,
-        description=folder.description,
-        instructions=folder.instructions,
-        metadata=folder.metadata,
-        created_at=folder.created_at,
-        updated_at=folder.updated_at,
-        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim),
-    )
 
 
 def _file_out(folder_id: str, doc: Document, content: str | None = None) -> FileOut:
@@ -136,7 +110,7 @@ def create_folder(body: FolderIn, principal: Caller, service: Service) -> Folder
     folder = service.memory.folders().create(
         body.name, description=body.description, instructions=body.instructions, metadata=body.metadata
     )
-    return _folder_out(service.memory, folder)
+    return folder_out(service.memory, folder)
 
 
 @router.get("/v1/folders", response_model=list[FolderOut])
@@ -146,12 +120,12 @@ def list_folders(
     """The folders the caller can see (a scoped key: those attached to its agents), oldest first."""
     found = [f for f in service.memory.folders().list() if principal.agents is None or principal.agents & set(f.agents)]
     chosen = found[page([f.id for f in found], after=after, before=before, limit=limit)]
-    return [_folder_out(service.memory, f) for f in chosen]
+    return [folder_out(service.memory, f) for f in chosen]
 
 
 @router.get("/v1/folders/{folder_id}", response_model=FolderOut)
 def get_folder(folder_id: FolderId, principal: Caller, service: Service) -> FolderOut:
-    return _folder_out(service.memory, _visible(service.memory, principal, folder_id))
+    return folder_out(service.memory, _visible(service.memory, principal, folder_id))
 
 
 @router.patch("/v1/folders/{folder_id}", response_model=FolderOut)
@@ -159,7 +133,7 @@ def modify_folder(folder_id: FolderId, body: FolderPatch, principal: Caller, ser
     """Change its name, description, instructions or metadata."""
     unscoped(principal, "changing a folder", _WHY)
     changed = service.memory.folders().modify(folder_id, body.model_dump(exclude_unset=True, exclude_none=True))
-    return _folder_out(service.memory, changed)
+    return folder_out(service.memory, changed)
 
 
 @router.delete("/v1/folders/{folder_id}", response_model=Deleted)
@@ -269,7 +243,7 @@ def agent_folders(
     visible_agent(agent_id, principal, service)
     found = service.memory.folders().of_agent(agent_id)
     chosen = found[page([f.id for f in found], after=after, before=before, limit=limit)]
-    return [_folder_out(service.memory, f) for f in chosen]
+    return [folder_out(service.memory, f) for f in chosen]
 
 
 @router.patch("/v1/agents/{agent_id}/folders/attach/{folder_id}", response_model=AgentOut)

@@ -78,6 +78,8 @@ class AgentCreate(Lenient):
     tool_ids: list[str] | None = Field(default=None, max_length=256, description="tools to offer it, by id")
     tools: list[str] | None = Field(default=None, max_length=256, description="tools to offer it, by name")
     include_base_tools: bool = Field(default=True, description="offer the built-in memory tools and send_message too")
+    source_ids: list[str] | None = Field(default=None, max_length=64, description="folders to attach (Letta's sources)")
+    folder_ids: list[str] | None = Field(default=None, max_length=64, description="folders to attach")
     tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
 
 
@@ -174,6 +176,19 @@ class EmbeddingConfigOut(BaseModel):
     embedding_dim: int
 
 
+class FolderOut(BaseModel):
+    """Letta's Folder."""
+
+    id: str
+    name: str
+    description: str | None = None
+    instructions: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding_config: EmbeddingConfigOut
+    created_at: datetime
+    updated_at: datetime
+
+
 class MemoryOut(BaseModel):
     """Letta's Memory: the agent's blocks (memvec attaches no files, and renders no prompt template)."""
 
@@ -200,7 +215,7 @@ class AgentOut(BaseModel):
     tags: list[str]
     tools: list[dict[str, Any]] = Field(default_factory=list, description="the tools it is offered (Letta's Tool)")
     tool_rules: list[dict[str, Any]] = Field(default_factory=list)
-    sources: list[dict[str, Any]] = Field(default_factory=list)
+    sources: list[FolderOut] = Field(default_factory=list, description="the folders attached to it (Letta's Source)")
     model: str | None
     embedding: str | None
     description: str | None

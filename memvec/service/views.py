@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.memory import Memory
-from memvec.service.schemas import AgentOut, BlockOut, EmbeddingConfigOut, LlmConfigOut, MemoryOut
+from memvec.service.schemas import AgentOut, BlockOut, EmbeddingConfigOut, FolderOut, LlmConfigOut, MemoryOut
 from memvec.service.tool_bodies import ToolOut
 from memvec.tools.catalogue import agent_tools
-from memvec.types import AgentIdentity, AgentSettings, AgentState, CoreBlock
+from memvec.types import AgentIdentity, AgentSettings, AgentState, CoreBlock, Folder
 
 # litellm provider prefixes that Letta's LlmConfig names the same way
 _ENDPOINT_TYPES = {
@@ -76,9 +76,23 @@ def agent_out(
         metadata=settings.metadata,
         tools=[ToolOut.of(t).model_dump(mode="json", by_alias=True) for t in agent_tools(memory, settings)],
         tool_rules=[r.model_dump(mode="json", exclude_none=True) for r in settings.tool_rules],
+        sources=[folder_out(memory, folder) for folder in memory.folders().of_agent(settings.name)],
         message_ids=[str(i) for i in state.in_context],
         context_window=settings.context_window,
         created_at=state.created_at,
+    )
+
+
+def folder_out(memory: Memory, folder: Folder) -> FolderOut:
+    return FolderOut(
+        id=folder.id,
+        name=folder.name,
+        description=folder.description,
+        instructions=folder.instructions,
+        metadata=folder.metadata,
+        created_at=folder.created_at,
+        updated_at=folder.updated_at,
+        embedding_config=EmbeddingConfigOut(embedding_model=memory.model_id, embedding_dim=memory.embedding_dim),
     )
 
 
