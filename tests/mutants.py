@@ -2080,6 +2080,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "",
         "tests/test_folders.py",
     ),
+    (
+        "block_ids on create are ignored",
+        "memvec/service/routes_agents.py",
+        "shared_block_ids=body.block_ids or ()",
+        "shared_block_ids=()",
+        "tests/test_letta_client.py",
+    ),
 ]
 
 

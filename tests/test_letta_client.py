@@ -296,6 +296,13 @@ def test_shared_blocks_through_the_client(client: Letta) -> None:
     assert [b.id for b in client.blocks.list(label="team")] == [block.id]
     assert [a.id for a in client.blocks.agents.list(block.id)] == [first.id, second.id]
     assert client.blocks.update(block.id, value="Project: hermes").value == "Project: hermes"
+    third = client.agents.create(name="crew-c", block_ids=[block.id])  # attached on create, beside the defaults
+    assert sorted(str(b.label) for b in third.memory.blocks) == ["human", "persona", "team"]
+    assert client.agents.blocks.retrieve("team", agent_id=third.id).value == "Project: hermes"
+    with pytest.raises(letta_client.BadRequestError, match="label"):
+        client.agents.create(name="crew-d", block_ids=[block.id], memory_blocks=[{"label": "team", "value": "x"}])
+    assert [a.name for a in client.agents.list(name="crew-d")] == []  # nothing written
+    client.agents.delete(third.id)
     assert "team" not in [b.label for b in client.agents.blocks.detach(block.id, agent_id=first.id).memory.blocks]
     assert client.agents.blocks.retrieve("team", agent_id=second.id).value == "Project: hermes"
     client.blocks.delete(block.id)

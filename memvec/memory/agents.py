@@ -7,12 +7,13 @@ from collections.abc import Sequence
 
 from memvec.engine.engine import Engine
 from memvec.engine.transfer import export_agent, import_agents
-from memvec.errors import AgentExistsError, NotFoundError
+from memvec.errors import AgentExistsError, InvalidInputError, NotFoundError
 from memvec.exchange.export import AgentExport, ImportReport
 from memvec.memory.names import validate_agent, validate_display_name
 from memvec.store.base import Store
 from memvec.store.identities import is_agent_id, new_agent_id
 from memvec.tiers.core import CoreMemory
+from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
     AGENT_PATTERN,
     EARLIEST,
@@ -56,17 +57,25 @@ class AgentMethods:
         settings: AgentSettings,
         *,
         blocks: Sequence[CoreBlock] = (),
+        shared_block_ids: Sequence[str] = (),
         exist_ok: bool = False,
         actor: str = "python",
     ) -> AgentSettings:
-        """Create an agent with `blocks` (default: persona and human). An existing one raises
-        AgentExistsError, or with `exist_ok` gets these settings (its state and blocks kept, the
-        default blocks added if missing)."""
+        """Create an agent with `blocks` and the shared blocks `shared_block_ids` (with neither:
+        persona and human; with shared blocks only, the defaults their labels do not cover). An
+        existing one raises AgentExistsError, or with `exist_ok` gets these settings (its state and
+        blocks kept, the default blocks added if missing)."""
         name = validate_agent(settings.name)
         if not exist_ok and self._store.has_agent(name):
             raise AgentExistsError(f"agent {name!r} already exists")
+        shared = SharedBlocks(self._store, actor=actor)
+        labels = [b.label for b in blocks] + [shared.get(i).label for i in shared_block_ids]
+        if len(set(labels)) < len(labels):
+            raise InvalidInputError(f"two of the agent's blocks have one label: {sorted(labels)}")
         self._store.put_agent(settings, AgentState() if self._store.get_agent(name) is None else None)
         core = CoreMemory(self._store, name, actor=actor)
+        for block_id in shared_block_ids:
+            shared.attach(name, block_id)
         for block in blocks:
             core.put(block)
         if not blocks:

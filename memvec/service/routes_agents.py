@@ -59,6 +59,7 @@ def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
             "include_base_tools",
             "source_ids",
             "folder_ids",
+            "block_ids",
         },
     )
     llm, embedding = body.llm_config or {}, body.embedding_config or {}
@@ -102,11 +103,14 @@ def create_agent(body: AgentCreate, principal: Caller, service: Service) -> Agen
     _check_model(settings.model)  # the 400s come before anything is written
     blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
     folders = [memory.folders().get(f).id for f in dict.fromkeys([*(body.source_ids or []), *(body.folder_ids or [])])]
-    if folders:
-        unscoped(principal, "attaching folders", "a folder belongs to the home, not to one agent")
+    shared = [memory.shared_blocks().get(block_id).label for block_id in body.block_ids or []]
+    if len({*shared, *(b.label for b in blocks)}) < len(shared) + len(blocks):
+        raise InvalidInputError("a shared block has the label of another of the agent's blocks")
+    if folders or body.block_ids:
+        unscoped(principal, "attaching folders or shared blocks on create", "they belong to the home, not to one agent")
     identity = memory.claim_agent(body.name, name_as_handle_only=scoped)
     settings = settings.model_copy(update={"name": identity.handle})
-    memory.create_agent(settings, blocks=blocks, actor=principal.actor)
+    memory.create_agent(settings, blocks=blocks, shared_block_ids=body.block_ids or (), actor=principal.actor)
     for folder_id in folders:
         memory.folders().attach(folder_id, identity.handle)
     return agent_out(memory, *visible_agent(identity.handle, principal, service))

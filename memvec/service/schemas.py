@@ -79,6 +79,7 @@ class AgentCreate(Lenient):
     tools: list[str] | None = Field(default=None, max_length=256, description="tools to offer it, by name")
     include_base_tools: bool = Field(default=True, description="offer the built-in memory tools and send_message too")
     source_ids: list[str] | None = Field(default=None, max_length=64, description="folders to attach (Letta's sources)")
+    block_ids: list[str] | None = Field(default=None, max_length=32, description="shared blocks to attach")
     folder_ids: list[str] | None = Field(default=None, max_length=64, description="folders to attach")
     tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
 
