@@ -2087,6 +2087,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "shared_block_ids=()",
         "tests/test_letta_client.py",
     ),
+    (
+        "agents.list ignores query_text",
+        "memvec/service/routes_agents.py",
+        "    wanted_text = query_text.casefold() if query_text else None\n",
+        "    wanted_text = None\n",
+        "tests/test_letta_client.py",
+    ),
 ]
 
 

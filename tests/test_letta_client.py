@@ -302,6 +302,7 @@ def test_shared_blocks_through_the_client(client: Letta) -> None:
     with pytest.raises(letta_client.BadRequestError, match="label"):
         client.agents.create(name="crew-d", block_ids=[block.id], memory_blocks=[{"label": "team", "value": "x"}])
     assert [a.name for a in client.agents.list(name="crew-d")] == []  # nothing written
+    assert [a.name for a in client.agents.list(query_text="CREW-")] == ["crew-a", "crew-b", "crew-c"]
     client.agents.delete(third.id)
     assert "team" not in [b.label for b in client.agents.blocks.detach(block.id, agent_id=first.id).memory.blocks]
     assert client.agents.blocks.retrieve("team", agent_id=second.id).value == "Project: hermes"

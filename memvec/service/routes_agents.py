@@ -124,16 +124,23 @@ def list_agents(
     before: Annotated[str | None, Query(description="cursor: agents before this id")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     name: Annotated[str | None, Query(max_length=MAX_DISPLAY_NAME_CHARS)] = None,
+    query_text: Annotated[
+        str | None, Query(max_length=MAX_DISPLAY_NAME_CHARS, description="display names containing this, any case")
+    ] = None,
     tags: Annotated[list[str] | None, Query(max_length=32)] = None,
     match_all_tags: bool = False,
     order: Literal["asc", "desc"] = "asc",
     ascending: bool | None = None,
 ) -> list[AgentOut]:
     """Agents oldest first (`order=desc`: newest first), `limit` at a time after the `after` cursor
-    (what letta-client pages with); `name` keeps those with that display name."""
+    (what letta-client pages with); `name` keeps those with that display name, `query_text` those
+    whose display name contains it."""
     memory = service.memory
+    wanted_text = query_text.casefold() if query_text else None
     identities = {
-        i.id: i for h, i in memory.agent_identities().items() if principal.may_see(h) and name in (None, i.name)
+        i.id: i
+        for h, i in memory.agent_identities().items()
+        if principal.may_see(h) and name in (None, i.name) and (wanted_text is None or wanted_text in i.name.casefold())
     }
     descending = order == "desc" if ascending is None else not ascending
     wanted, found = set(tags or []), []
