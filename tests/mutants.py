@@ -2094,6 +2094,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "    wanted_text = None\n",
         "tests/test_letta_client.py",
     ),
+    (
+        "passages.search searches agents the key may not see",
+        "memvec/service/routes_passages.py",
+        "    return {h: i.id for h, i in memory.agent_identities().items() if principal.may_see(h)}\n",
+        "    return {h: i.id for h, i in memory.agent_identities().items()}\n",
+        "tests/test_letta_client.py",
+    ),
 ]
 
 

@@ -379,3 +379,25 @@ def test_tags_lists_the_tags_of_the_agents_a_key_sees(server: Server, client: Le
     assert client.tags.list(order="desc", before="zz-dev", limit=1000)[-1] != "zz-dev"
     with Letta(base_url=server.url, api_key=SCOPED) as scoped:  # only the tags of its own agents
         assert not {"zz-prod", "zz-team", "zz-dev"} & set(scoped.tags.list(limit=1000))
+
+
+def test_passages_search_across_the_agents_a_key_can_see(server: Server, client: Letta) -> None:
+    bees = client.agents.create(name="keeper", embedding="openai/text-embedding-3-small")
+    other = client.agents.create(name="gardener")
+    client.agents.passages.create(bees.id, text="Ana keeps bees on the roof in Lisbon.")
+    client.agents.passages.create(other.id, text="Rui grows tomatoes in the garden.")
+    one = client.passages.search(query="bees on the roof", agent_id=bees.id)
+    assert [(hit.passage.text, hit.metadata) for hit in one] == [
+        ("Ana keeps bees on the roof in Lisbon.", {"agent_id": bees.id})
+    ]
+    both = client.passages.search(query="tomatoes in the garden")
+    assert both[0].passage.text == "Rui grows tomatoes in the garden." and both[0].metadata == {"agent_id": other.id}
+    assert {hit.metadata["agent_id"] for hit in both} >= {bees.id, other.id}  # type: ignore[index]
+    with Letta(base_url=server.url, api_key=SCOPED) as scoped:
+        assert scoped.passages.search(query="tomatoes in the garden") == []  # its agent has no passages
+        with pytest.raises(letta_client.NotFoundError):
+            scoped.passages.search(query="bees", agent_id=bees.id)
+    with pytest.raises(letta_client.BadRequestError, match="archives"):
+        client.passages.search(query="bees", archive_id="archive-1")
+    client.agents.delete(bees.id)
+    client.agents.delete(other.id)

@@ -1,0 +1,71 @@
+"""`POST /v1/passages/search` (Letta's passages.search): one agent's archival passages, or those of
+every agent the caller can see, by memvec's hybrid search."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from memvec.errors import InvalidInputError, NotFoundError
+from memvec.service.deps import Caller, Service, api_router, in_scope
+from memvec.service.schemas import Lenient, PassageOut
+from memvec.types import MAX_TAGS, Hit, SearchFilters, SearchRequest, Tag, Tier
+
+router = api_router()
+
+
+class PassageSearchIn(Lenient):
+    """Letta's passage search. Letta's archives are not served here: name the agent, or none."""
+
+    query: str = Field(min_length=1, max_length=4096, pattern=r"\S")
+    agent_id: str | None = Field(default=None, max_length=64, description="only this agent's passages")
+    archive_id: str | None = Field(default=None, max_length=64, description="not served: archives are Letta's")
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
+    tag_match_mode: Literal["any", "all"] = "any"
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    limit: int = Field(default=50, ge=1, le=100)
+
+
+class PassageHitOut(BaseModel):
+    """Letta's PassageSearchResponseItem: the passage (with memvec's citation), its score, and the
+    agent it belongs to (`metadata.agent_id`)."""
+
+    passage: PassageOut
+    score: float
+    metadata: dict[str, Any]
+
+
+def _searched_agents(body: PassageSearchIn, principal: Caller, service: Service) -> dict[str, str]:
+    """{handle: id} of the agents searched: the one named, or every one the caller's key may see."""
+    memory = service.memory
+    if body.archive_id is not None and body.agent_id is None:
+        raise InvalidInputError("memvec serves no archives: search by agent_id, or across every agent")
+    if body.agent_id is not None:
+        handle = memory.find_agent(body.agent_id)
+        if handle is None or not memory.has_agent(handle):
+            raise NotFoundError(f"agent {body.agent_id!r} not found")
+        in_scope(handle, principal)
+        return {handle: memory.agent_identity(handle).id}
+    return {h: i.id for h, i in memory.agent_identities().items() if principal.may_see(h)}
+
+
+@router.post("/v1/passages/search", response_model=list[PassageHitOut], tags=["archival memory"])
+def search_all_passages(body: PassageSearchIn, principal: Caller, service: Service) -> list[PassageHitOut]:
+    """The best `limit` passages for `query`. Across agents, each agent's search ranks its own
+    passages and the results are merged by those scores, which are on one scale (fused 0-1, or the
+    ranker's) but come from separate indexes."""
+    filters = SearchFilters(
+        tags=body.tags or [], tag_match=body.tag_match_mode, start=body.start_date, end=body.end_date
+    )
+    found: list[tuple[Hit, str]] = []
+    for handle, agent_id in _searched_agents(body, principal, service).items():
+        request = SearchRequest(agent=handle, tier=Tier.ARCHIVAL, query=body.query, k=body.limit, filters=filters)
+        found += [(hit, agent_id) for hit in service.memory.search(request)]
+    found.sort(key=lambda pair: -pair[0].score)
+    return [
+        PassageHitOut(passage=PassageOut.of(hit), score=hit.score, metadata={"agent_id": agent_id})
+        for hit, agent_id in found[: body.limit]
+    ]
