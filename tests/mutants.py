@@ -2101,6 +2101,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "    return {h: i.id for h, i in memory.agent_identities().items()}\n",
         "tests/test_letta_client.py",
     ),
+    (
+        "initial_message_sequence is ignored",
+        "memvec/service/routes_agents.py",
+        "    if opening:\n",
+        "    if False:\n",
+        "tests/test_letta_client.py",
+    ),
 ]
 
 

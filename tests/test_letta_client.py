@@ -13,7 +13,7 @@ import httpx
 import letta_client
 import pytest
 from letta_client import Letta
-from letta_client.types import CreateBlockParam
+from letta_client.types import CreateBlockParam, MessageCreateParam
 
 from tests.service_helpers import Server, served_in_process
 
@@ -401,3 +401,21 @@ def test_passages_search_across_the_agents_a_key_can_see(server: Server, client:
         client.passages.search(query="bees", archive_id="archive-1")
     client.agents.delete(bees.id)
     client.agents.delete(other.id)
+
+
+def test_an_agent_starts_with_its_initial_message_sequence(client: Letta) -> None:
+    opening: list[MessageCreateParam] = [
+        {"role": "assistant", "content": "Hello, how are you?"},
+        {"role": "user", "content": "I'm good, and you?"},
+    ]
+    agent = client.agents.create(name="opener", initial_message_sequence=opening)
+    listed = list(client.agents.messages.list(agent.id, order="asc"))
+    assert [(m.message_type, m.content) for m in listed] == [  # type: ignore[union-attr]
+        ("assistant_message", "Hello, how are you?"),
+        ("user_message", "I'm good, and you?"),
+    ]
+    assert client.agents.retrieve(agent.id).message_ids == [m.id for m in listed]  # in its context
+    with pytest.raises(letta_client.UnprocessableEntityError):
+        client.agents.create(name="no-opener", initial_message_sequence=[{"role": "user", "content": ""}])
+    assert [a.name for a in client.agents.list(name="no-opener")] == []
+    client.agents.delete(agent.id)

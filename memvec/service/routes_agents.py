@@ -40,7 +40,7 @@ from memvec.service.schemas import (
 )
 from memvec.service.views import agent_out, block_out, blocks_out, page
 from memvec.tools.catalogue import BUILTIN_TOOLS, resolve_tool_refs
-from memvec.types import MAX_DISPLAY_NAME_CHARS, AgentSettings, BlockChange, CoreBlock
+from memvec.types import MAX_DISPLAY_NAME_CHARS, AgentSettings, AgentState, BlockChange, CoreBlock, NewRecord, Tier
 
 router = api_router()
 
@@ -60,6 +60,7 @@ def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
             "source_ids",
             "folder_ids",
             "block_ids",
+            "initial_message_sequence",
         },
     )
     llm, embedding = body.llm_config or {}, body.embedding_config or {}
@@ -71,6 +72,29 @@ def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
     if "model" not in given and llm.get("model"):
         given["model"] = llm["model"]
     return {k: v for k, v in given.items() if v is not None or k == "model"}
+
+
+def _opening(body: AgentCreate) -> list[NewRecord]:
+    """`initial_message_sequence` as recall records (of a placeholder agent until it has a handle)."""
+    return [
+        NewRecord.model_validate(
+            {
+                "agent": "unnamed",
+                "tier": Tier.RECALL,
+                "text": message.text(),
+                "role": message.name or message.role,
+                "citation": {"session_id": "initial", "turn_id": turn},
+            }
+        )
+        for turn, message in enumerate(body.initial_message_sequence or [], start=1)
+    ]
+
+
+def _record_opening(memory: Memory, settings: AgentSettings, opening: list[NewRecord]) -> None:
+    """The new agent's first messages, in its context, as turns 1..n."""
+    results = memory.insert([record.model_copy(update={"agent": settings.name}) for record in opening])
+    state = AgentState(turn=len(opening), in_context=[r.record.id for r in results])
+    memory.update_agent(settings, state)
 
 
 def _chosen_tools(memory: Memory, body: AgentCreate) -> list[str] | None:
@@ -106,6 +130,7 @@ def create_agent(body: AgentCreate, principal: Caller, service: Service) -> Agen
     shared = [memory.shared_blocks().get(block_id).label for block_id in body.block_ids or []]
     if len({*shared, *(b.label for b in blocks)}) < len(shared) + len(blocks):
         raise InvalidInputError("a shared block has the label of another of the agent's blocks")
+    opening = _opening(body)  # validated before anything is written
     if folders or body.block_ids:
         unscoped(principal, "attaching folders or shared blocks on create", "they belong to the home, not to one agent")
     identity = memory.claim_agent(body.name, name_as_handle_only=scoped)
@@ -113,6 +138,8 @@ def create_agent(body: AgentCreate, principal: Caller, service: Service) -> Agen
     memory.create_agent(settings, blocks=blocks, shared_block_ids=body.block_ids or (), actor=principal.actor)
     for folder_id in folders:
         memory.folders().attach(folder_id, identity.handle)
+    if opening:
+        _record_opening(memory, settings, opening)
     return agent_out(memory, *visible_agent(identity.handle, principal, service))
 
 

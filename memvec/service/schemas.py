@@ -53,6 +53,22 @@ class BlockIn(Lenient):
     metadata: Metadata | None = None
 
 
+class TextPart(Lenient):
+    type: Literal["text"] = "text"
+    text: str = Field(max_length=MAX_TEXT_CHARS)
+
+
+class MessageIn(Lenient):
+    """Letta's MessageCreate: `content` as a string or a list of text parts."""
+
+    role: Literal["user", "assistant", "system", "tool"] = "user"
+    content: str | list[TextPart] = Field(min_length=1)
+    name: str | None = Field(default=None, max_length=MAX_META_CHARS, description="speaker name, kept as the role")
+
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else "\n".join(p.text for p in self.content)
+
+
 class AgentCreate(Lenient):
     """Letta's CreateAgentRequest (quickstart form: `model`, `embedding`, `memory_blocks`)."""
 
@@ -80,6 +96,9 @@ class AgentCreate(Lenient):
     include_base_tools: bool = Field(default=True, description="offer the built-in memory tools and send_message too")
     source_ids: list[str] | None = Field(default=None, max_length=64, description="folders to attach (Letta's sources)")
     block_ids: list[str] | None = Field(default=None, max_length=32, description="shared blocks to attach")
+    initial_message_sequence: list[MessageIn] | None = Field(
+        default=None, max_length=100, description="the conversation it starts with, recorded in its recall tier"
+    )
     folder_ids: list[str] | None = Field(default=None, max_length=64, description="folders to attach")
     tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
 
@@ -351,22 +370,6 @@ class SearchResult(BaseModel):
 class SearchOut(BaseModel):
     count: int
     results: list[SearchResult]
-
-
-class TextPart(Lenient):
-    type: Literal["text"] = "text"
-    text: str = Field(max_length=MAX_TEXT_CHARS)
-
-
-class MessageIn(Lenient):
-    """Letta's MessageCreate: `content` as a string or a list of text parts."""
-
-    role: Literal["user", "assistant", "system", "tool"] = "user"
-    content: str | list[TextPart] = Field(min_length=1)
-    name: str | None = Field(default=None, max_length=MAX_META_CHARS, description="speaker name, kept as the role")
-
-    def text(self) -> str:
-        return self.content if isinstance(self.content, str) else "\n".join(p.text for p in self.content)
 
 
 class ApprovalItem(Lenient):
