@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 QUOTED = re.compile(r"send_message tool with (?:exactly this message|the message)[:]? '(.+)'", re.S)
-NAMED_TOOL = re.compile(r"[Cc]all the (\w+) tool(?: with (\d+) sides)?")
+NAMED_TOOL = re.compile(r"[Cc]all the (\w+) (?:tool|function)(?: with (\d+) sides)?")
 GREETING = "Hello! How can I help you today?"
 
 

@@ -2108,6 +2108,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "    if False:\n",
         "tests/test_letta_client.py",
     ),
+    (
+        "a failing tool's traceback is dropped",
+        "memvec/service/routes_messages.py",
+        '            "stderr": [event.stderr] if event.stderr else None,\n',
+        "",
+        "tests/test_custom_tools.py",
+    ),
 ]
 
 

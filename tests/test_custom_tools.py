@@ -320,3 +320,16 @@ def test_a_call_that_needs_approval_runs_only_when_approved(tmp_path: Path, appr
     returned = response.messages[0]
     assert returned.message_type == "tool_return_message" and (returned.status == "success") is approve
     assert approve or "denied archival_memory_insert: not now" in returned.tool_return
+
+
+def test_a_failing_tool_returns_an_error_with_its_traceback_and_printing(tmp_path: Path) -> None:
+    source = "def divide():\n    '''Divide by zero.'''\n    print('about to divide')\n    return 5 / 0\n"
+    SCRIPTED.reset()
+    SCRIPTED.script = [Turn(content=None, calls=[ToolCall("divide", {})]), say("That failed.")]
+    with served_in_process(tmp_path / "home", tool_execution="subprocess") as url, Letta(base_url=url) as letta:
+        tool = letta.tools.create(source_code=source)
+        agent = letta.agents.create(name="divider", model="scripted/agent", tool_ids=[tool.id])
+        response = letta.agents.messages.create(agent.id, input="divide")
+    returned = next(m for m in response.messages if m.message_type == "tool_return_message")
+    assert returned.status == "error" and "ZeroDivisionError: division by zero" in returned.tool_return
+    assert returned.stdout == ["about to divide\n"] and "division by zero" in (returned.stderr or [""])[0]

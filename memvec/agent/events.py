@@ -23,3 +23,5 @@ class Event(BaseModel):
     stream_id: str | None = Field(default=None, description="the id every chunk of one streamed message shares")
     partial: bool = Field(default=False, description="a chunk of a streamed message, not a whole event")
     sent_by_tool: bool = Field(default=False, description="an assistant message the model sent with send_message")
+    stdout: str = Field(default="", description="a custom tool's printing")
+    stderr: str = Field(default="", description="a custom tool's error output (its traceback when it failed)")

@@ -255,6 +255,8 @@ class Agent:
                     tool_call_id=call.id,
                     ok=outcome.ok,
                     record_id=stored.id if stored else None,
+                    stdout=outcome.stdout,
+                    stderr=outcome.stderr,
                 ),
             )
             if outcome.sent_message is not None:

@@ -8,7 +8,7 @@ to the model as a readable tool error; nothing here raises into the loop.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -39,6 +39,8 @@ class ToolOutcome:
     sent_message: str | None = None
     page_in: bool = False
     for_client: bool = False  # a custom tool this server does not run: the call goes back to the client
+    stdout: str = ""  # what a custom tool printed, and its traceback when it failed
+    stderr: str = ""
 
 
 def _error(message: str) -> ToolOutcome:
@@ -134,6 +136,9 @@ class ToolBox:
             return ToolOutcome(json.dumps({"pending": f"{name} is run by the client"}), for_client=True)
         result = run_tool(custom.source_code, custom.name, raw)
         if not result.ok:
-            return _error(f"{name} failed: {result.error}")
+            failed = _error(f"{name} failed: {result.error}")
+            return replace(failed, stdout=result.stdout, stderr=result.stderr or str(result.error))
         value = result.value if isinstance(result.value, str) else json.dumps(result.value)
-        return ToolOutcome(value[: custom.return_char_limit], heartbeat=heartbeat)
+        return ToolOutcome(
+            value[: custom.return_char_limit], heartbeat=heartbeat, stdout=result.stdout, stderr=result.stderr
+        )

@@ -123,6 +123,8 @@ def event_message(event: Event) -> dict[str, Any]:
             "name": event.name,
             "status": "success" if event.ok else "error",
             "tool_call_id": event.tool_call_id,
+            "stdout": [event.stdout] if event.stdout else None,
+            "stderr": [event.stderr] if event.stderr else None,
         }
     if event.kind == "approval_request":
         call = {"name": event.name, "arguments": event.arguments, "tool_call_id": event.tool_call_id}
