@@ -2034,7 +2034,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a scoped key creates tools",
         "memvec/service/routes_tools.py",
-        '    unscoped(principal, "creating a tool", _WHY)\n',
+        '    unscoped(principal, "creating or replacing a tool" if replace_same_name else "creating a tool", _WHY)\n',
         "",
         "tests/test_custom_tools.py",
     ),

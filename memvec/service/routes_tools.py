@@ -69,24 +69,25 @@ def _builtin_guard(tool_id: str, what: str) -> None:
         raise InvalidInputError(f"{BUILTIN_BY_ID[tool_id].name} is built in: it cannot be {what}")
 
 
-@router.post("/v1/tools", response_model=ToolOut, tags=["tools"])
-def create_tool(body: ToolIn, principal: Caller, service: Service) -> ToolOut:
-    """Create a tool from Python source (409 when a tool has its name; PUT replaces it)."""
-    unscoped(principal, "creating a tool", _WHY)
+def _new_tool(body: ToolIn, principal: Caller, service: Service, *, replace_same_name: bool) -> ToolOut:
+    unscoped(principal, "creating or replacing a tool" if replace_same_name else "creating a tool", _WHY)
     tool = _definition(body, None)
     if tool.name in {t.name for t in BUILTIN_BY_ID.values()}:
         raise InvalidInputError(f"{tool.name} is a built-in tool's name")
-    return ToolOut.of(find_tool(service.memory, service.memory.create_tool(tool).id))
+    stored = service.memory.create_tool(tool, replace_same_name=replace_same_name)
+    return ToolOut.of(find_tool(service.memory, stored.id))
+
+
+@router.post("/v1/tools", response_model=ToolOut, tags=["tools"])
+def create_tool(body: ToolIn, principal: Caller, service: Service) -> ToolOut:
+    """Create a tool from Python source (409 when a tool has its name; PUT replaces it)."""
+    return _new_tool(body, principal, service, replace_same_name=False)
 
 
 @router.put("/v1/tools", response_model=ToolOut, tags=["tools"])
 def upsert_tool(body: ToolIn, principal: Caller, service: Service) -> ToolOut:
     """Create a tool, or replace the one with its function's name (which keeps its id)."""
-    unscoped(principal, "creating or replacing a tool", _WHY)
-    tool = _definition(body, None)
-    if tool.name in {t.name for t in BUILTIN_BY_ID.values()}:
-        raise InvalidInputError(f"{tool.name} is a built-in tool's name")
-    return ToolOut.of(find_tool(service.memory, service.memory.create_tool(tool, replace_same_name=True).id))
+    return _new_tool(body, principal, service, replace_same_name=True)
 
 
 def _listed(
