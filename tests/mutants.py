@@ -2115,6 +2115,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "",
         "tests/test_custom_tools.py",
     ),
+    (
+        "a tool's return past its limit is cut without a word",
+        "memvec/agent/tools.py",
+        "    if len(value) <= limit:\n        return value\n",
+        "    if True:\n        return value[:limit]\n",
+        "tests/test_custom_tools.py",
+    ),
 ]
 
 

@@ -331,5 +331,18 @@ def test_a_failing_tool_returns_an_error_with_its_traceback_and_printing(tmp_pat
         agent = letta.agents.create(name="divider", model="scripted/agent", tool_ids=[tool.id])
         response = letta.agents.messages.create(agent.id, input="divide")
     returned = next(m for m in response.messages if m.message_type == "tool_return_message")
-    assert returned.status == "error" and "ZeroDivisionError: division by zero" in returned.tool_return
+    assert returned.status == "error"
+    assert "Error executing function divide: ZeroDivisionError: division by zero" in returned.tool_return
     assert returned.stdout == ["about to divide\n"] and "division by zero" in (returned.stderr or [""])[0]
+
+
+def test_a_return_past_the_tools_limit_is_cut_and_says_so(tmp_path: Path) -> None:
+    source = 'def shout():\n    """Shout."""\n    return "x" * 100\n'
+    SCRIPTED.reset()
+    SCRIPTED.script = [Turn(content=None, calls=[ToolCall("shout", {})]), say("Loud.")]
+    with served_in_process(tmp_path / "home", tool_execution="subprocess") as url, Letta(base_url=url) as letta:
+        tool = letta.tools.create(source_code=source, return_char_limit=10)
+        agent = letta.agents.create(name="shouter", model="scripted/agent", tool_ids=[tool.id])
+        response = letta.agents.messages.create(agent.id, input="shout")
+    returned = next(m for m in response.messages if m.message_type == "tool_return_message")
+    assert returned.tool_return == "x" * 10 + "... [function output was truncated at 10 of its 100 characters]"

@@ -43,6 +43,13 @@ class ToolOutcome:
     stderr: str = ""
 
 
+def _cut(value: str, limit: int) -> str:
+    """A tool's return within its limit, saying so when cut (the model should not take it as whole)."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}... [function output was truncated at {limit} of its {len(value)} characters]"
+
+
 def _error(message: str) -> ToolOutcome:
     return ToolOutcome(content=json.dumps({"error": message}), ok=False)
 
@@ -135,10 +142,10 @@ class ToolBox:
         if custom is None or (needs_approval and not approved) or self.execution != "subprocess":
             return ToolOutcome(json.dumps({"pending": f"{name} is run by the client"}), for_client=True)
         result = run_tool(custom.source_code, custom.name, raw)
-        if not result.ok:
-            failed = _error(f"{name} failed: {result.error}")
+        if not result.ok:  # worded as Letta words it: clients and models read it
+            failed = _error(f"Error executing function {name}: {result.error}")
             return replace(failed, stdout=result.stdout, stderr=result.stderr or str(result.error))
         value = result.value if isinstance(result.value, str) else json.dumps(result.value)
         return ToolOutcome(
-            value[: custom.return_char_limit], heartbeat=heartbeat, stdout=result.stdout, stderr=result.stderr
+            _cut(value, custom.return_char_limit), heartbeat=heartbeat, stdout=result.stdout, stderr=result.stderr
         )
