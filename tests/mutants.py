@@ -2122,6 +2122,15 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "    if True:\n        return value[:limit]\n",
         "tests/test_custom_tools.py",
     ),
+    (
+        "a reply writes back the settings it read at its start",
+        "memvec/agent/loop.py",
+        "            self.state.pending_calls = self._pending\n"
+        "            self.memory.update_agent_state(self._stored_settings, self.state)\n",
+        "            self.state.pending_calls = self._pending\n"
+        "            self.memory.update_agent(self.settings, self.state)\n",
+        "tests/test_agent.py",
+    ),
 ]
 
 

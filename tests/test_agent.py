@@ -307,3 +307,21 @@ def test_interactive_chat_reads_lines_from_stdin(
         said = [(r.role, r.text) for r in mem.recall("bot").list(limit=50) if r.role in ("user", "assistant")]
         assert [text for role, text in said if role == "user"] == ["hi", "my cat is Miso", "bye"]
         assert [r.text for r in mem.archival("bot").list()] == ["Ana's cat is Miso."]
+
+
+def test_a_reply_keeps_a_settings_change_made_while_it_ran_and_not_its_own_model(home: Path, llm: ScriptedLLM) -> None:
+    """The reply writes its conversation state only: a change of the agent's settings made meanwhile
+    (over HTTP, by another process) stays, and a model given for one chat is not kept."""
+    with open_memory(home) as mem:
+        make_agent(mem)
+
+        def change_settings(messages: list[dict[str, Any]]) -> Turn:
+            settings, _ = mem.get_agent("bot")
+            mem.update_agent(settings.model_copy(update={"description": "changed mid-reply"}))
+            return say("Done.")
+
+        llm.script = [change_settings]
+        Agent(mem, "bot", model="scripted/for-this-chat").reply("hello")
+        settings, state = mem.get_agent("bot")
+    assert settings.description == "changed mid-reply" and settings.model == "scripted/agent"
+    assert state.turn == 1 and len(state.in_context) == 2

@@ -47,6 +47,7 @@ class Agent:
             raise NotFoundError(f"no agent {name!r}; create it first (memvec agent create {name} ...)") from None
         self.memory = memory
         self._recorded: list[int] = []
+        self._stored_settings = self.settings  # a model given here is for this chat, not kept
         if model:
             self.settings = self.settings.model_copy(update={"model": model})
         if not self.settings.model:
@@ -82,7 +83,7 @@ class Agent:
         self.state.turn += 1
         # written before anything of the turn: a server killed mid-reply leaves this turn id used, so
         # the next reply (on any server) takes a new one instead of giving two messages the same
-        self.memory.update_agent(self.settings, self.state)
+        self.memory.update_agent_state(self._stored_settings, self.state)
         self._recorded = []
         trace = Trace()
         context = MainContext(
@@ -117,7 +118,7 @@ class Agent:
             raise
         finally:
             self.state.pending_calls = self._pending
-            self.memory.update_agent(self.settings, self.state)
+            self.memory.update_agent_state(self._stored_settings, self.state)
         return Reply(
             message=sent[-1] if sent else None,
             messages=sent,

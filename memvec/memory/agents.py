@@ -87,6 +87,12 @@ class AgentMethods:
         self.get_agent(settings.name)
         self._store.put_agent(settings, state)
 
+    def update_agent_state(self, settings: AgentSettings, state: AgentState) -> None:
+        """Write the agent's conversation state only: its settings stay as they are in the store,
+        whatever changed them since `settings` were read (an agent with no settings yet gets these)."""
+        if not self._store.put_agent_state(validate_agent(settings.name), state):
+            self._store.put_agent(settings, state)
+
     def delete_agent(self, agent: str) -> int:
         """Delete an agent, its blocks and all its records; returns how many records went."""
         deleted = self._store.delete_agent(validate_agent(agent))

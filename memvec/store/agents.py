@@ -106,19 +106,28 @@ class AgentStore:
                 (settings.name, settings.model_dump_json(), now, now),
             )
             if state is not None:
-                self._run(
-                    db,
-                    "UPDATE agents SET summary = ?, in_context = ?, turn = ?, pending_calls = ?, updated_at = ? "
-                    "WHERE name = ?",
-                    (
-                        state.summary,
-                        json.dumps(state.in_context),
-                        state.turn,
-                        json.dumps([c.model_dump() for c in state.pending_calls]),
-                        now,
-                        settings.name,
-                    ),
-                )
+                AgentStore._write_state(self, db, settings.name, state, now)
+
+    def put_agent_state(self: _SQL, name: str, state: AgentState) -> bool:
+        """Write only the agent's conversation state, leaving its settings as they are now (a reply
+        must not undo a change of settings made while it ran). False: the agent has no row yet."""
+        with self._write() as db:
+            return AgentStore._write_state(self, db, name, state, format_time(datetime.now(UTC)))
+
+    def _write_state(self: _SQL, db: Any, name: str, state: AgentState, now: str) -> bool:
+        cursor = self._run(
+            db,
+            "UPDATE agents SET summary = ?, in_context = ?, turn = ?, pending_calls = ?, updated_at = ? WHERE name = ?",
+            (
+                state.summary,
+                json.dumps(state.in_context),
+                state.turn,
+                json.dumps([c.model_dump() for c in state.pending_calls]),
+                now,
+                name,
+            ),
+        )
+        return bool(cursor.rowcount)
 
     def agent_names(self: _SQL) -> list[str]:
         return [r["name"] for r in self._query("SELECT name FROM agents ORDER BY name")]
