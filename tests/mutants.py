@@ -2006,8 +2006,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a custom tool runs on the server without the home turning that on",
         "memvec/agent/tools.py",
-        '        if custom is None or (needs_approval and not approved) or self.execution != "subprocess":\n',
-        "        if custom is None or (needs_approval and not approved):\n",
+        '        return "client" if custom is not None and self.execution != "subprocess" else "server"\n',
+        '        return "server"\n',
         "tests/test_custom_tools.py",
     ),
     (

@@ -67,15 +67,17 @@ class Agent:
             _, self.state = self.memory.get_agent(self.settings.name)
             return self._reply(text, role)
 
-    def resume(self, answers: Sequence[ToolAnswer]) -> Reply:
-        """Go on with the reply that stopped for the client (`requires_approval`): `answers` give the
-        return of each tool the client ran, or approve (the server runs it) or deny each call."""
+    def resume(self, answers_for: Callable[[list[str]], Sequence[ToolAnswer]]) -> Reply:
+        """Go on with the reply that stopped for the client (`requires_approval`). `answers_for` is
+        given the ids of the waiting calls (as read under the lease) and gives the return of each
+        tool the client ran, or approves (the server runs it) or denies each call."""
         with self.memory.agent_lease(self.settings.name):
             _, self.state = self.memory.get_agent(self.settings.name)
             if not self.state.pending_calls:
                 raise InvalidInputError("no tool call of this agent waits for an answer")
-            waiting = {c.id for c in self.state.pending_calls}
-            if {a.tool_call_id for a in answers} != waiting or len(answers) != len(waiting):
+            waiting = [c.id for c in self.state.pending_calls]
+            answers = answers_for(waiting)
+            if {a.tool_call_id for a in answers} != set(waiting) or len(answers) != len(waiting):
                 raise InvalidInputError(f"answer each waiting tool call once: {', '.join(sorted(waiting))}")
             return self._reply(None, "user", answers)
 
@@ -138,8 +140,7 @@ class Agent:
         scratch: list[Message] = [{"role": "assistant", "content": None, "tool_calls": calls}]
         for call in self.state.pending_calls:
             content, ok = _answer_content(tools, call, given[call.id])
-            row = f"{call.name}({call.arguments}) -> {content}"[:8000]
-            stored = self._remember("tool", row, in_context=False, own=True)
+            stored = self._remember("tool", _tool_row(call.name, call.arguments, content), in_context=False, own=True)
             event = Event(
                 kind="tool_return", name=call.name, text=content, tool_call_id=call.id, ok=ok, record_id=stored.id
             )
@@ -186,7 +187,7 @@ class Agent:
                 calls, tools, trace, scratch, sent, budget_left, tokens, relayed=relayed, rules=rules
             )
             names = {c.function.name for c in calls}
-            if any(e.kind == "approval_request" for e in trace.events):
+            if self._pending:
                 return "requires_approval"
             if sent and "send_message" in names:
                 return "send_message"
@@ -207,11 +208,10 @@ class Agent:
         tokens: int,
         *,
         relayed: bool = False,
-        rules: RuleState | None = None,
+        rules: RuleState,
     ) -> tuple[bool, int]:
         """`relayed`: the sent message's text already went out in chunks (not announced again whole)."""
         heartbeat = False
-        rules = rules or RuleState(())
         for call in calls:
             name, raw = call.function.name, call.function.arguments
             outcome = tools.run(name, raw) if tools.goes_to_client(name) else None
@@ -245,8 +245,7 @@ class Agent:
             )
             stored = None
             if outcome.sent_message is None:  # a sent message is stored as the assistant's instead
-                row = f"{name}({raw or ''}) -> {outcome.content}"[:8000]
-                stored = self._remember("tool", row, in_context=False, own=True)
+                stored = self._remember("tool", _tool_row(name, raw or "", outcome.content), in_context=False, own=True)
             self._emit(
                 trace,
                 Event(
@@ -328,6 +327,11 @@ class Agent:
         trace.events.append(event)
         if announce and self.on_event is not None:
             self.on_event(event)
+
+
+def _tool_row(name: str, arguments: str, content: str) -> str:
+    """How a tool call and its return are stored in the recall tier (one record, cut to 8,000 chars)."""
+    return f"{name}({arguments}) -> {content}"[:8000]
 
 
 def _answer_content(tools: ToolBox, call: PendingToolCall, answer: ToolAnswer) -> tuple[str, bool]:

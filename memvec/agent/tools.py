@@ -91,7 +91,7 @@ class ToolBox:
             return False
         if name in self.approval_needed or (tool.custom is not None and tool.custom.default_requires_approval):
             return True
-        return tool.custom is not None and self.execution != "subprocess"
+        return self.runner_of(name) == "client"
 
     def runner_of(self, name: str) -> Literal["client", "server"]:
         """Who runs a call that went to the client: the client itself (a custom tool this server does
@@ -136,11 +136,10 @@ class ToolBox:
         tool that needs approval) handed back to the client, which answers with the tool's return."""
         if not isinstance(raw, dict):
             return _error(f"arguments of {name} must be a JSON object")
-        needs_approval = name in self.approval_needed or (custom is not None and custom.default_requires_approval)
-        if approved and (custom is None or self.execution != "subprocess"):
-            return _error(f"{name} is run by the client here: answer with its return, not an approval")
-        if custom is None or (needs_approval and not approved) or self.execution != "subprocess":
+        if not approved and self.goes_to_client(name):
             return ToolOutcome(json.dumps({"pending": f"{name} is run by the client"}), for_client=True)
+        if custom is None or self.runner_of(name) == "client":
+            return _error(f"{name} is run by the client here: answer with its return, not an approval")
         result = run_tool(custom.source_code, custom.name, raw)
         if not result.ok:  # worded as Letta words it: clients and models read it
             failed = _error(f"Error executing function {name}: {result.error}")

@@ -11,20 +11,17 @@ _agent_name: TypeAdapter[str] = TypeAdapter(AgentName)
 _display_name: TypeAdapter[str] = TypeAdapter(DisplayName)
 
 
-def validate_agent(agent: str) -> str:
+def _checked(adapter: TypeAdapter[str], value: str, what: str, rule: str) -> str:
     try:
-        return _agent_name.validate_python(agent)
+        return adapter.validate_python(value)
     except ValueError as exc:
-        raise InvalidInputError(
-            f"invalid agent name {agent!r}: 1-64 of A-Z a-z 0-9 _ . - starting with a letter or digit"
-        ) from exc
+        raise InvalidInputError(f"invalid {what} {value!r}: {rule}") from exc
+
+
+def validate_agent(agent: str) -> str:
+    return _checked(_agent_name, agent, "agent name", "1-64 of A-Z a-z 0-9 _ . - starting with a letter or digit")
 
 
 def validate_display_name(name: str) -> str:
-    try:
-        return _display_name.validate_python(name)
-    except ValueError as exc:
-        raise InvalidInputError(
-            f"invalid display name {name!r}: 1-{MAX_DISPLAY_NAME_CHARS} characters, not only spaces, "
-            "no control characters"
-        ) from exc
+    rule = f"1-{MAX_DISPLAY_NAME_CHARS} characters, not only spaces, no control characters"
+    return _checked(_display_name, name, "display name", rule)

@@ -39,8 +39,8 @@ from memvec.service.schemas import (
     ResetMessages,
 )
 from memvec.service.views import agent_out, block_out, blocks_out, page
-from memvec.tools.catalogue import BUILTIN_TOOLS, resolve_tool_refs
-from memvec.types import MAX_DISPLAY_NAME_CHARS, AgentSettings, AgentState, BlockChange, CoreBlock, NewRecord, Tier
+from memvec.tools.catalogue import BUILTIN_TOOL_IDS, resolve_tool_refs
+from memvec.types import MAX_DISPLAY_NAME_CHARS, AgentSettings, AgentState, BlockChange, CoreBlock, NewRecord
 
 router = api_router()
 
@@ -77,15 +77,7 @@ def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
 def _opening(body: AgentCreate) -> list[NewRecord]:
     """`initial_message_sequence` as recall records (of a placeholder agent until it has a handle)."""
     return [
-        NewRecord.model_validate(
-            {
-                "agent": "unnamed",
-                "tier": Tier.RECALL,
-                "text": message.text(),
-                "role": message.name or message.role,
-                "citation": {"session_id": "initial", "turn_id": turn},
-            }
-        )
+        message.as_record("unnamed", session_id="initial", turn=turn)
         for turn, message in enumerate(body.initial_message_sequence or [], start=1)
     ]
 
@@ -102,7 +94,7 @@ def _chosen_tools(memory: Memory, body: AgentCreate) -> list[str] | None:
     given = resolve_tool_refs(memory, body.tool_ids or [], body.tools or [])
     if body.include_base_tools and not given:
         return None
-    base = [tool.id for tool in BUILTIN_TOOLS.values()] if body.include_base_tools else []
+    base = BUILTIN_TOOL_IDS if body.include_base_tools else []
     return list(dict.fromkeys([*base, *given]))
 
 

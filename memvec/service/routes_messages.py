@@ -51,7 +51,7 @@ from memvec.service.schemas import (
     PassageOut,
 )
 from memvec.service.streaming import Emit, stream_reply
-from memvec.types import MAX_ID, NewRecord, Record, Tier
+from memvec.types import MAX_ID, Record
 
 router = api_router()
 
@@ -139,20 +139,11 @@ def _record_only(
     back by one holder at a time across every server and worker on the store, so none is handed out twice."""
     with service.memory.agent_lease(agent):
         settings, state = visible_agent(agent, _ANYONE, service)
-        records = []
-        for message in messages:
-            state.turn += 1
-            records.append(
-                NewRecord.model_validate(
-                    {
-                        "agent": agent,
-                        "tier": Tier.RECALL,
-                        "text": message.text(),
-                        "role": message.name or message.role,
-                        "citation": {"session_id": session_id, "turn_id": state.turn},
-                    }
-                )
-            )
+        records = [
+            message.as_record(agent, session_id=session_id, turn=state.turn + n)
+            for n, message in enumerate(messages, start=1)
+        ]
+        state.turn += len(records)
         service.memory.update_agent(settings, state)  # the turns first: a crash then skips them, never reuses
         results = service.memory.insert(records)
     stored = [r.record for r in results]
@@ -181,8 +172,7 @@ def _run_agent(
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, ApprovalIn):
-            waiting = [c.id for c in service.memory.get_agent(agent)[1].pending_calls]
-            reply = bot.resume(message.answers(waiting))
+            reply = bot.resume(message.answers)
         else:
             reply = bot.reply(message.text(), role=message.name or message.role)
         replies.append(reply)

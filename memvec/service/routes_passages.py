@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memvec.errors import InvalidInputError, NotFoundError
-from memvec.service.deps import Caller, Service, api_router, in_scope
+from memvec.errors import InvalidInputError
+from memvec.service.deps import Caller, Service, api_router, scoped_agent, visible_agent
 from memvec.service.schemas import Lenient, PassageOut
 from memvec.types import MAX_TAGS, Hit, SearchFilters, SearchRequest, Tag, Tier
 
@@ -43,11 +43,9 @@ def _searched_agents(body: PassageSearchIn, principal: Caller, service: Service)
     memory = service.memory
     if body.archive_id is not None and body.agent_id is None:
         raise InvalidInputError("memvec serves no archives: search by agent_id, or across every agent")
-    if body.agent_id is not None:
-        handle = memory.find_agent(body.agent_id)
-        if handle is None or not memory.has_agent(handle):
-            raise NotFoundError(f"agent {body.agent_id!r} not found")
-        in_scope(handle, principal)
+    if body.agent_id is not None:  # as a path's agent is taken: 404 for one the key may not see
+        handle = scoped_agent(body.agent_id, principal, service)
+        visible_agent(handle, principal, service)
         return {handle: memory.agent_identity(handle).id}
     return {h: i.id for h, i in memory.agent_identities().items() if principal.may_see(h)}
 

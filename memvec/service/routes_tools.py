@@ -10,6 +10,7 @@ to its agents.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from fastapi import Path, Query
@@ -19,7 +20,15 @@ from memvec.service.deps import Caller, ScopedAgent, Service, api_router, unscop
 from memvec.service.schemas import AgentOut, Deleted
 from memvec.service.tool_bodies import ToolIn, ToolOut, ToolPatch
 from memvec.service.views import agent_out, page
-from memvec.tools.catalogue import BUILTIN_BY_ID, OfferedTool, agent_tool_ids, agent_tools, all_tools, find_tool
+from memvec.tools.catalogue import (
+    BUILTIN_BY_ID,
+    BUILTIN_TOOLS,
+    OfferedTool,
+    agent_tool_ids,
+    agent_tools,
+    all_tools,
+    find_tool,
+)
 from memvec.tools.source_schema import ToolSourceError, function_schema
 from memvec.types.tools import DEFAULT_RETURN_CHAR_LIMIT, TOOL_ID_PATTERN, ToolDef, new_tool_id
 
@@ -72,7 +81,7 @@ def _builtin_guard(tool_id: str, what: str) -> None:
 def _new_tool(body: ToolIn, principal: Caller, service: Service, *, replace_same_name: bool) -> ToolOut:
     unscoped(principal, "creating or replacing a tool" if replace_same_name else "creating a tool", _WHY)
     tool = _definition(body, None)
-    if tool.name in {t.name for t in BUILTIN_BY_ID.values()}:
+    if tool.name in BUILTIN_TOOLS:
         raise InvalidInputError(f"{tool.name} is a built-in tool's name")
     stored = service.memory.create_tool(tool, replace_same_name=replace_same_name)
     return ToolOut.of(find_tool(service.memory, stored.id))
@@ -90,17 +99,28 @@ def upsert_tool(body: ToolIn, principal: Caller, service: Service) -> ToolOut:
     return _new_tool(body, principal, service, replace_same_name=True)
 
 
-def _listed(
-    tools: list[OfferedTool], name: str | None, names: list[str], ids: list[str], search: str | None
-) -> list[OfferedTool]:
-    return [
-        t
-        for t in tools
-        if name in (None, t.name)
-        and (not names or t.name in names)
-        and (not ids or t.id in ids)
-        and (search is None or search.lower() in t.name.lower())
-    ]
+@dataclass(frozen=True)
+class _ToolFilter:
+    """Letta's tool listing filters; empty ones keep every tool."""
+
+    name: str | None
+    names: list[str]
+    ids: list[str]
+    search: str | None
+    kinds: list[str]
+    excluded_kinds: list[str]
+    only_letta: bool
+
+    def keeps(self, tool: OfferedTool) -> bool:
+        return (
+            self.name in (None, tool.name)
+            and (not self.names or tool.name in self.names)
+            and (not self.ids or tool.id in self.ids)
+            and (self.search is None or self.search.lower() in tool.name.lower())
+            and (not self.kinds or tool.kind in self.kinds)
+            and tool.kind not in self.excluded_kinds
+            and not (self.only_letta and tool.kind == "custom")
+        )
 
 
 @router.get("/v1/tools", response_model=list[ToolOut], tags=["tools"])
@@ -120,14 +140,10 @@ def list_tools(
     order_by: Literal["created_at"] = "created_at",
 ) -> list[ToolOut]:
     """The built-in tools, then the home's custom tools (oldest first), filtered as asked."""
-    found = _listed(all_tools(service.memory), name, names or [], tool_ids or [], search)
-    found = [
-        t
-        for t in found
-        if (not tool_types or t.kind in tool_types)
-        and t.kind not in (exclude_tool_types or [])
-        and not (return_only_letta_tools and t.kind == "custom")
-    ]
+    wanted = _ToolFilter(
+        name, names or [], tool_ids or [], search, tool_types or [], exclude_tool_types or [], return_only_letta_tools
+    )
+    found = [t for t in all_tools(service.memory) if wanted.keeps(t)]
     if order == "desc":
         found.reverse()
     window = page([t.id for t in found], after=after, before=before, limit=limit)

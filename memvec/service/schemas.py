@@ -22,6 +22,7 @@ from memvec.types import (
     Metadata,
     MetaText,
     MethodScores,
+    NewRecord,
     Record,
     SearchFilters,
     Tag,
@@ -67,6 +68,18 @@ class MessageIn(Lenient):
 
     def text(self) -> str:
         return self.content if isinstance(self.content, str) else "\n".join(p.text for p in self.content)
+
+    def as_record(self, agent: str, *, session_id: str | None, turn: int) -> NewRecord:
+        """The message as the agent's recall record (its speaker name kept as the role)."""
+        return NewRecord.model_validate(
+            {
+                "agent": agent,
+                "tier": Tier.RECALL,
+                "text": self.text(),
+                "role": self.name or self.role,
+                "citation": {"session_id": session_id, "turn_id": turn},
+            }
+        )
 
 
 class AgentCreate(Lenient):

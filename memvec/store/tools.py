@@ -24,10 +24,6 @@ class _SQL(Protocol):
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
 
-def _tool(row: Any) -> ToolDef:
-    return ToolDef.model_validate_json(row["spec"])
-
-
 def _spec(tool: ToolDef) -> str:
     return tool.model_dump_json(exclude={"created_at", "updated_at"})
 
@@ -97,7 +93,7 @@ class ToolStore:
 
 def _with_times(row: Any) -> ToolDef:
     """The row's tool: its id and times are the row's (an upsert keeps the row's id, not the spec's)."""
-    return _tool(row).model_copy(
+    return ToolDef.model_validate_json(row["spec"]).model_copy(
         update={
             "id": row["id"],
             "created_at": parse_time(row["created_at"]),

@@ -70,6 +70,7 @@ def _builtins() -> dict[str, OfferedTool]:
 
 BUILTIN_TOOLS = _builtins()
 BUILTIN_BY_ID = {tool.id: tool for tool in BUILTIN_TOOLS.values()}
+BUILTIN_TOOL_IDS = list(BUILTIN_BY_ID)  # what an agent is offered unless it names its tools
 
 
 def custom_offered(tool: ToolDef) -> OfferedTool:
@@ -98,9 +99,7 @@ def find_tool(memory: Memory, tool_id: str) -> OfferedTool:
 
 
 def agent_tool_ids(settings: AgentSettings) -> list[str]:
-    if settings.tool_ids is None:
-        return [tool.id for tool in BUILTIN_TOOLS.values()]
-    return list(settings.tool_ids)
+    return list(BUILTIN_TOOL_IDS if settings.tool_ids is None else settings.tool_ids)
 
 
 def agent_tools(memory: Memory, settings: AgentSettings) -> list[OfferedTool]:
