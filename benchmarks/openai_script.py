@@ -3,9 +3,11 @@ for running Letta's own suite against `memvec serve` without a network (benchmar
 
 litellm calls it as it would call OpenAI (`OPENAI_API_BASE` points here), streamed or not. It is a
 script, not a model: a request naming a tool ("Call the roll_dice tool with 16 sides") gets that
-call, a request quoting a message ("... send_message tool with the message 'X'") gets send_message
-with X, a tool result gets send_message telling it, and anything else a short greeting, through
-send_message when the request offers it and as plain text when it does not.
+call, "Use ONLY the open_files tool to open the file named F with offset 0 and length 5" (or to
+search for `P`, or for words) gets that tool with those arguments, a request quoting a message
+("... send_message tool with the message 'X'") gets send_message with X, a tool result gets
+send_message telling it, and anything else a short greeting, through send_message when the request
+offers it and as plain text when it does not.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from typing import Any
 
 QUOTED = re.compile(r"send_message tool with (?:exactly this message|the message)[:]? '(.+)'", re.S)
 NAMED_TOOL = re.compile(r"[Cc]all the (\w+) (?:tool|function)(?: with (\d+) sides)?")
+ONLY_TOOL = re.compile(r"Use ONLY the (\w+) tool to (.+)", re.S)  # Letta's file-tool tests
+FILE_NAMED = re.compile(r"file named (\S+)")
+LINES = re.compile(r"offset (\d+) and length (\d+)")
+BACKTICKED = re.compile(r"`([^`]+)`")
+SEARCH_FOR = re.compile(r"search for (.+?)\.?$", re.S)
 GREETING = "Hello! How can I help you today?"
 
 
@@ -36,11 +43,37 @@ def reply_to(request: dict[str, Any]) -> tuple[str | None, list[tuple[str, dict[
     user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
     if quoted := QUOTED.search(user):
         return _say(quoted.group(1), offered)
+    only = ONLY_TOOL.search(user)
+    if only and only.group(1) in offered:
+        return None, [(only.group(1), _arguments(only.group(2), _parameters(request, only.group(1))))]
     named = NAMED_TOOL.search(user)
     if named and named.group(1) in offered and named.group(1) != "send_message":
         arguments = {"num_sides": int(named.group(2))} if named.group(2) else {}
         return None, [(named.group(1), arguments)]
     return _say(GREETING, offered)
+
+
+def _parameters(request: dict[str, Any], tool: str) -> set[str]:
+    for offered in request.get("tools") or []:
+        if offered.get("function", {}).get("name") == tool:
+            return set(offered["function"].get("parameters", {}).get("properties", {}))
+    return set()
+
+
+def _arguments(instruction: str, parameters: set[str]) -> dict[str, Any]:
+    """A tool's arguments as an instruction words them: a file named X (with an offset and length of
+    lines), a `backticked` pattern, or what to search for."""
+    arguments: dict[str, Any] = {}
+    if "file_requests" in parameters and (named := FILE_NAMED.search(instruction)):
+        request: dict[str, Any] = {"file_name": named.group(1)}
+        if lines := LINES.search(instruction):
+            request |= {"offset": int(lines.group(1)), "length": int(lines.group(2))}
+        arguments["file_requests"] = [request]
+    if "pattern" in parameters and (quoted := BACKTICKED.search(instruction)):
+        arguments["pattern"] = quoted.group(1)
+    if "query" in parameters and (wanted := SEARCH_FOR.search(instruction.strip())):
+        arguments["query"] = wanted.group(1)
+    return arguments
 
 
 def _say(text: str, offered: set[str]) -> tuple[str | None, list[tuple[str, dict[str, Any]]]]:

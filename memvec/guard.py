@@ -11,7 +11,8 @@ What it catches (case-insensitive, anywhere in the text):
 - prompt markup: chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>``), ``<system>`` tags,
   a line starting with ``system:`` / ``### system``, "system prompt";
 - tool-call look-alikes: JSON with ``"tool_calls"`` / ``"function_call"`` / ``"name": ... "arguments"``,
-  or a memvec tool name followed by ``(`` (any ``*memory_*`` or ``conversation_*`` name, ``send_message``);
+  or a memvec tool name followed by ``(`` (any ``*memory_*`` or ``conversation_*`` name, ``send_message``,
+  the file tools);
 - exfiltration / secrecy: "reveal / print your system prompt|instructions", "do not / don't tell the
   user", "send ... to http";
 - fence breaking: any spelling of memvec's own `<untrusted_memory>` / `</untrusted_memory>` tags, and a
@@ -34,7 +35,7 @@ from memvec.types import Record
 
 # memvec's tool names by their naming scheme (`memvec.tools`, and the loop's send_message), so
 # a tool added there is covered here without a second list
-_TOOL_CALL = r"\b(\w*memory_\w+|conversation_\w+|send_message)\s*\("
+_TOOL_CALL = r"\b(\w*memory_\w+|conversation_\w+|send_message|(?:open|grep|semantic_search)_files)\s*\("
 
 # memvec's fence tag in any spelling: case, spaces, a slash anywhere, attributes (`</ Untrusted_Memory >`)
 FENCE_TAG = re.compile(r"<\s*/?\s*untrusted[\s_-]*memory\b[^>]*>?", re.I)
@@ -82,7 +83,7 @@ WORDS_OF_SIGNALS = (
     *("developer mode", "jailbreak"),  # role-hijack
     *("<|im_", "inst]", "<<sys>>", "system", "assistant"),  # prompt-markup
     "untrusted",  # fence-break
-    *("tool_calls", "function_call", "arguments", "memory_", "conversation_", "send_message"),  # tool-call
+    *("tool_calls", "function_call", "arguments", "memory_", "conversation_", "send_message", "_files"),  # tool-call
     *("api key", "password", "the user", "http"),  # exfiltration
 )
 

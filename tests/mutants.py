@@ -127,8 +127,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "the same content again is added again",
         "memvec/engine/documents.py",
-        "    return engine.store.current_document(owner, content_hash=content_hash)",
-        "    return None",
+        "        return engine.store.current_document(item.owner, content_hash=content_hash)",
+        "        return None",
         "tests/test_documents.py",
     ),
     (
@@ -2130,6 +2130,76 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "            self.state.pending_calls = self._pending\n"
         "            self.memory.update_agent(self.settings, self.state)\n",
         "tests/test_agent.py",
+    ),
+    (
+        "a file uploaded to an attached folder starts closed",
+        "memvec/tiers/open_files.py",
+        "rows.get(doc.id) or FileViewState(is_open=True, accessed_at=doc.created_at)",
+        "rows.get(doc.id) or FileViewState(is_open=False, accessed_at=doc.created_at)",
+        "tests/test_file_views.py",
+    ),
+    (
+        "more files than max_files_open are open",
+        "memvec/tiers/open_files.py",
+        "        shown = {doc.id for _, doc, _ in opened[: self.max_open]}\n",
+        "        shown = {doc.id for _, doc, _ in opened}\n",
+        "tests/test_file_views.py",
+    ),
+    (
+        "a file's window starts at its first line whatever the offset",
+        "memvec/documents/lines.py",
+        "        first = start or 0\n",
+        "        first = 0\n",
+        "tests/test_file_views.py",
+    ),
+    (
+        "a detached folder's files keep the views the agent had",
+        "memvec/store/folders.py",
+        '"DELETE FROM agent_files WHERE agent = ? AND document_id IN (SELECT id FROM documents WHERE owner = ?)"',
+        '"SELECT ?, ?"',
+        "tests/test_file_views.py",
+    ),
+    (
+        "the file tools are offered without a folder",
+        "memvec/tools/catalogue.py",
+        "    return list(dict.fromkeys([*named, *FILE_TOOL_IDS])) if has_folders else named\n",
+        "    return list(dict.fromkeys([*named, *FILE_TOOL_IDS]))\n",
+        "tests/test_file_views.py",
+    ),
+    (
+        "grep_files shows no lines around a match",
+        "memvec/tools/files.py",
+        "                shown = range(max(0, index - around), min(len(lines), index + around + 1))\n",
+        "                shown = range(index, index + 1)\n",
+        "tests/test_file_views.py",
+    ),
+    (
+        "a folder's file is deduplicated by content under another name",
+        "memvec/engine/documents.py",
+        "    if item.folder is None:\n        return engine.store.current_document(",
+        "    if True:\n        return engine.store.current_document(",
+        "tests/test_folders.py",
+    ),
+    (
+        "a duplicate file is renamed otherwise than Letta does",
+        "memvec/engine/documents.py",
+        '        candidate = f"{stem}_({n}){dot}{ext}"\n',
+        '        candidate = f"{stem} ({n}){dot}{ext}"\n',
+        "tests/test_folders.py",
+    ),
+    (
+        "an agent's folders are not in its system prompt",
+        "memvec/agent/context.py",
+        '            text += f"\\n\\n{PREAMBLE}\\n\\n{section}"\n',
+        "            pass\n",
+        "tests/test_letta_files.py",
+    ),
+    (
+        "an agent made over HTTP with a known model keeps the default window",
+        "memvec/service/routes_agents.py",
+        "        settings = _model_window(settings)\n",
+        "        pass\n",
+        "tests/test_letta_files.py",
     ),
 ]
 

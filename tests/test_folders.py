@@ -67,13 +67,19 @@ def test_a_file_of_a_name_already_there_is_replaced_skipped_refused_or_renamed(m
     folder = folders.create("notes")
     folders.upload(folder.id, "a.txt", b"first text")
     assert not folders.upload(folder.id, "a.txt", b"other text", duplicate_handling="skip").created
-    with pytest.raises(InvalidInputError, match=r"there is a file named 'a\.txt' already"):
+    with pytest.raises(InvalidInputError, match=r"a file named 'a\.txt' already exists"):
         folders.upload(folder.id, "a.txt", b"other text", duplicate_handling="error")
-    assert folders.upload(folder.id, "a.txt", b"other text", duplicate_handling="suffix").document.name == "a (1).txt"
-    assert [d.name for d in folders.files(folder.id)] == ["a.txt", "a (1).txt"]
-    assert not folders.upload(folder.id, "b.txt", b"first text").created  # the same content: nothing added
-    assert not folders.upload(folder.id, "a.txt", b"first text", duplicate_handling="error").created
+    renamed = folders.upload(folder.id, "a.txt", b"other text", duplicate_handling="suffix").document
+    assert (renamed.name, renamed.original_name) == ("a_(1).txt", "a.txt")
+    assert [d.name for d in folders.files(folder.id)] == ["a.txt", "a_(1).txt"]
+    assert not folders.upload(folder.id, "a.txt", b"first text").created  # the same file again: nothing added
+    assert folders.upload(folder.id, "b.txt", b"first text").created  # a folder's files are known by name
+    with pytest.raises(InvalidInputError, match="already exists"):
+        folders.upload(folder.id, "a.txt", b"first text", duplicate_handling="error")
+    assert folders.upload(folder.id, "a.txt", b"first text", duplicate_handling="suffix").document.name == "a_(2).txt"
     assert folders.upload(folder.id, "c.txt", b"third text", duplicate_handling="suffix").document.name == "c.txt"
+    assert folders.upload(folder.id, "d/e.f/g", b"no suffix", duplicate_handling="suffix").document.name == "d/e.f/g"
+    assert folders.upload(folder.id, "d/e.f/g", b"again", duplicate_handling="suffix").document.name == "d/e.f/g_(1)"
 
 
 def test_deleting_a_folder_deletes_its_chunks_from_every_agent(memory: Memory) -> None:
@@ -124,8 +130,15 @@ def test_letta_clients_folders_api_from_upload_to_a_cited_page(server: Server, t
             assert uploaded.total_chunks and uploaded.total_chunks > 0
             files[name] = uploaded
         assert files["report.pdf"].file_type == "application/pdf"
-        with open(tmp_path / "manual.md", "rb") as handle:  # the same content again adds nothing
-            assert client.folders.files.upload(folder.id, file=handle).id == files["manual.md"].id
+        with open(tmp_path / "manual.md", "rb") as handle:  # by default a second is renamed, as Letta does
+            again = client.folders.files.upload(folder.id, file=handle)
+        assert (again.file_name, again.original_file_name) == ("manual_(1).md", "manual.md")
+        with open(tmp_path / "manual.md", "rb") as handle:  # the same file replacing itself: nothing added
+            assert (
+                client.folders.files.upload(folder.id, file=handle, duplicate_handling="replace").id
+                == files["manual.md"].id
+            )
+        client.folders.files.delete(again.id, folder_id=folder.id)
         listed = client.folders.files.list(folder.id, include_content=True)
         assert sorted(str(f.file_name) for f in listed) == sorted(uploads)
         report_text = next(f.content for f in listed if f.file_name == "report.pdf")

@@ -51,7 +51,7 @@ def test_create_in_the_quickstart_form_and_retrieve(client: Letta) -> None:
     assert [b.label for b in agent.blocks] == ["human", "persona"] and agent.blocks[0].value.startswith("The human")
     assert [b.label for b in agent.memory.blocks] == ["human", "persona"]
     assert agent.llm_config.model == "openai/gpt-4o-mini" and agent.llm_config.api_model_endpoint_type == "openai"
-    assert agent.llm_config.context_window == 8192
+    assert agent.llm_config.context_window == 128_000  # the model's own window, where litellm knows it
     assert agent.embedding == "openai/text-embedding-3-small" and agent.embedding_config is not None
     assert agent.embedding_config.embedding_model == "hash:64" and agent.embedding_config.embedding_dim == 64
     assert agent.agent_type == "memgpt_agent" and agent.system and agent.tags == ["demo"]

@@ -99,3 +99,23 @@ def test_the_report_counts_outcomes_per_file_and_names_the_reasons(tmp_path: Pat
     assert "| tests/sdk/blocks_test.py | 1/2 (0 skipped) |" in written
     assert "| all | 1/3 (1 skipped, 1 call what the client lacks) |" in written  # not counted as run
     assert "- 1 x `AssertionError: assert 2000 == 100000`" in written
+
+
+def test_the_script_calls_a_file_tool_with_the_arguments_an_instruction_words() -> None:
+    def tool(name: str, *parameters: str) -> dict[str, Any]:
+        properties = {p: {"type": "string"} for p in parameters}
+        return {"type": "function", "function": {"name": name, "parameters": {"properties": properties}}}
+
+    offered = [
+        tool("open_files", "file_requests"),
+        tool("grep_files", "pattern"),
+        tool("semantic_search_files", "query"),
+    ]
+    opened = ask("Use ONLY the open_files tool to open the file named a/b.txt with offset 5 and length 3", offered)
+    assert openai_script.reply_to(opened)[1] == [
+        ("open_files", {"file_requests": [{"file_name": "a/b.txt", "offset": 5, "length": 3}]})
+    ]
+    grepped = ask("Use ONLY the grep_files tool to search for `x = 1`.", offered)
+    assert openai_script.reply_to(grepped)[1] == [("grep_files", {"pattern": "x = 1"})]
+    searched = ask("Use ONLY the semantic_search_files tool to search for the election.", offered)
+    assert openai_script.reply_to(searched)[1] == [("semantic_search_files", {"query": "the election"})]

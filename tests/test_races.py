@@ -150,7 +150,7 @@ def test_duplicate_handling_holds_for_two_uploads_of_one_name_at_once(
         assert upload(first, b"# A\n\nthe first text\n").created is (handling == "suffix")
     assert race.finish().created
     names = sorted(d.name for d in first.folders().files(folder.id))
-    assert names == (["a (1).md", "a.md"] if handling == "suffix" else ["a.md"])
+    assert names == (["a.md", "a_(1).md"] if handling == "suffix" else ["a.md"])
 
 
 def test_verify_reports_a_document_whose_folder_is_gone_and_repair_deletes_it(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memvec.agent import llm
+from memvec.agent.directories import PREAMBLE, directories
 from memvec.agent.prompts import SUMMARY_INSTRUCTIONS, SYSTEM_INSTRUCTIONS
 from memvec.memory import Memory
 from memvec.types import AgentSettings, AgentState, Record
@@ -50,6 +51,9 @@ class MainContext:
             f"(not shown; search them).\n\n### Core memory\n{self.memory.core(name).render() or '(empty)'}\n\n"
             f"### Summary of earlier conversation\n{self.state.summary or '(nothing evicted yet)'}"
         )
+        files = self.memory.open_files(name)
+        if section := directories(files.folders(), files.list(), files.max_open):
+            text += f"\n\n{PREAMBLE}\n\n{section}"
         return {"role": "system", "content": text}
 
     def fifo_records(self) -> list[Record]:

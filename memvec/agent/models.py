@@ -73,3 +73,13 @@ def model_problem(model: str) -> str | None:
 
 def _own_server(provider: str) -> bool:
     return bool(os.environ.get(f"{provider.upper()}_API_BASE") or os.environ.get(f"{provider.upper()}_BASE_URL"))
+
+
+def known_context_window(model: str) -> int | None:
+    """The input window litellm's bundled map gives the model (None: a model it does not map)."""
+    try:
+        info = litellm_module().get_model_info(model)
+    except Exception:  # litellm raises its own errors for a model it does not map
+        return None
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if isinstance(window, int) and window > 0 else None

@@ -160,7 +160,7 @@ def _parsed(engine: Engine, position: int, item: DocumentInput) -> _Ready | Docu
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from None
     content_hash = hashlib.sha256(item.data).hexdigest()
-    if (same := _same_content(engine, item.owner, content_hash)) is not None:
+    if (same := _same_content(engine, item, content_hash)) is not None:
         return DocumentReport(document=same, created=False)
     # skip and error decided early too, saving the parse and the embedding; the write decides again
     early = engine.store.current_document(item.owner, name=item.name) if item.same_name in ("skip", "error") else None
@@ -181,12 +181,20 @@ def _kept_instead(item: DocumentInput, previous: Document | None) -> DocumentRep
     if previous is not None and item.same_name == "skip":
         return DocumentReport(document=previous, created=False)
     if previous is not None and item.same_name == "error":
-        raise InvalidInputError(f"there is a file named {item.name!r} already (document {previous.id})")
+        raise InvalidInputError(f"a file named {item.name!r} already exists (document {previous.id})")
     return None
 
 
-def _same_content(engine: Engine, owner: str, content_hash: str) -> Document | None:
-    return engine.store.current_document(owner, content_hash=content_hash)
+def _same_content(engine: Engine, item: DocumentInput, content_hash: str) -> Document | None:
+    """The current document this file repeats, which it adds nothing to. An agent's documents: any
+    with the same bytes. A folder's files are known by name (as Letta's are): the file of the same
+    name with the same bytes, unless this one goes in under a name of its own or must be refused."""
+    if item.folder is None:
+        return engine.store.current_document(item.owner, content_hash=content_hash)
+    if item.same_name in ("suffix", "error"):
+        return None
+    same = engine.store.current_document(item.owner, name=item.name)
+    return same if same is not None and same.content_hash == content_hash else None
 
 
 def _write_all(engine: Engine, pending: list[_Ready], results: list[DocumentReport | InvalidInputError | None]) -> None:
@@ -202,7 +210,7 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
     now = engine.store.clock()
     ids: list[int] = []
     with engine.store.transaction():  # every read that decides what to write is inside it
-        if (same := _same_content(engine, item.owner, ready.content_hash)) is not None:
+        if (same := _same_content(engine, item, ready.content_hash)) is not None:
             return DocumentReport(document=same, created=False)
         if item.folder and engine.store.folder(item.folder[0]) is None:
             raise NotFoundError(f"no folder {item.folder[0]!r}: it was deleted while the file was read")
@@ -225,6 +233,7 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
                 chunks=len(ready.chunks),
                 blocks=[(b.start, b.end, b.page, b.headings) for b in parsed.blocks],
                 created_at=now,
+                original_name=item.name,
             )
         )
         if previous is not None:
@@ -250,10 +259,10 @@ def _written(engine: Engine, ready: _Ready, cut_document: Chunked) -> DocumentRe
 
 
 def free_name(name: str, taken: set[str]) -> str:
-    """`name (1).ext`, `name (2).ext`, ...: the first not taken."""
-    stem, dot, ext = name.rpartition(".") if "." in name else (name, "", "")
+    """`name_(1).ext`, `name_(2).ext`, ... (as Letta renames): the first not taken."""
+    stem, dot, ext = name.rpartition(".") if "." in name.rpartition("/")[2] else (name, "", "")
     for n in range(1, 10_000):
-        candidate = f"{stem} ({n}){dot}{ext}"
+        candidate = f"{stem}_({n}){dot}{ext}"
         if candidate not in taken:
             return candidate
     raise InvalidInputError(f"too many files named like {name!r}")

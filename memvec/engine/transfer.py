@@ -117,6 +117,7 @@ def _write_documents(store: Store, agent: str, documents: list[ExportedDocument]
                 chunks=doc.chunks,
                 blocks=[(s, e, p, tuple(h)) for s, e, p, h in doc.blocks],
                 created_at=doc.created_at,
+                original_name=doc.original_name,
             )
         )
     return new_ids

@@ -50,6 +50,7 @@ class ExportedDocument(BaseModel):
 
     id: int = Field(ge=1, le=MAX_ID)
     name: MetaText
+    original_name: MetaText | None = Field(default=None, description="the name it was uploaded as, if not `name`")
     content_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
     media_type: MetaText
     size_bytes: int = Field(ge=0, le=MAX_ID)

@@ -23,7 +23,7 @@ from memvec.mcp_server.tools import agent_context, tool_function
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing
 from memvec.service.front import ADMITTED, Admission, FrontDoor, Gate, Refusal, header
-from memvec.tools import TOOLS, core_memory_read, unknown_arguments
+from memvec.tools import MCP_TOOLS, core_memory_read, unknown_arguments
 from memvec.tools.arguments import CoreReadArgs
 from memvec.types import VERSION, describe_validation_error
 
@@ -56,7 +56,7 @@ class MemoryServer(MCPServer):
     error instead, as in the agent loop (a typo like `tag` for `tags` would store the passage untagged)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        tool = TOOLS.get(name)
+        tool = MCP_TOOLS.get(name)
         problem = unknown_arguments(tool, arguments) if tool is not None else None
         if problem is not None:
             raise ToolError(problem)
@@ -71,7 +71,7 @@ def build_server(memory: Memory, agent: str) -> MCPServer:
         instructions=INSTRUCTIONS,
         description=f"memvec memory of agent {context.agent!r}",
     )
-    for name, tool in TOOLS.items():
+    for name, tool in MCP_TOOLS.items():
         server.add_tool(
             _as_tool_error(tool_function(tool, context)),
             name=name,

@@ -41,6 +41,7 @@ from memvec.tiers.archival import ArchivalMemory
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.documents import Documents
 from memvec.tiers.folders import Folders
+from memvec.tiers.open_files import AgentFiles
 from memvec.tiers.recall import RecallMemory
 from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
@@ -144,6 +145,12 @@ class Memory(AgentMethods, MaintenanceMethods, ToolMethods):
     def folders(self) -> Folders:
         """The home's folders (Letta's): sets of files attached to agents, whose chunks they hold."""
         return Folders(self._engine)
+
+    def open_files(self, agent: str) -> AgentFiles:
+        """The files of the agent's folders as it sees them (Letta's file blocks): open or closed, and
+        the lines of each open one that its prompt shows."""
+        max_open, char_limit = self.get_agent(validate_agent(agent))[0].file_limits()
+        return AgentFiles(self._engine, agent, max_open=max_open, char_limit=char_limit)
 
     def shared_blocks(self, *, actor: str = "python") -> SharedBlocks:
         """The home's shared blocks (made once, attached to several agents); `actor` as for `core`."""

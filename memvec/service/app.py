@@ -26,8 +26,10 @@ from memvec.errors import (
 from memvec.memory import Memory
 from memvec.service import (
     docs_pages,
+    routes_agent_files,
     routes_agents,
     routes_blocks,
+    routes_context,
     routes_folders,
     routes_health,
     routes_memory,
@@ -178,7 +180,9 @@ ROUTERS = (
     routes_health.router,
     docs_pages.router,
     routes_agents.router,
+    routes_agent_files.router,
     routes_blocks.router,
+    routes_context.router,
     routes_folders.router,
     routes_memory.router,
     routes_messages.router,

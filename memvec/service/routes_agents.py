@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from fastapi import HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
-from memvec.agent.models import model_problem
+from memvec.agent.models import known_context_window, model_problem
 from memvec.errors import InvalidInputError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
@@ -40,7 +40,15 @@ from memvec.service.schemas import (
 )
 from memvec.service.views import agent_out, block_out, blocks_out, page
 from memvec.tools.catalogue import BUILTIN_TOOL_IDS, resolve_tool_refs
-from memvec.types import MAX_DISPLAY_NAME_CHARS, AgentSettings, AgentState, BlockChange, CoreBlock, NewRecord
+from memvec.types import (
+    MAX_CONTEXT_WINDOW,
+    MAX_DISPLAY_NAME_CHARS,
+    AgentSettings,
+    AgentState,
+    BlockChange,
+    CoreBlock,
+    NewRecord,
+)
 
 router = api_router()
 
@@ -117,6 +125,8 @@ def create_agent(body: AgentCreate, principal: Caller, service: Service) -> Agen
         {"name": "unnamed", **_settings_changes(body), "tool_ids": _chosen_tools(memory, body)}
     )
     _check_model(settings.model)  # the 400s come before anything is written
+    if "context_window" not in settings.model_fields_set and settings.model:
+        settings = _model_window(settings)
     blocks = [CoreBlock.model_validate(b.model_dump(exclude_none=True)) for b in body.memory_blocks]
     folders = [memory.folders().get(f).id for f in dict.fromkeys([*(body.source_ids or []), *(body.folder_ids or [])])]
     shared = [memory.shared_blocks().get(block_id).label for block_id in body.block_ids or []]
@@ -220,6 +230,14 @@ def _reset_messages(service: ServiceState, agent: str, principal: Principal) -> 
     with service.memory.agent_lease(agent):  # not in the middle of a reply on another server
         service.memory.reset_messages(agent)
     return agent_out(service.memory, *visible_agent(agent, principal, service))
+
+
+def _model_window(settings: AgentSettings) -> AgentSettings:
+    """An agent given no context window gets its model's, where litellm knows it (as Letta sets it)."""
+    window = known_context_window(settings.model) if settings.model else None
+    if window is None:
+        return settings
+    return settings.model_copy(update={"context_window": min(window, MAX_CONTEXT_WINDOW)})
 
 
 def _check_model(model: str | None) -> None:

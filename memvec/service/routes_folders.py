@@ -80,7 +80,7 @@ def _file_out(folder_id: str, doc: Document, content: str | None = None) -> File
         source_id=folder_id,
         folder_id=folder_id,
         file_name=doc.name,
-        original_file_name=doc.name,
+        original_file_name=doc.original_name,
         file_type=doc.media_type,
         file_size=doc.size_bytes,
         total_chunks=doc.chunks,
@@ -155,11 +155,11 @@ def upload_file(
     duplicate_handling: Annotated[
         Literal["replace", "skip", "error", "suffix"],
         Query(
-            description="a file of the same name with other content: replace it (the default; its old "
-            "chunks stay as closed versions), skip, error (400) or add with a suffixed name. "
-            "The same content again is always skipped."
+            description="a file of the same name there already: add this one as `name_(1).ext` (the "
+            "default, as Letta does), replace it (its old chunks stay as closed versions; the same "
+            "content again changes nothing), skip this one, or error (400)"
         ),
-    ] = "replace",
+    ] = "suffix",
     name: Annotated[
         str | None, Query(min_length=1, max_length=1024, description="the file's name instead of the uploaded one")
     ] = None,
@@ -196,6 +196,9 @@ def list_files(
 
 
 @router.get("/v1/folders/{folder_id}/files/{file_id}", response_model=FileOut)
+@router.get(
+    "/v1/sources/{folder_id}/files/{file_id}", response_model=FileOut, summary="Get File (Letta's sources path)"
+)
 def get_file(
     folder_id: FolderId,
     file_id: FileId,

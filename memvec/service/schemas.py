@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memvec.errors import InvalidInputError
+from memvec.service.file_bodies import FileBlockOut
 from memvec.types import (
     LABEL_PATTERN,
     MAX_BLOCK_CHARS,
@@ -114,6 +115,10 @@ class AgentCreate(Lenient):
     )
     folder_ids: list[str] | None = Field(default=None, max_length=64, description="folders to attach")
     tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
+    max_files_open: int | None = Field(default=None, ge=1, le=100, description="files open at once")
+    per_file_view_window_char_limit: int | None = Field(
+        default=None, ge=100, le=1_000_000, description="characters of an open file its prompt shows"
+    )
 
 
 class GenerateIn(Strict):
@@ -150,6 +155,10 @@ class AgentPatch(Lenient):
     embedding_config: dict[str, Any] | None = None
     tool_ids: list[str] | None = Field(default=None, max_length=256, description="the tools to offer it, by id")
     tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
+    max_files_open: int | None = Field(default=None, ge=1, le=100, description="files open at once")
+    per_file_view_window_char_limit: int | None = Field(
+        default=None, ge=100, le=1_000_000, description="characters of an open file its prompt shows"
+    )
 
 
 class BlockOut(BaseModel):
@@ -223,11 +232,11 @@ class FolderOut(BaseModel):
 
 
 class MemoryOut(BaseModel):
-    """Letta's Memory: the agent's blocks (memvec attaches no files, and renders no prompt template)."""
+    """Letta's Memory: the agent's blocks and the files of its folders (memvec renders no prompt template)."""
 
     blocks: list[BlockOut]
     agent_type: str
-    file_blocks: list[dict[str, Any]] = Field(default_factory=list)
+    file_blocks: list[FileBlockOut] = Field(default_factory=list, description="its folders' files, open or closed")
     prompt_template: str = ""
 
 
@@ -249,6 +258,8 @@ class AgentOut(BaseModel):
     tools: list[dict[str, Any]] = Field(default_factory=list, description="the tools it is offered (Letta's Tool)")
     tool_rules: list[dict[str, Any]] = Field(default_factory=list)
     sources: list[FolderOut] = Field(default_factory=list, description="the folders attached to it (Letta's Source)")
+    max_files_open: int = Field(description="files of its folders open at once")
+    per_file_view_window_char_limit: int = Field(description="characters of an open file its prompt shows")
     model: str | None
     embedding: str | None
     description: str | None

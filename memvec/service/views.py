@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from memvec.agent.prompts import SYSTEM_INSTRUCTIONS
 from memvec.memory import Memory
+from memvec.service.file_bodies import FileBlockOut
 from memvec.service.schemas import AgentOut, BlockOut, EmbeddingConfigOut, FolderOut, LlmConfigOut, MemoryOut
 from memvec.service.tool_bodies import ToolOut
 from memvec.tools.catalogue import agent_tools
@@ -51,13 +52,16 @@ def agent_out(
 ) -> AgentOut:
     """`identity`: the agent's, when the caller has read it already (a listing reads them all at once)."""
     blocks = blocks_out(memory, settings.name)
+    files = memory.open_files(settings.name).list()
     identity = identity or memory.agent_identity(settings.name)
     return AgentOut(
         id=identity.id,
         name=identity.name,
         agent_type=settings.agent_type,
         blocks=blocks,
-        memory=MemoryOut(blocks=blocks, agent_type=settings.agent_type),
+        memory=MemoryOut(
+            blocks=blocks, agent_type=settings.agent_type, file_blocks=[FileBlockOut.of(v) for v in files]
+        ),
         llm_config=LlmConfigOut(
             model=settings.model or "",
             model_endpoint_type=endpoint_type(settings.model),
@@ -80,6 +84,8 @@ def agent_out(
         message_ids=[str(i) for i in state.in_context],
         context_window=settings.context_window,
         created_at=state.created_at,
+        max_files_open=settings.file_limits()[0],
+        per_file_view_window_char_limit=settings.file_limits()[1],
     )
 
 

@@ -28,6 +28,7 @@ from memvec.types import (
     SearchFilters,
     Tier,
 )
+from memvec.types.files import FileViewState
 from memvec.types.records import WrittenBy
 from memvec.types.tools import ToolDef
 
@@ -64,6 +65,7 @@ class NewDocument:
     chunks: int
     blocks: list[tuple[int, int, int | None, tuple[str, ...]]]  # (start, end, page, headings): to cut it again
     created_at: datetime
+    original_name: str | None = None  # the name it was uploaded as, when it is kept under another
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +220,13 @@ class Store(Protocol):
     def detach_folder(self, folder_id: str, agent: str) -> bool: ...
 
     def delete_folder_row(self, folder_id: str) -> None: ...
+
+    # agents' views of their folders' files (memvec.store.agent_files)
+    def file_views(self, agent: str) -> dict[int, FileViewState]: ...
+
+    def put_file_views(self, agent: str, views: dict[int, FileViewState]) -> None: ...
+
+    def delete_file_views(self, *, agent: str | None = None, document_ids: Sequence[int] | None = None) -> None: ...
 
     def closed_ids(self, agent: str, tier: Tier, now: datetime) -> Ids:
         """Versions that are not current at `now` (superseded, or ended by their valid_to)."""

@@ -15,7 +15,8 @@ from memvec.store.rows import format_time, parse_time
 from memvec.types import Document
 
 _COLUMNS = (
-    "id, owner, name, content_hash, media_type, size_bytes, pages, title, chunks, created_at, replaced_at, replaced_by"
+    "id, owner, name, content_hash, media_type, size_bytes, pages, title, chunks, created_at, replaced_at, "
+    "replaced_by, original_name"
 )
 
 
@@ -32,6 +33,7 @@ def _document(row: Any) -> Document:
         id=row["id"],
         owner=row["owner"],
         name=row["name"],
+        original_name=row["original_name"] or row["name"],
         content_hash=row["content_hash"],
         media_type=row["media_type"],
         size_bytes=row["size_bytes"],
@@ -81,7 +83,7 @@ class DocumentStore:
             rows = self._run(
                 db,
                 "INSERT INTO documents (owner, name, content_hash, media_type, size_bytes, text, "
-                "pages, title, chunks, blocks, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                "pages, title, chunks, blocks, created_at, original_name) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
                 "RETURNING id",
                 (
                     doc.owner,
@@ -95,6 +97,7 @@ class DocumentStore:
                     doc.chunks,
                     json.dumps(_packed(doc.blocks)),
                     format_time(doc.created_at),
+                    doc.original_name if doc.original_name != doc.name else None,
                 ),
             ).fetchall()
             return int(rows[0]["id"])
@@ -185,5 +188,10 @@ class DocumentStore:
                 self._run(
                     db,
                     f"DELETE FROM documents WHERE id IN ({','.join('?' * len(document_ids))})",
+                    [int(i) for i in document_ids],
+                )
+                self._run(
+                    db,
+                    f"DELETE FROM agent_files WHERE document_id IN ({','.join('?' * len(document_ids))})",
                     [int(i) for i in document_ids],
                 )

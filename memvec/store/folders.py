@@ -103,7 +103,13 @@ class FolderStore:
             return True
 
     def detach_folder(self: _SQL, folder_id: str, agent: str) -> bool:
+        """Detach it, forgetting what the agent had open of its files."""
         with self._write() as db:
+            self._run(
+                db,
+                "DELETE FROM agent_files WHERE agent = ? AND document_id IN (SELECT id FROM documents WHERE owner = ?)",
+                (agent, "~" + folder_id),
+            )
             return bool(
                 self._run(
                     db, "DELETE FROM folder_attachments WHERE folder_id = ? AND agent = ?", (folder_id, agent)

@@ -98,6 +98,11 @@ ALTER TABLE agents ADD COLUMN IF NOT EXISTS pending_calls TEXT NOT NULL DEFAULT 
 CREATE TABLE IF NOT EXISTS tools (
     id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, spec TEXT NOT NULL, created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_files (
+    agent TEXT NOT NULL, document_id BIGINT NOT NULL, is_open INTEGER NOT NULL, start_line INTEGER,
+    end_line INTEGER, accessed_at TEXT NOT NULL, PRIMARY KEY (agent, document_id));
+CREATE INDEX IF NOT EXISTS agent_files_by_document ON agent_files (document_id);
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS original_name TEXT;
 CREATE TABLE IF NOT EXISTS agent_identities (handle TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
 INSERT INTO agent_identities (handle, id, name)
 SELECT handle,

@@ -289,6 +289,25 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE agents ADD COLUMN pending_calls TEXT NOT NULL DEFAULT '[]';
     """,
     ),
+    (
+        20,
+        """
+    -- what an agent has open of its folders' files, and which lines (Letta's files_agents): a file
+    -- with no row here is open at its start
+    CREATE TABLE agent_files (
+        agent TEXT NOT NULL,
+        document_id INTEGER NOT NULL,
+        is_open INTEGER NOT NULL,
+        start_line INTEGER,
+        end_line INTEGER,
+        accessed_at TEXT NOT NULL,
+        PRIMARY KEY (agent, document_id)
+    );
+    CREATE INDEX agent_files_by_document ON agent_files (document_id);
+    -- the name a file was uploaded as, where it is kept under another (a renamed duplicate)
+    ALTER TABLE documents ADD COLUMN original_name TEXT;
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

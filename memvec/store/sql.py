@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.errors import InvalidInputError, NotFoundError, StoreError, VersionConflictError
+from memvec.store.agent_files import AgentFileStore
 from memvec.store.agents import AgentStore
 from memvec.store.base import Change, EmbeddingBatch, PreparedRecord
 from memvec.store.blocks import BlockStore
@@ -62,6 +63,7 @@ def _operation(sql: str) -> str:
 
 
 class SQLStore(
+    AgentFileStore,
     AgentStore,
     BlockStore,
     SharedBlockStore,

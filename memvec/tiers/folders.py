@@ -117,6 +117,10 @@ class Folders:
         """Delete the agent's copies of the folder's chunks; returns how many."""
         return folders.detach(self._engine, folder_id, agent)
 
+    def attached_to(self, agent: str) -> bool:
+        """Whether any folder is attached to the agent."""
+        return bool(self._engine.store.agent_folders(agent))
+
     def of_agent(self, agent: str) -> builtins.list[Folder]:
         """The folders attached to the agent, in the order attached."""
         return [self.get(folder_id) for folder_id in self._engine.store.agent_folders(agent)]

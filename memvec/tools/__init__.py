@@ -34,6 +34,17 @@ from memvec.tools.arguments import (
     MemoryRethinkArgs,
     ToolArguments,
 )
+from memvec.tools.files import (
+    GREP_FILES,
+    OPEN_FILES,
+    PARAMETERS,
+    SEMANTIC_SEARCH_FILES,
+    GrepFilesArgs,
+    OpenFilesArgs,
+    SemanticSearchFilesArgs,
+    grep,
+    passages,
+)
 from memvec.tools.results import block_view, hits_for_model, records_for_model, saved
 from memvec.types import CoreBlock, Record, Tier
 
@@ -61,6 +72,10 @@ class MemoryTool:
     destructive: bool = False  # deletes what cannot be got back
     page_in: bool = False  # a search: it spends one of the agent loop's page-ins
     in_agent_loop: bool = True  # the loop's own prompt holds core memory and records each message itself
+    parameters: dict[str, Any] | None = None  # the schema a model sees, where it is not the arguments' own
+    # offered to an agent with folders attached (Letta's letta_files_core); not served over MCP, whose
+    # client does not see the prompt the open files are shown in
+    reads_files: bool = False
 
 
 def unknown_arguments(tool: MemoryTool, names: Iterable[str]) -> str | None:
@@ -206,6 +221,51 @@ def memory_forget(ctx: ToolContext, args: ForgetArgs) -> str:
     return json.dumps({"ok": True, "deleted": deleted})
 
 
+def open_files(ctx: ToolContext, args: OpenFilesArgs) -> str:
+    files = ctx.memory.open_files(ctx.agent)
+    if len(args.file_requests) > files.max_open:
+        raise ValueError(f"Cannot open {len(args.file_requests)} files: at most {files.max_open} are open at once")
+    views = [files.named(request.file_name) for request in args.file_requests]
+    closed = files.close_all(keep=frozenset(v.document_id for v in views)) if args.close_all_others else []
+    evicted, opened = [], []
+    for view, request in zip(views, args.file_requests, strict=True):
+        evicted += files.open(view.document_id, offset=request.offset, length=request.length)
+        opened.append(view.label + _lines_opened(request.offset, request.length))
+    message = f"* Opened {opened[0]}" if len(opened) == 1 else f"* Opened {len(opened)} files: {', '.join(opened)}"
+    if closed:
+        message += f"\nNote: Closed {len(closed)} file(s) due to close_all_others=True: {', '.join(closed)}"
+    if evicted := [label for label in dict.fromkeys(evicted) if label not in opened]:
+        message += (
+            f"\nNote: Closed {len(evicted)} least recently used file(s) due to open file limit: {', '.join(evicted)}"
+        )
+    return message
+
+
+def _lines_opened(offset: int | None, length: int | None) -> str:
+    if offset is None and length is None:
+        return ""
+    first = (offset or 0) + 1
+    return f" (lines {first}-{'end' if length is None else first + length - 1})"
+
+
+def grep_files(ctx: ToolContext, args: GrepFilesArgs) -> str:
+    return grep(ctx.memory.open_files(ctx.agent), args)
+
+
+def semantic_search_files(ctx: ToolContext, args: SemanticSearchFilesArgs) -> str:
+    """The folders' chunks in the agent's archival tier that match best, with their files' names."""
+    labels = {v.document_id: v.label for v in ctx.memory.open_files(ctx.agent).list()}
+    if not labels:
+        return "No files are currently attached to search"
+    hits = ctx.memory.archival(ctx.agent).search(args.query, k=min(100, 10 * args.limit))
+    found = [
+        (labels[cited.document_id], hit.score, hit.text)
+        for hit in hits
+        if (cited := hit.citation.document) is not None and cited.document_id in labels
+    ]
+    return passages(found[: args.limit], args.query)
+
+
 def conversation_record(ctx: ToolContext, args: ConversationRecordArgs) -> str:
     result = ctx.memory.recall(ctx.agent).append(
         args.role, args.content, session_id=args.session_id, turn_id=args.turn_id
@@ -331,5 +391,33 @@ TOOLS: dict[str, MemoryTool] = {
             conversation_record,
             in_agent_loop=False,
         ),
+        MemoryTool(
+            "open_files",
+            OPEN_FILES,
+            OpenFilesArgs,
+            open_files,
+            parameters=PARAMETERS["open_files"],
+            reads_files=True,
+        ),
+        MemoryTool(
+            "grep_files",
+            GREP_FILES,
+            GrepFilesArgs,
+            grep_files,
+            read_only=True,
+            parameters=PARAMETERS["grep_files"],
+            reads_files=True,
+        ),
+        MemoryTool(
+            "semantic_search_files",
+            SEMANTIC_SEARCH_FILES,
+            SemanticSearchFilesArgs,
+            semantic_search_files,
+            read_only=True,
+            page_in=True,
+            parameters=PARAMETERS["semantic_search_files"],
+            reads_files=True,
+        ),
     )
 }
+MCP_TOOLS = {name: tool for name, tool in TOOLS.items() if not tool.reads_files}

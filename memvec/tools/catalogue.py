@@ -5,6 +5,7 @@ model sees. An agent's `tool_ids` pick from them; None picks the built-in ones.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.memory import Memory
-from memvec.tools import TOOLS
+from memvec.tools import TOOLS, MemoryTool
 from memvec.types import AgentSettings
 from memvec.types.tools import ToolDef, ToolKind, builtin_tool_id
 
@@ -38,12 +39,27 @@ class OfferedTool:
     custom: ToolDef | None = None  # the stored definition of a custom tool
 
 
-def function_schema(name: str, description: str, arguments: type[BaseModel], *, heartbeat: bool) -> dict[str, Any]:
-    parameters = arguments.model_json_schema()
+def function_schema(
+    name: str,
+    description: str,
+    arguments: type[BaseModel],
+    *,
+    heartbeat: bool,
+    parameters: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`parameters`: the schema a model sees, where it is not the arguments' own (a tool whose schema
+    reads as Letta's)."""
+    parameters = copy.deepcopy(parameters) if parameters is not None else arguments.model_json_schema()
     parameters.pop("title", None)
     if heartbeat:  # MemGPT's chaining flag: a loop concern, not part of the tool's arguments
         parameters.setdefault("properties", {})["request_heartbeat"] = HEARTBEAT
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def _kind(name: str, tool: MemoryTool) -> ToolKind:
+    if tool.reads_files:
+        return "letta_files_core"
+    return "letta_core" if name in _CORE_KIND else "letta_memory_core"
 
 
 def _builtins() -> dict[str, OfferedTool]:
@@ -51,9 +67,9 @@ def _builtins() -> dict[str, OfferedTool]:
         name: OfferedTool(
             id=builtin_tool_id(name),
             name=name,
-            kind="letta_core" if name in _CORE_KIND else "letta_memory_core",
+            kind=_kind(name, tool),
             description=tool.description,
-            schema=function_schema(name, tool.description, tool.arguments, heartbeat=True),
+            schema=function_schema(name, tool.description, tool.arguments, heartbeat=True, parameters=tool.parameters),
         )
         for name, tool in TOOLS.items()
         if tool.in_agent_loop
@@ -70,7 +86,9 @@ def _builtins() -> dict[str, OfferedTool]:
 
 BUILTIN_TOOLS = _builtins()
 BUILTIN_BY_ID = {tool.id: tool for tool in BUILTIN_TOOLS.values()}
-BUILTIN_TOOL_IDS = list(BUILTIN_BY_ID)  # what an agent is offered unless it names its tools
+FILE_TOOL_IDS = [t.id for t in BUILTIN_TOOLS.values() if t.kind == "letta_files_core"]
+# what an agent is offered unless it names its tools (the file tools come with a folder)
+BUILTIN_TOOL_IDS = [tool_id for tool_id in BUILTIN_BY_ID if tool_id not in FILE_TOOL_IDS]
 
 
 def custom_offered(tool: ToolDef) -> OfferedTool:
@@ -98,14 +116,17 @@ def find_tool(memory: Memory, tool_id: str) -> OfferedTool:
     return custom_offered(memory.tool(tool_id))
 
 
-def agent_tool_ids(settings: AgentSettings) -> list[str]:
-    return list(BUILTIN_TOOL_IDS if settings.tool_ids is None else settings.tool_ids)
+def agent_tool_ids(settings: AgentSettings, *, has_folders: bool = False) -> list[str]:
+    """Its tools' ids: those it names (None: the built-in ones), and the file tools while it has a
+    folder attached (as Letta attaches and detaches them with folders)."""
+    named = list(BUILTIN_TOOL_IDS if settings.tool_ids is None else settings.tool_ids)
+    return list(dict.fromkeys([*named, *FILE_TOOL_IDS])) if has_folders else named
 
 
 def agent_tools(memory: Memory, settings: AgentSettings) -> list[OfferedTool]:
     """The tools the agent is offered, in its order; ids of deleted tools are skipped."""
     found = []
-    for tool_id in agent_tool_ids(settings):
+    for tool_id in agent_tool_ids(settings, has_folders=memory.folders().attached_to(settings.name)):
         try:
             found.append(find_tool(memory, tool_id))
         except NotFoundError:

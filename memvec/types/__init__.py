@@ -9,6 +9,7 @@ characters after stripping, at most MAX_TAGS tags of 1..MAX_TAG_CHARS characters
 from __future__ import annotations
 
 from memvec.types.agents import (
+    MAX_CONTEXT_WINDOW,
     AgentIdentity,
     AgentSettings,
     AgentState,
@@ -82,6 +83,7 @@ __all__ = [
     "LABEL_PATTERN",
     "LATEST",
     "MAX_BLOCK_CHARS",
+    "MAX_CONTEXT_WINDOW",
     "MAX_DISPLAY_NAME_CHARS",
     "MAX_ID",
     "MAX_K",

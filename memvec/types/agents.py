@@ -67,6 +67,9 @@ class BlockChange(BaseModel):
 MAX_AGENT_TOOLS = 256
 
 
+MAX_CONTEXT_WINDOW = 2_000_000
+
+
 class AgentSettings(BaseModel):
     """An agent's configuration: its LLM (any litellm `provider/model`) and its context budget."""
 
@@ -74,7 +77,7 @@ class AgentSettings(BaseModel):
 
     name: AgentName
     model: Utf8Text | None = Field(default=None, max_length=256, description="litellm model, e.g. openai/gpt-4o-mini")
-    context_window: int = Field(default=8_192, ge=256, le=2_000_000)
+    context_window: int = Field(default=8_192, ge=256, le=MAX_CONTEXT_WINDOW)
     pressure: float = Field(default=0.75, gt=0.0, lt=1.0, description="fraction of the window that triggers a warning")
     keep_last: int = Field(default=4, ge=1, le=100, description="messages never evicted")
     max_steps: int = Field(default=8, ge=1, le=50, description="model calls per reply")
@@ -96,6 +99,21 @@ class AgentSettings(BaseModel):
         description="the tools the agent is offered, built-in and custom (None: the built-in memory tools)",
     )
     tool_rules: list[ToolRule] = Field(default_factory=list, max_length=MAX_AGENT_TOOLS)
+    max_files_open: int | None = Field(
+        default=None, ge=1, le=100, description="files of its folders open at once (None: by the context window)"
+    )
+    per_file_view_window_char_limit: int | None = Field(
+        default=None, ge=100, le=1_000_000, description="characters of an open file shown (None: by the context window)"
+    )
+
+    def file_limits(self) -> tuple[int, int]:
+        """(files open at once, characters shown of each): as set, else about a third of the context
+        window (at ~4 characters a token) shared by the open files."""
+        max_open = self.max_files_open or (
+            3 if self.context_window <= 8_192 else 5 if self.context_window <= 32_768 else 10
+        )
+        share = self.context_window * 4 // 3 // max_open
+        return max_open, self.per_file_view_window_char_limit or min(40_000, max(1_000, share))
 
     @field_validator("tool_rules")
     @classmethod

@@ -163,6 +163,7 @@ class Document(BaseModel):
     id: int
     owner: str = Field(description="the agent it was added to, or the folder (`~folder-...`) that holds it")
     name: str
+    original_name: str = Field(description="the name it was uploaded as (`name` differs for a renamed duplicate)")
     content_hash: str = Field(description="SHA-256 of the file's bytes: the same content again adds nothing")
     media_type: str
     size_bytes: int
