@@ -72,6 +72,7 @@ def test_the_typescript_sdk_manages_agents_blocks_passages_and_streams_a_reply(t
     assert seen["after_delete"] == ["The meeting moved to Friday"]
     assert seen["after_agent_delete"] == 404
     check_tools(seen["tools"])
+    check_files(seen["files"])
     check_stream(seen["stream"], seen["transcript"])
 
 
@@ -82,6 +83,22 @@ def check_tools(tools: dict[str, Any]) -> None:
     assert tools["named"] == [tools["id"]]
     assert tools["attached"][-1] == "roll_dice" and "send_message" in tools["attached"]
     assert "roll_dice" not in tools["detached"] and "send_message" in tools["detached"]
+
+
+def check_files(files: dict[str, Any]) -> None:
+    """A folder's files as file blocks: open at their start once uploaded, a second upload of a name
+    renamed as Letta renames it, opened and closed through the agent-files routes."""
+    assert files["names"] == ["notes.txt", "notes_(1).txt", "notes.txt"]
+    head = "[Viewing file start (out of 30 lines)]"
+    assert files["blocks"] == [
+        {"label": "ts-shelf/notes.txt", "open": True, "head": head},
+        {"label": "ts-shelf/notes_(1).txt", "open": True, "head": head},
+    ]
+    assert files["listed"] == [["ts-shelf/notes.txt", True], ["ts-shelf/notes_(1).txt", True]]
+    assert files["closed"] == ["ts-shelf/notes.txt"] and files["reopened"] == []
+    assert files["closedAll"] == ["ts-shelf/notes.txt", "ts-shelf/notes_(1).txt"]
+    assert files["fileTools"] == ["grep_files", "open_files", "semantic_search_files"]
+    assert files["after"] == 0  # the folder deleted, its files went with it
 
 
 def check_stream(events: list[dict[str, Any]], transcript: list[dict[str, Any]]) -> None:

@@ -1,7 +1,7 @@
 // A Letta app's calls through @letta-ai/letta-client, unchanged, against memvec serve.
 // Reads MEMVEC_URL and MEMVEC_KEY; prints one JSON object of what it saw, for the Python test to judge.
 // Any error the SDK raises ends the run with its status and message (exit 1).
-import Letta from '@letta-ai/letta-client';
+import Letta, { toFile } from '@letta-ai/letta-client';
 
 const client = new Letta({ baseURL: process.env.MEMVEC_URL, apiKey: process.env.MEMVEC_KEY, maxRetries: 0 });
 const seen = {};
@@ -109,9 +109,34 @@ async function tools(agentId) {
   };
 }
 
+async function files(agentId) {
+  const folder = await client.folders.create({ name: 'ts-shelf' });
+  await client.agents.folders.attach(folder.id, { agent_id: agentId });
+  const lines = Array.from({ length: 30 }, (_, n) => `line ${n + 1}`).join('\n');
+  const file = await client.folders.files.upload(folder.id, { file: await toFile(Buffer.from(lines), 'notes.txt') });
+  const again = await client.folders.files.upload(folder.id, { file: await toFile(Buffer.from(lines), 'notes.txt') });
+  const state = await client.agents.retrieve(agentId);
+  const blocks = state.memory.file_blocks.map((b) => ({ label: b.label, open: b.is_open, head: b.value.split('\n')[0] }));
+  const listed = [];
+  for await (const f of client.agents.files.list(agentId)) listed.push([f.file_name, f.is_open]);
+  await client.agents.files.close(file.id, { agent_id: agentId });
+  const closed = [];
+  for await (const f of client.agents.files.list(agentId, { is_open: false })) closed.push(f.file_name);
+  const reopened = await client.agents.files.open(file.id, { agent_id: agentId });
+  const closedAll = await client.agents.files.closeAll(agentId);
+  const fileTools = state.tools.filter((t) => t.tool_type === 'letta_files_core').map((t) => t.name).sort();
+  await client.folders.delete(folder.id);
+  const after = await client.agents.retrieve(agentId);
+  seen.files = {
+    names: [file.file_name, again.file_name, again.original_file_name], blocks, listed, closed, reopened,
+    closedAll: [...closedAll].sort(), fileTools, after: after.memory.file_blocks.length,
+  };
+}
+
 async function main() {
   const agentId = await agents();
   await tools(agentId);
+  await files(agentId);
   await blocks(agentId);
   await sharedBlocks(agentId);
   await passages(agentId);
