@@ -132,7 +132,8 @@ def read_junit(junit: Path) -> dict[str, FileResult]:
         result = results.setdefault(module, FileResult())
         problem = next((child for child in case if child.tag in ("failure", "error", "skipped")), None)
         outcome = "passed" if problem is None else {"failure": "failed"}.get(problem.tag, problem.tag)
-        if problem is not None and CLIENT_LACKS.search(problem.get("message", "")):
+        # the missing method may be behind the error that ended the test (a cleanup that used its result)
+        if problem is not None and CLIENT_LACKS.search(f"{problem.get('message', '')}\n{problem.text or ''}"):
             outcome = "lacking"
         result.outcomes[outcome] += 1
         if problem is not None and outcome != "skipped":

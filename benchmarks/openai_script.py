@@ -24,11 +24,11 @@ from typing import Any
 
 QUOTED = re.compile(r"send_message tool with (?:exactly this message|the message)[:]? '(.+)'", re.S)
 NAMED_TOOL = re.compile(r"[Cc]all the (\w+) (?:tool|function)(?: with (\d+) sides)?")
-ONLY_TOOL = re.compile(r"Use ONLY the (\w+) tool to (.+)", re.S)  # Letta's file-tool tests
+ONLY_TOOL = re.compile(r"Use (?:ONLY )?the (\w+) tool to (.+)", re.S)  # Letta's file-tool tests
 FILE_NAMED = re.compile(r"file named (\S+)")
 LINES = re.compile(r"offset (\d+) and length (\d+)")
 BACKTICKED = re.compile(r"`([^`]+)`")
-SEARCH_FOR = re.compile(r"search for (.+?)\.?$", re.S)
+SEARCH_FOR = re.compile(r"search for (?:'([^']+)'.*|(.+?)\.?)$", re.S)
 GREETING = "Hello! How can I help you today?"
 
 
@@ -72,7 +72,7 @@ def _arguments(instruction: str, parameters: set[str]) -> dict[str, Any]:
     if "pattern" in parameters and (quoted := BACKTICKED.search(instruction)):
         arguments["pattern"] = quoted.group(1)
     if "query" in parameters and (wanted := SEARCH_FOR.search(instruction.strip())):
-        arguments["query"] = wanted.group(1)
+        arguments["query"] = wanted.group(1) or wanted.group(2)
     return arguments
 
 

@@ -317,7 +317,9 @@ def test_embedding_config_and_block_limits_as_letta_shows_them(client: Letta) ->
     assert bare.embedding_config is None and bare.embedding is None  # Letta: an agent without one
     configured = client.agents.create(name="configured", extra_body={"embedding_config": {"handle": "openai/x"}})
     assert configured.embedding == "openai/x" and configured.embedding_config is not None
-    client.agents.passages.create(bare.id, text="found without an embedding asked for")
+    [plain] = client.agents.passages.create(bare.id, text="found without an embedding asked for")
+    [vector] = client.agents.passages.create(configured.id, text="stored with its vector shown")
+    assert plain.embedding is None and vector.embedding is not None and len(vector.embedding) == 64  # hash:64
     assert [p.content for p in client.agents.passages.search(bare.id, query="found").results] == [
         "found without an embedding asked for"
     ]

@@ -217,10 +217,13 @@ def insert_passages(
     """Insert one passage (`{text, tags, citation}`) or a batch (`{passages: [...]}`): 201 when
     anything was created, 200 when every passage repeated one already there (exact or near
     duplicate: that one is returned, with `duplicate_of`, its tags and citation merged)."""
-    visible_agent(agent_id, principal, service)
+    settings, _ = visible_agent(agent_id, principal, service)
     passages = body.passages if isinstance(body, PassageBatch) else [body]
     out = _insert_passages(service, agent_id, passages)
     response.status_code = 201 if any(p.created for p in out) else 200
+    if settings.embedding is not None:  # Letta shows the vector of an agent that has an embedding
+        vectors = service.memory.archival(agent_id).embeddings([int(p.id) for p in out])
+        out = [p.model_copy(update={"embedding": vectors.get(int(p.id))}) for p in out]
     return out
 
 

@@ -330,6 +330,10 @@ class PassageOut(BaseModel):
         default=None,
         description="not created: the passage it repeats (its tags and missing citation fields were merged into it)",
     )
+    embedding: list[float] | None = Field(
+        default=None,
+        description="on insert, for an agent given an embedding: the vector it is stored with (as Letta answers)",
+    )
 
     @classmethod
     def of(cls, record: Record, *, created: bool = True, duplicate_of: int | None = None) -> PassageOut:

@@ -97,3 +97,12 @@ class TierView:
 
     def count(self) -> int:
         return self._engine.count(self.agent, self.tier)
+
+    def embeddings(self, record_ids: Sequence[int]) -> dict[int, list[float]]:
+        """The vectors these records are stored with (a record not yet embedded is left out)."""
+        found: dict[int, list[float]] = {}
+        for batch in self._engine.store.embeddings(self.agent, self.tier, record_ids):
+            for record_id, vector, model in zip(batch.ids, batch.vectors, batch.models, strict=True):
+                if model is not None:
+                    found[int(record_id)] = [float(x) for x in vector]
+        return found
