@@ -255,6 +255,7 @@ def test_messages_create_returns_a_letta_response(agent_server: str) -> None:
             said = [
                 (m.message_type, getattr(m, "content", None)) for m in listed if m.message_type != "tool_return_message"
             ]
+            assert said.pop(0)[0] == "system_message"
             assert said == [
                 ("user_message", "I like green tea"),
                 ("assistant_message", "Noted: you like green tea."),
@@ -272,7 +273,7 @@ def test_a_memory_only_agent_records_messages(client: Letta) -> None:
     response = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "remember the milk"}])
     assert [(m.message_type, m.content) for m in response.messages] == [("user_message", "remember the milk")]  # type: ignore
     assert response.stop_reason.stop_reason == "end_turn"
-    assert [m.id for m in client.agents.messages.list(agent.id)] == [response.messages[0].id]
+    assert [m.id for m in client.agents.messages.list(agent.id)] == ["0", response.messages[0].id]
 
 
 def test_export_file_gives_memvecs_export(client: Letta) -> None:
@@ -362,9 +363,9 @@ def test_reset_messages_forgets_the_conversation_and_keeps_the_rest(client: Lett
     agent = client.agents.create(name="resettable", memory_blocks=QUICKSTART_BLOCKS)  # no model: sends are recorded
     client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "my locker code is 4471"}])
     client.agents.passages.create(agent.id, text="archival notes stay")
-    assert len(client.agents.messages.list(agent.id).items) == 1
+    assert len(client.agents.messages.list(agent.id).items) == 2  # the system message, then the one sent
     client.agents.messages.reset(agent.id, add_default_initial_messages=False)
-    assert client.agents.messages.list(agent.id).items == []
+    assert [m.message_type for m in client.agents.messages.list(agent.id).items] == ["system_message"]
     assert [p.text for p in client.agents.passages.list(agent.id)] == ["archival notes stay"]
     assert client.agents.retrieve(agent.id).message_ids == []
     again = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hello again"}])
@@ -412,12 +413,27 @@ def test_an_agent_starts_with_its_initial_message_sequence(client: Letta) -> Non
     ]
     agent = client.agents.create(name="opener", initial_message_sequence=opening)
     listed = list(client.agents.messages.list(agent.id, order="asc"))
-    assert [(m.message_type, m.content) for m in listed] == [  # type: ignore[union-attr]
+    assert listed[0].message_type == "system_message"
+    assert [(m.message_type, m.content) for m in listed[1:]] == [  # type: ignore[union-attr]
         ("assistant_message", "Hello, how are you?"),
         ("user_message", "I'm good, and you?"),
     ]
-    assert client.agents.retrieve(agent.id).message_ids == [m.id for m in listed]  # in its context
+    assert client.agents.retrieve(agent.id).message_ids == [m.id for m in listed[1:]]  # in its context
     with pytest.raises(letta_client.UnprocessableEntityError):
         client.agents.create(name="no-opener", initial_message_sequence=[{"role": "user", "content": ""}])
     assert [a.name for a in client.agents.list(name="no-opener")] == []
     client.agents.delete(agent.id)
+
+
+def test_messages_list_as_letta_does_the_system_message_first_and_the_newest_in_time_order(client: Letta) -> None:
+    agent = client.agents.create(name="lister", memory_blocks=QUICKSTART_BLOCKS)  # no model: sends are recorded
+    for text in ("one", "two", "three"):
+        client.agents.messages.create(agent.id, messages=[{"role": "user", "content": text}])
+    everything = client.agents.messages.list(agent.id).items
+    assert (everything[0].message_type, everything[0].id) == ("system_message", "0")
+    assert "### Core memory" in everything[0].content  # type: ignore[union-attr]
+    newest = client.agents.messages.list(agent.id, limit=2).items  # the newest two, oldest first (Letta's desc)
+    assert [m.content for m in newest] == ["two", "three"]  # type: ignore[union-attr]
+    assert [m.content for m in client.agents.messages.list(agent.id, after="0").items] == ["one", "two", "three"]  # type: ignore[union-attr]
+    assert client.agents.messages.list(agent.id, before=newest[0].id, limit=1).items[0].content == "one"  # type: ignore[union-attr]
+    assert client.agents.messages.list(agent.id, order="asc", limit=2).items[0].id == "0"

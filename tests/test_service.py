@@ -158,7 +158,8 @@ def test_agents_blocks_passages_and_citations(server: InProcess) -> None:
     assert [m["citation"]["turn_id"] for m in recorded["recorded"]] == ["1", "2"]
     found = api.get("/v1/agents/ana/recall-memory/search", params={"query": "Lisbon", "roles": ["user"]}).json()
     assert [h["content"] for h in found["results"]] == ["I moved to Lisbon"]
-    listed = api.get("/v1/agents/ana/messages", params={"order": "asc"}).json()
+    system, *listed = api.get("/v1/agents/ana/messages", params={"order": "asc"}).json()
+    assert (system["id"], system["message_type"]) == ("0", "system_message")  # Letta lists its system prompt first
     assert [(m["message_type"], m["content"]) for m in listed] == [
         ("user_message", "I moved to Lisbon"),
         ("assistant_message", "Noted"),
@@ -478,7 +479,8 @@ def test_a_failing_model_provider_is_a_502_not_a_500(tmp_path: Path, monkeypatch
         response = api.post("/v1/agents/bot/messages", json={"messages": [{"content": "hi"}]})
         assert response.status_code == 502 and response.json()["error"] == "model_error"
         assert "details in the server's log" in response.json()["detail"]  # not the provider's own text
-        assert api.get("/v1/agents/bot/messages").json() == []  # a turn the model never answered keeps nothing
+        kept = [m["message_type"] for m in api.get("/v1/agents/bot/messages").json()]
+        assert kept == ["system_message"]  # a turn the model never answered keeps nothing
         assert mem.get_agent("bot")[1].in_context == []
 
 

@@ -7,7 +7,6 @@ lists those messages back.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -19,6 +18,7 @@ from memvec.agent.consolidate import consolidate
 from memvec.agent.events import Event
 from memvec.agent.generate import generate
 from memvec.agent.models import model_problem
+from memvec.agent.preview import system_prompt
 from memvec.agent.trace import Reply
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.exchange.consolidation import ConsolidationRun
@@ -33,6 +33,7 @@ from memvec.service.deps import (
     in_scope,
     visible_agent,
 )
+from memvec.service.letta_messages import SYSTEM_MESSAGE_ID, event_message, record_message, shown, system_message
 from memvec.service.retries import (
     answered_once,
     claimed_stream,
@@ -51,7 +52,7 @@ from memvec.service.schemas import (
     PassageOut,
 )
 from memvec.service.streaming import Emit, stream_reply
-from memvec.types import MAX_ID, Record
+from memvec.types import MAX_ID
 
 router = api_router()
 
@@ -65,71 +66,6 @@ STOP_REASONS = {
     "tool_rule": "tool_rule",
     "requires_approval": "requires_approval",
 }
-
-
-def shown(event: Event, *, use_assistant_message: bool) -> bool:
-    """Whether a client sees the event: a send_message call shows as the assistant message it sent
-    (Letta's default) or, without `use_assistant_message`, as the tool call and its return."""
-    if event.name == "send_message" and event.kind in ("tool_call", "tool_return"):
-        return not use_assistant_message
-    if event.kind == "assistant" and event.sent_by_tool:
-        return use_assistant_message
-    return True
-
-
-def record_message(record: Record) -> dict[str, Any]:
-    """A recall record as the Letta message of its role, with memvec's citation alongside."""
-    base: dict[str, Any] = {
-        "id": str(record.id),
-        "date": record.created_at.isoformat(),
-        "role": record.role,
-        "citation": record.citation.model_dump(),
-        "untrusted": record.untrusted,
-    }
-    if record.role == "assistant":
-        return {**base, "message_type": "assistant_message", "content": record.text}
-    if record.role == "system":
-        return {**base, "message_type": "system_message", "content": record.text}
-    if record.role == "tool":
-        return {
-            **base,
-            "message_type": "tool_return_message",
-            "tool_return": record.text,
-            "status": "success",
-            "tool_call_id": f"record-{record.id}",
-        }
-    named = {} if record.role == "user" else {"name": record.role}
-    return {**base, "message_type": "user_message", "content": record.text, **named}
-
-
-def event_message(event: Event) -> dict[str, Any]:
-    """One step of a reply as a Letta message (ids of stored steps are their record ids; the chunks of
-    one streamed message share its stream id)."""
-    identity = str(event.record_id) if event.record_id else event.stream_id or f"{event.kind}-{uuid.uuid4()}"
-    base = {"id": identity, "date": event.at.isoformat()}
-    if event.kind == "reasoning":
-        return {**base, "message_type": "reasoning_message", "reasoning": event.text}
-    if event.kind == "tool_call":
-        return {
-            **base,
-            "message_type": "tool_call_message",
-            "tool_call": {"name": event.name, "arguments": event.arguments, "tool_call_id": event.tool_call_id},
-        }
-    if event.kind == "tool_return":
-        return {
-            **base,
-            "message_type": "tool_return_message",
-            "tool_return": event.text,
-            "name": event.name,
-            "status": "success" if event.ok else "error",
-            "tool_call_id": event.tool_call_id,
-            "stdout": [event.stdout] if event.stdout else None,
-            "stderr": [event.stderr] if event.stderr else None,
-        }
-    if event.kind == "approval_request":
-        call = {"name": event.name, "arguments": event.arguments, "tool_call_id": event.tool_call_id}
-        return {**base, "message_type": "approval_request_message", "tool_call": call}
-    return {**base, "message_type": "assistant_message", "content": event.text}
 
 
 def _record_only(
@@ -333,14 +269,26 @@ def list_messages(
     after: Annotated[str | None, Query(description="cursor: a message id")] = None,
     before: Annotated[str | None, Query(description="cursor: a message id")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    order: Literal["asc", "desc"] = "desc",
+    order: Annotated[
+        Literal["asc", "desc"],
+        Query(description="desc (the default): the newest `limit` messages; asc: the oldest. Oldest first either way"),
+    ] = "desc",
 ) -> list[dict[str, Any]]:
-    """The agent's messages (its recall tier) as Letta messages, newest first unless `order=asc`."""
-    visible_agent(agent_id, principal, service)
+    """The agent's messages as Letta lists them: its system message first (id `0`, before every
+    record: its system prompt as the next model call gets it), then its recall tier, in time order.
+    `after`/`before` are message ids (`after=0`: every message after the system message)."""
+    _, state = visible_agent(agent_id, principal, service)
+    first, last = cursor(after), cursor(before)
+    # Letta's cursors are in time order whatever the order asked (`after`: later); the store's in the order listed
+    newest = order == "desc"
     records = service.memory.recall(agent_id).list(
-        limit=limit, newest_first=order == "desc", after=cursor(after), before=cursor(before)
+        limit=limit, newest_first=newest, after=last if newest else first, before=first if newest else last
     )
-    return [record_message(r) for r in records]
+    records.sort(key=lambda r: r.id)
+    listed = [record_message(r) for r in records]
+    if first is None and (last is None or last > SYSTEM_MESSAGE_ID) and (order == "asc" or len(listed) < limit):
+        listed.insert(0, system_message(system_prompt(service.memory, agent_id), state.created_at))
+    return listed[:limit]
 
 
 @router.get("/v1/agents/{agent_id}/consolidations", response_model=list[ConsolidationRun], tags=["messages"])
