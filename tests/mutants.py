@@ -2040,7 +2040,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "send_message shows as its tool call",
-        "memvec/service/routes_messages.py",
+        "memvec/service/letta_messages.py",
         "        return not use_assistant_message\n",
         "        return True\n",
         "tests/test_custom_tools.py",
@@ -2110,7 +2110,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "a failing tool's traceback is dropped",
-        "memvec/service/routes_messages.py",
+        "memvec/service/letta_messages.py",
         '            "stderr": [event.stderr] if event.stderr else None,\n',
         "",
         "tests/test_custom_tools.py",
@@ -2200,6 +2200,34 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "        settings = _model_window(settings)\n",
         "        pass\n",
         "tests/test_letta_files.py",
+    ),
+    (
+        "a block rename keeps the old label",
+        "memvec/tiers/core.py",
+        "            self._store.delete_block(self.agent, label, actor=self.actor)\n",
+        "",
+        "tests/test_block_history.py",
+    ),
+    (
+        "the messages listing leaves out the system message",
+        "memvec/service/routes_messages.py",
+        "        listed.insert(0, system_message(system_prompt(service.memory, agent_id), state.created_at))\n",
+        "        pass\n",
+        "tests/test_letta_client.py",
+    ),
+    (
+        "messages listed newest first, as memvec listed them before",
+        "memvec/service/routes_messages.py",
+        "    records.sort(key=lambda r: r.id)\n",
+        "",
+        "tests/test_letta_client.py",
+    ),
+    (
+        "an inserted passage never shows its vector",
+        "memvec/service/routes_memory.py",
+        "    if settings.embedding is not None:  # Letta shows the vector of an agent that has an embedding\n",
+        "    if False:\n",
+        "tests/test_letta_client.py",
     ),
 ]
 

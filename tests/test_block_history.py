@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from memvec import CoreBlock, CoreMemoryError, Memory, NotFoundError
 from memvec.embed import HashingEmbedder
+from memvec.errors import NameTakenError
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.store import STORE_FILE
@@ -168,3 +169,18 @@ def test_forgetting_a_blocks_history_leaves_its_old_values_in_no_file(tmp_path: 
         assert forgotten.status_code == 200 and forgotten.json()["forgotten"] == 3  # created, two rewrites
         assert mem.core("ana").history("human") == [] and mem.core("ana").get("human").value == "Ana (PIN changed)"
         assert [p for p in home.rglob("*") if p.is_file() and b"canary-5b1e" in p.read_bytes()] == []
+
+
+def test_a_renamed_block_keeps_its_content_and_each_step_can_be_undone(memory: Memory) -> None:
+    memory.create_agent(AgentSettings(name="ana"))
+    core = memory.core("ana")
+    core.append("human", "Ana likes tea")
+    renamed = core.change("human", {"label": "person", "limit": 500})
+    assert (renamed.label, renamed.limit) == ("person", 500) and "Ana likes tea" in core.get("person").value
+    assert [c.op for c in core.history()][-2:] == ["delete", "create"] and "human" not in {
+        b.label for b in core.blocks()
+    }
+    with pytest.raises(NameTakenError):
+        core.change("person", {"label": "persona"})
+    assert core.undo("person") is None and core.undo("human") is not None  # back as it was
+    assert "Ana likes tea" in core.get("human").value and "person" not in {b.label for b in core.blocks()}

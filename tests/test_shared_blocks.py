@@ -123,9 +123,14 @@ def test_over_http_a_scoped_key_reaches_only_blocks_its_agents_hold(memory: Memo
         assert api.get(f"/v1/blocks/{block_id}", headers=ANA).status_code == 404
         assert api.get("/v1/blocks/bob:human", headers=ADMIN).json()["label"] == "human"
         assert api.get("/v1/blocks/bob:human", headers=ANA).status_code == 404
-        renamed = api.patch("/v1/blocks/bob:human", json={"label": "person", "value": "x"}, headers=ADMIN)
+        renamed = api.patch(f"/v1/blocks/{other}", json={"label": "person", "value": "x"}, headers=ADMIN)
         assert renamed.status_code == 400 and "renaming is not supported" in renamed.json()["detail"]
-        assert "person" not in {b["label"] for b in api.get("/v1/agents/bob/core-memory/blocks", headers=ADMIN).json()}
+        own = api.patch("/v1/blocks/bob:human", json={"label": "person", "value": "x"}, headers=ADMIN)
+        assert (own.status_code, own.json()["id"]) == (200, "bob:person")  # an agent's own block may be renamed
+        labels = {b["label"] for b in api.get("/v1/agents/bob/core-memory/blocks", headers=ADMIN).json()}
+        assert "person" in labels and "human" not in labels
+        clash = api.patch("/v1/blocks/bob:person", json={"label": "persona"}, headers=ADMIN)
+        assert clash.status_code == 409 and "already" in clash.json()["detail"]
         assert api.get("/v1/blocks/not-a-block", headers=ADMIN).status_code == 422
         assert api.delete(f"/v1/blocks/{block_id}", headers=ADMIN).status_code == 200
         assert "team" not in {b["label"] for b in api.get("/v1/agents/bob/core-memory/blocks", headers=ADMIN).json()}

@@ -286,8 +286,7 @@ def get_block(agent_id: ScopedAgent, label: BlockLabel, principal: Caller, servi
 def modify_block(agent_id: ScopedAgent, label: str, body: BlockPatch, principal: Caller, service: Service) -> BlockOut:
     visible_agent(agent_id, principal, service)
     core = service.memory.core(agent_id, actor=principal.actor)
-    block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.changes(label)})
-    return block_out(service.memory, agent_id, core.put(block))
+    return block_out(service.memory, agent_id, core.change(label, body.changes(label)))
 
 
 @router.get(

@@ -100,8 +100,7 @@ def modify_block(block_id: BlockId, body: BlockPatch, principal: Caller, service
     if own := _own_block(block_id, principal, service):
         agent, label = own
         core = service.memory.core(agent, actor=principal.actor)
-        block = CoreBlock.model_validate({**core.get(label).model_dump(), **body.changes(label)})
-        return block_out(service.memory, agent, core.put(block))
+        return block_out(service.memory, agent, core.change(label, body.changes(label)))
     shared = _visible_shared(service.memory, principal, block_id)
     changed = service.memory.shared_blocks(actor=principal.actor).modify(block_id, body.changes(shared.label))
     return BlockOut.with_id(changed.id, changed)

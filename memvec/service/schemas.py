@@ -197,13 +197,13 @@ class BlockPatch(Lenient):
     description: str | None = Field(default=None, max_length=MAX_META_CHARS)
     read_only: bool | None = None
     metadata: Metadata | None = None
-    label: str | None = Field(default=None, description="must be the block's label: renaming is not supported")
+    label: str | None = Field(
+        default=None, max_length=64, description="a new label for an agent's own block (a shared block keeps its own)"
+    )
 
     def changes(self, label: str) -> dict[str, Any]:
-        """What to change in block `label` (fields given and not null); a rename is refused."""
-        if self.label is not None and self.label != label:
-            raise InvalidInputError("a block is addressed by its label: renaming is not supported")
-        return {k: v for k, v in self.model_dump(exclude_unset=True, exclude={"label"}).items() if v is not None}
+        """What to change in block `label`: the fields given and not null."""
+        return {k: v for k, v in self.model_dump(exclude_unset=True).items() if v is not None}
 
 
 class LlmConfigOut(BaseModel):

@@ -8,8 +8,9 @@ message the agent can act on.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from memvec.errors import CoreMemoryError, NotFoundError
+from memvec.errors import CoreMemoryError, InvalidInputError, NameTakenError, NotFoundError
 from memvec.store.base import Store
 from memvec.store.blocks import SHARED_OWNER_PREFIX
 from memvec.types import BlockChange, CoreBlock
@@ -65,6 +66,23 @@ class CoreMemory:
         """Create a block or replace one whole (value, limit, flags)."""
         owner = self._owner(block.label)
         self._store.put_block(owner, block, actor=self._actor(owner))
+        return block
+
+    def change(self, label: str, changes: dict[str, Any]) -> CoreBlock:
+        """Change some of the block's fields; a new `label` renames the agent's own block (in its
+        history as the old label deleted and the new one created, so each can be undone)."""
+        block = CoreBlock.model_validate({**self.get(label).model_dump(), **changes})
+        if block.label == label:
+            return self.put(block)
+        if self._owner(label) != self.agent:
+            raise InvalidInputError(
+                "a shared block keeps its label (its holders address it by it): renaming is not supported"
+            )
+        with self._store.transaction():  # the label checked free and taken in one step
+            if any(b.label == block.label for b in self.blocks()):
+                raise NameTakenError(f"agent {self.agent!r} has a block labelled {block.label!r} already")
+            self._store.delete_block(self.agent, label, actor=self.actor)
+            self._store.put_block(self.agent, block, actor=self.actor)
         return block
 
     def delete(self, label: str) -> None:
