@@ -1193,8 +1193,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "a reply starts from the state it read before the lease",
         "memvec/agent/loop.py",
         "            _, self.state = self.memory.get_agent(self.settings.name)\n"
-        "            return self._reply(text, role)\n",
-        "            return self._reply(text, role)\n",
+        "            return self._reply(text, role, otid=otid)\n",
+        "            return self._reply(text, role, otid=otid)\n",
         "tests/test_lease.py",
     ),
     (
@@ -1554,8 +1554,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a message streamed in tokens is sent whole again",
         "memvec/agent/loop.py",
-        "sent.append(self._say(outcome.sent_message, trace, announce=not relayed, via_tool=True))",
-        "sent.append(self._say(outcome.sent_message, trace, via_tool=True))",
+        "sent.append(self._say(outcome.sent_message, trace, announce=not relayed, call=made))",
+        "sent.append(self._say(outcome.sent_message, trace, call=made))",
         "tests/test_streaming.py",
     ),
     (
@@ -2228,6 +2228,34 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "    if settings.embedding is not None:  # Letta shows the vector of an agent that has an embedding\n",
         "    if False:\n",
         "tests/test_letta_client.py",
+    ),
+    (
+        "the otid a client sends is not kept",
+        "memvec/agent/loop.py",
+        "meta=MessageMeta(otid=otid or new_otid(), run_id=self._ids.run_id)",
+        "meta=MessageMeta(otid=new_otid(), run_id=self._ids.run_id)",
+        "tests/test_letta_messages.py",
+    ),
+    (
+        "a stored tool call is listed as its return only",
+        "memvec/service/letta_messages.py",
+        '    if call is None or (record.role == "assistant" and use_assistant_message):\n',
+        "    if True:\n",
+        "tests/test_letta_messages.py",
+    ),
+    (
+        "every message of a step gets index 0",
+        "memvec/agent/identity.py",
+        '            self._parts[key] = f"otid-{self._base}-{len(self._parts)}"\n',
+        '            self._parts[key] = f"otid-{self._base}-0"\n',
+        "tests/test_letta_client.py",
+    ),
+    (
+        "a reply's messages carry no run id",
+        "memvec/agent/identity.py",
+        '"otid": otid, "run_id": self.run_id,',
+        '"otid": otid, "run_id": None,',
+        "tests/test_letta_messages.py",
     ),
 ]
 

@@ -242,6 +242,7 @@ def test_messages_create_returns_a_letta_response(agent_server: str) -> None:
             reasoning, call, result = response.messages[:3]
             assert reasoning.reasoning.startswith("The user shared a preference")  # type: ignore[union-attr]
             assert call.tool_call.name == "archival_memory_insert"  # type: ignore[union-attr]
+            assert (reasoning.otid or "")[-1] == "0" and (call.otid or "")[-1] == "1"  # their index in the step
             assert result.status == "success" and result.tool_call_id == call.tool_call.tool_call_id  # type: ignore
             assert response.messages[-1].content == "Noted: you like green tea."  # type: ignore[union-attr]
             assert response.stop_reason.stop_reason == "end_turn" and response.usage.step_count == 2
@@ -252,12 +253,12 @@ def test_messages_create_returns_a_letta_response(agent_server: str) -> None:
             again = letta.agents.messages.create(agent.id, input="hi")
             assert [m.message_type for m in again.messages][-1] == "assistant_message"
             listed = list(letta.agents.messages.list(agent.id, order="asc", limit=2))
-            said = [
-                (m.message_type, getattr(m, "content", None)) for m in listed if m.message_type != "tool_return_message"
-            ]
+            said = [(m.message_type, getattr(m, "content", None)) for m in listed]
             assert said.pop(0)[0] == "system_message"
-            assert said == [
+            assert said == [  # the tool call listed from the store as its call and its return
                 ("user_message", "I like green tea"),
+                ("tool_call_message", None),
+                ("tool_return_message", None),
                 ("assistant_message", "Noted: you like green tea."),
                 ("user_message", "hi"),
                 ("assistant_message", "Hello again."),

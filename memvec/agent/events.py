@@ -25,3 +25,7 @@ class Event(BaseModel):
     sent_by_tool: bool = Field(default=False, description="an assistant message the model sent with send_message")
     stdout: str = Field(default="", description="a custom tool's printing")
     stderr: str = Field(default="", description="a custom tool's error output (its traceback when it failed)")
+    # Letta's identity of the message (memvec.agent.identity)
+    otid: str | None = Field(default=None, description="ends in the message's index within its step")
+    run_id: str | None = Field(default=None, description="the reply it is part of")
+    step_id: str | None = Field(default=None, description="the model call it is part of")

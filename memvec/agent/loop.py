@@ -16,8 +16,10 @@ from typing import Any
 from memvec.agent import llm
 from memvec.agent.context import MainContext, Message, model_summary
 from memvec.agent.events import Event
+from memvec.agent.identity import MessageIds, new_otid
 from memvec.agent.prompts import BUDGET_SPENT, PRESSURE_ALERT
 from memvec.agent.rules import RuleState
+from memvec.agent.scratch import assistant_message, elide_tool_results, parsed_arguments
 from memvec.agent.stream import TokenRelay
 from memvec.agent.tools import SEARCH_TOOLS, ToolBox, ToolOutcome
 from memvec.agent.trace import Reply, Step, StopReason, Trace
@@ -25,6 +27,7 @@ from memvec.errors import InvalidInputError, ModelCallError, NotFoundError
 from memvec.memory import Memory
 from memvec.tools.catalogue import agent_tools
 from memvec.types import PendingToolCall, Record, ToolAnswer, WrittenBy
+from memvec.types.messages import MessageMeta, ToolCallMeta, tool_row
 
 
 class Agent:
@@ -60,12 +63,13 @@ class Agent:
         return self.settings.model
 
     # -- one reply ------------------------------------------------------------------------
-    def reply(self, text: str, *, role: str = "user") -> Reply:
+    def reply(self, text: str, *, role: str = "user", otid: str | None = None) -> Reply:
         """One reply, holding the agent's lease: another server's (or thread's) reply for the same
-        agent waits for it, and this one starts from the conversation state that one left."""
+        agent waits for it, and this one starts from the conversation state that one left. `otid`:
+        the client's id for the message (Letta's), kept with it."""
         with self.memory.agent_lease(self.settings.name):
             _, self.state = self.memory.get_agent(self.settings.name)
-            return self._reply(text, role)
+            return self._reply(text, role, otid=otid)
 
     def resume(self, answers_for: Callable[[list[str]], Sequence[ToolAnswer]]) -> Reply:
         """Go on with the reply that stopped for the client (`requires_approval`). `answers_for` is
@@ -81,8 +85,12 @@ class Agent:
                 raise InvalidInputError(f"answer each waiting tool call once: {', '.join(sorted(waiting))}")
             return self._reply(None, "user", answers)
 
-    def _reply(self, text: str | None, role: str, answers: Sequence[ToolAnswer] = ()) -> Reply:
+    def _reply(
+        self, text: str | None, role: str, answers: Sequence[ToolAnswer] = (), *, otid: str | None = None
+    ) -> Reply:
         self.state.turn += 1
+        self._ids = MessageIds()
+        self._ids.new_step()
         # written before anything of the turn: a server killed mid-reply leaves this turn id used, so
         # the next reply (on any server) takes a new one instead of giving two messages the same
         self.memory.update_agent_state(self._stored_settings, self.state)
@@ -96,7 +104,9 @@ class Agent:
             summarize=lambda prev, evicted: self._summarize(prev, evicted, trace),
         )
         if text is not None:
-            self._remember(role, text, in_context=True)
+            self._remember(
+                role, text, in_context=True, meta=MessageMeta(otid=otid or new_otid(), run_id=self._ids.run_id)
+            )
         rules = RuleState(self.settings.tool_rules)
         tools = ToolBox(
             self.memory,
@@ -140,7 +150,9 @@ class Agent:
         scratch: list[Message] = [{"role": "assistant", "content": None, "tool_calls": calls}]
         for call in self.state.pending_calls:
             content, ok = _answer_content(tools, call, given[call.id])
-            stored = self._remember("tool", _tool_row(call.name, call.arguments, content), in_context=False, own=True)
+            meta = self._ids.meta(call.id, ToolCallMeta(name=call.name, arguments=call.arguments, id=call.id))
+            row = tool_row(call.name, call.arguments, content)
+            stored = self._remember("tool", row, in_context=False, own=True, meta=meta)
             event = Event(
                 kind="tool_return", name=call.name, text=content, tool_call_id=call.id, ok=ok, record_id=stored.id
             )
@@ -160,12 +172,14 @@ class Agent:
         scratch: list[Message],
     ) -> StopReason:
         budget_left = self.settings.page_in_budget
-        for _ in range(self.settings.max_steps):
+        for step in range(self.settings.max_steps):
+            if step or scratch:  # the first step of a reply that answered waiting calls is a new step too
+                self._ids.new_step()
             offered = [tools.offered[name].schema for name in rules.allowed(list(tools.offered))]
             tokens = self._fit(context, scratch, trace)
             trace.model_calls += 1
             trace.add(Step(kind="model_call", tokens_in_context=tokens, name=self.model))
-            relay = TokenRelay(self.on_event) if self.stream_tokens and self.on_event else None
+            relay = TokenRelay(self._announce_chunk) if self.stream_tokens and self.on_event else None
             message = llm.complete(
                 self.model,
                 context.messages(scratch),
@@ -181,7 +195,7 @@ class Agent:
                 return "no_tool_call"
             if message.content:  # already relayed in chunks when tokens stream
                 self._emit(trace, Event(kind="reasoning", text=str(message.content)), announce=relay is None)
-            scratch.append(_assistant_message(message.content, calls))
+            scratch.append(assistant_message(message.content, calls))
             relayed = relay is not None and relay.relayed_message
             heartbeat, budget_left = self._run_calls(
                 calls, tools, trace, scratch, sent, budget_left, tokens, relayed=relayed, rules=rules
@@ -238,14 +252,18 @@ class Agent:
                     kind="tool",
                     tokens_in_context=tokens,
                     name=name,
-                    arguments=_arguments(raw),
+                    arguments=parsed_arguments(raw),
                     ok=outcome.ok,
                     detail=None if outcome.ok else outcome.content,
                 )
             )
             stored = None
+            status = "success" if outcome.ok else "error"
+            made = ToolCallMeta(name=name, arguments=raw or "{}", id=call.id, status=status)
             if outcome.sent_message is None:  # a sent message is stored as the assistant's instead
-                stored = self._remember("tool", _tool_row(name, raw or "", outcome.content), in_context=False, own=True)
+                meta = self._ids.meta(call.id, made)
+                row = tool_row(name, raw or "", outcome.content)
+                stored = self._remember("tool", row, in_context=False, own=True, meta=meta)
             self._emit(
                 trace,
                 Event(
@@ -260,7 +278,7 @@ class Agent:
                 ),
             )
             if outcome.sent_message is not None:
-                sent.append(self._say(outcome.sent_message, trace, announce=not relayed, via_tool=True))
+                sent.append(self._say(outcome.sent_message, trace, announce=not relayed, call=made))
             scratch.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.content})
             rules.record(name, outcome.content)
             heartbeat = heartbeat or outcome.heartbeat or name in rules.continues()
@@ -282,7 +300,7 @@ class Agent:
             trace.add(Step(kind="pressure_warning", tokens_in_context=tokens))
         if tokens > window:
             evicted = context.evict(scratch)
-            tokens = _elide_tool_results(context, scratch, window)
+            tokens = elide_tool_results(context, scratch, window)
             trace.evicted_messages += evicted
             trace.add(Step(kind="eviction", tokens_in_context=tokens, detail=f"{evicted} messages to recall"))
         return tokens
@@ -298,12 +316,16 @@ class Agent:
         )
 
     # -- recall ---------------------------------------------------------------------------
-    def _remember(self, role: str, text: str, *, in_context: bool, own: bool = False) -> Record:
+    def _remember(
+        self, role: str, text: str, *, in_context: bool, own: bool = False, meta: MessageMeta | None = None
+    ) -> Record:
         """Store a message of the turn; `own`: the agent's own (its words, its tool calls and their
         returns), trusted by who wrote it. What it is sent, whatever role the sender named, is not."""
         recall = self.memory.recall(self.settings.name)
         written_by: WrittenBy | None = "agent" if own else None
-        result = recall.append(role, text, session_id=self.session_id, turn_id=self.state.turn, written_by=written_by)
+        result = recall.append(
+            role, text, session_id=self.session_id, turn_id=self.state.turn, written_by=written_by, meta=meta
+        )
         record = result.record
         if result.created:
             self._recorded.append(record.id)
@@ -317,21 +339,23 @@ class Agent:
         self.state.in_context = [i for i in self.state.in_context if i not in self._recorded]
         self._recorded = []
 
-    def _say(self, text: str, trace: Trace, *, announce: bool = True, via_tool: bool = False) -> str:
-        record = self._remember("assistant", text, in_context=True, own=True)
-        event = Event(kind="assistant", text=text, record_id=record.id, sent_by_tool=via_tool)
+    def _say(self, text: str, trace: Trace, *, announce: bool = True, call: ToolCallMeta | None = None) -> str:
+        """Store and show what the agent says: plain text, or sent with send_message (`call`)."""
+        meta = self._ids.meta("send_message" if call else "assistant", call)
+        record = self._remember("assistant", text, in_context=True, own=True, meta=meta)
+        event = Event(kind="assistant", text=text, record_id=record.id, sent_by_tool=call is not None)
         self._emit(trace, event, announce=announce)
         return text
 
+    def _announce_chunk(self, event: Event) -> None:
+        assert self.on_event is not None
+        self.on_event(self._ids.stamp(event))
+
     def _emit(self, trace: Trace, event: Event, *, announce: bool = True) -> None:
+        event = self._ids.stamp(event)
         trace.events.append(event)
         if announce and self.on_event is not None:
             self.on_event(event)
-
-
-def _tool_row(name: str, arguments: str, content: str) -> str:
-    """How a tool call and its return are stored in the recall tier (one record, cut to 8,000 chars)."""
-    return f"{name}({arguments}) -> {content}"[:8000]
 
 
 def _answer_content(tools: ToolBox, call: PendingToolCall, answer: ToolAnswer) -> tuple[str, bool]:
@@ -342,39 +366,3 @@ def _answer_content(tools: ToolBox, call: PendingToolCall, answer: ToolAnswer) -
         outcome = tools.run(call.name, call.arguments, approved=True)
         return outcome.content, outcome.ok
     return json.dumps({"error": f"the user denied {call.name}: {answer.reason or 'no reason given'}"}), False
-
-
-def _elide_tool_results(context: MainContext, scratch: list[Message], window: int) -> int:
-    """When evicting messages was not enough, blank this reply's oldest tool results (the model can
-    search again). Returns the token count."""
-    tokens = context.tokens(scratch)
-    for message in scratch:
-        if tokens <= window:
-            break
-        if message["role"] == "tool" and not message["content"].startswith("[elided"):
-            message["content"] = "[elided to fit the context window; call the tool again if needed]"
-            tokens = context.tokens(scratch)
-    return tokens
-
-
-def _assistant_message(content: Any, calls: list[Any]) -> Message:
-    return {
-        "role": "assistant",
-        "content": content or None,
-        "tool_calls": [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"},
-            }
-            for c in calls
-        ],
-    }
-
-
-def _arguments(raw: str | None) -> dict[str, Any] | None:
-    try:
-        parsed = json.loads(raw or "{}")
-    except json.JSONDecodeError:
-        return None
-    return parsed if isinstance(parsed, dict) else None

@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memvec.agent.events import Event
+from memvec.agent.identity import return_otid
 from memvec.types import Record
+from memvec.types.messages import MessageMeta, tool_return_of
 
 SYSTEM_MESSAGE_ID = 0  # the system message's id in a listing: record ids start at 1, so it comes first
 
@@ -23,15 +25,50 @@ def shown(event: Event, *, use_assistant_message: bool) -> bool:
     return True
 
 
-def record_message(record: Record) -> dict[str, Any]:
-    """A recall record as the Letta message of its role, with memvec's citation alongside."""
-    base: dict[str, Any] = {
+SENT = '{"ok": true}'  # what send_message returns to the model
+
+
+def record_messages(
+    record: Record, meta: MessageMeta | None, *, use_assistant_message: bool = True
+) -> list[dict[str, Any]]:
+    """A recall record as Letta lists it: a tool call as its call and its return, a message the agent
+    sent with send_message as its assistant message (or, without `use_assistant_message`, as that
+    call and its return), anything else as the one message of its role."""
+    call = meta.tool_call if meta is not None else None
+    if call is None or (record.role == "assistant" and use_assistant_message):
+        return [record_message(record, meta)]
+    base = _base(record, meta)
+    made = {"name": call.name, "arguments": call.arguments, "tool_call_id": call.id}
+    returned = SENT if call.name == "send_message" else tool_return_of(record.text, call)
+    return [
+        {**base, "message_type": "tool_call_message", "tool_call": made},
+        {
+            **base,
+            "otid": return_otid(base["otid"]) if base.get("otid") else None,
+            "message_type": "tool_return_message",
+            "tool_return": returned,
+            "name": call.name,
+            "status": call.status,
+            "tool_call_id": call.id,
+        },
+    ]
+
+
+def _base(record: Record, meta: MessageMeta | None) -> dict[str, Any]:
+    identity = meta.model_dump(include={"otid", "run_id", "step_id"}) if meta is not None else {}
+    return {
         "id": str(record.id),
         "date": record.created_at.isoformat(),
         "role": record.role,
         "citation": record.citation.model_dump(),
         "untrusted": record.untrusted,
+        **identity,
     }
+
+
+def record_message(record: Record, meta: MessageMeta | None = None) -> dict[str, Any]:
+    """A recall record as the Letta message of its role, with memvec's citation alongside."""
+    base = _base(record, meta)
     if record.role == "assistant":
         return {**base, "message_type": "assistant_message", "content": record.text}
     if record.role == "system":
@@ -52,7 +89,8 @@ def event_message(event: Event) -> dict[str, Any]:
     """One step of a reply as a Letta message (ids of stored steps are their record ids; the chunks of
     one streamed message share its stream id)."""
     identity = str(event.record_id) if event.record_id else event.stream_id or f"{event.kind}-{uuid.uuid4()}"
-    base = {"id": identity, "date": event.at.isoformat()}
+    base = {"id": identity, "date": event.at.isoformat(), "otid": event.otid, "run_id": event.run_id}
+    base["step_id"] = event.step_id
     if event.kind == "reasoning":
         return {**base, "message_type": "reasoning_message", "reasoning": event.text}
     if event.kind == "tool_call":

@@ -7,6 +7,7 @@ lists those messages back.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -17,6 +18,7 @@ from starlette.responses import StreamingResponse
 from memvec.agent.consolidate import consolidate
 from memvec.agent.events import Event
 from memvec.agent.generate import generate
+from memvec.agent.identity import new_otid
 from memvec.agent.models import model_problem
 from memvec.agent.preview import system_prompt
 from memvec.agent.trace import Reply
@@ -33,7 +35,14 @@ from memvec.service.deps import (
     in_scope,
     visible_agent,
 )
-from memvec.service.letta_messages import SYSTEM_MESSAGE_ID, event_message, record_message, shown, system_message
+from memvec.service.letta_messages import (
+    SYSTEM_MESSAGE_ID,
+    event_message,
+    record_message,
+    record_messages,
+    shown,
+    system_message,
+)
 from memvec.service.retries import (
     answered_once,
     claimed_stream,
@@ -53,6 +62,7 @@ from memvec.service.schemas import (
 )
 from memvec.service.streaming import Emit, stream_reply
 from memvec.types import MAX_ID
+from memvec.types.messages import MessageMeta
 
 router = api_router()
 
@@ -82,9 +92,15 @@ def _record_only(
         state.turn += len(records)
         service.memory.update_agent(settings, state)  # the turns first: a crash then skips them, never reuses
         results = service.memory.insert(records)
+    recall, run_id = service.memory.recall(agent), f"run-{uuid.uuid4()}"
+    metas = {}
+    for message, result in zip(messages, results, strict=True):
+        if result.created:
+            metas[result.record.id] = MessageMeta(otid=message.otid or new_otid(), run_id=run_id)
+            recall.put_message_meta(result.record.id, metas[result.record.id])
     stored = [r.record for r in results]
     return LettaResponseOut(
-        messages=[record_message(r) for r in stored],
+        messages=[record_message(r, metas.get(r.id)) for r in stored],
         stop_reason=_stop("end_turn"),
         usage=_usage(0),
         recorded=[PassageOut.of(r.record, created=r.created, duplicate_of=r.duplicate_of) for r in results],
@@ -110,7 +126,7 @@ def _run_agent(
         if isinstance(message, ApprovalIn):
             reply = bot.resume(message.answers)
         else:
-            reply = bot.reply(message.text(), role=message.name or message.role)
+            reply = bot.reply(message.text(), role=message.name or message.role, otid=message.otid)
         replies.append(reply)
         out += [event_message(e) for e in reply.trace.events if shown(e, use_assistant_message=use_assistant_message)]
     added = [record_id for reply in replies for record_id in reply.recorded]
@@ -273,6 +289,9 @@ def list_messages(
         Literal["asc", "desc"],
         Query(description="desc (the default): the newest `limit` messages; asc: the oldest. Oldest first either way"),
     ] = "desc",
+    use_assistant_message: Annotated[
+        bool, Query(description="a message sent with send_message as an assistant message (else as the call)")
+    ] = True,
 ) -> list[dict[str, Any]]:
     """The agent's messages as Letta lists them: its system message first (id `0`, before every
     record: its system prompt as the next model call gets it), then its recall tier, in time order.
@@ -285,7 +304,10 @@ def list_messages(
         limit=limit, newest_first=newest, after=last if newest else first, before=first if newest else last
     )
     records.sort(key=lambda r: r.id)
-    listed = [record_message(r) for r in records]
+    metas = service.memory.recall(agent_id).message_meta([r.id for r in records])
+    listed = [
+        m for r in records for m in record_messages(r, metas.get(r.id), use_assistant_message=use_assistant_message)
+    ]
     if first is None and (last is None or last > SYSTEM_MESSAGE_ID) and (order == "asc" or len(listed) < limit):
         listed.insert(0, system_message(system_prompt(service.memory, agent_id), state.created_at))
     return listed[:limit]

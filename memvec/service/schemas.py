@@ -66,6 +66,7 @@ class MessageIn(Lenient):
     role: Literal["user", "assistant", "system", "tool"] = "user"
     content: str | list[TextPart] = Field(min_length=1)
     name: str | None = Field(default=None, max_length=MAX_META_CHARS, description="speaker name, kept as the role")
+    otid: str | None = Field(default=None, max_length=256, description="the client's id for the message, kept with it")
 
     def text(self) -> str:
         return self.content if isinstance(self.content, str) else "\n".join(p.text for p in self.content)

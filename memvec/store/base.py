@@ -29,6 +29,7 @@ from memvec.types import (
     Tier,
 )
 from memvec.types.files import FileViewState
+from memvec.types.messages import MessageMeta
 from memvec.types.records import WrittenBy
 from memvec.types.tools import ToolDef
 
@@ -220,6 +221,11 @@ class Store(Protocol):
     def detach_folder(self, folder_id: str, agent: str) -> bool: ...
 
     def delete_folder_row(self, folder_id: str) -> None: ...
+
+    # recall messages' Letta identity (memvec.store.message_meta)
+    def put_message_meta(self, record_id: int, meta: MessageMeta) -> None: ...
+
+    def message_meta(self, record_ids: Sequence[int]) -> dict[int, MessageMeta]: ...
 
     # agents' views of their folders' files (memvec.store.agent_files)
     def file_views(self, agent: str) -> dict[int, FileViewState]: ...

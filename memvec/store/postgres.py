@@ -103,6 +103,8 @@ CREATE TABLE IF NOT EXISTS agent_files (
     end_line INTEGER, accessed_at TEXT NOT NULL, PRIMARY KEY (agent, document_id));
 CREATE INDEX IF NOT EXISTS agent_files_by_document ON agent_files (document_id);
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS original_name TEXT;
+CREATE TABLE IF NOT EXISTS message_meta (
+    record_id BIGINT PRIMARY KEY REFERENCES records (id) ON DELETE CASCADE, meta TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS agent_identities (handle TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
 INSERT INTO agent_identities (handle, id, name)
 SELECT handle,

@@ -308,6 +308,17 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE documents ADD COLUMN original_name TEXT;
     """,
     ),
+    (
+        21,
+        """
+    -- what a Letta client is shown of a recall message beyond its text: the otid it gave (or one made
+    -- for it), the run and step it was part of, and for a tool call its name, arguments and id
+    CREATE TABLE message_meta (
+        record_id INTEGER PRIMARY KEY REFERENCES records (id) ON DELETE CASCADE,
+        meta TEXT NOT NULL
+    );
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

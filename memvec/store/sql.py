@@ -25,6 +25,7 @@ from memvec.store.documents import DocumentStore
 from memvec.store.folders import FolderStore
 from memvec.store.forget_log import Tombstone
 from memvec.store.identities import IdentityStore
+from memvec.store.message_meta import MessageMetaStore
 from memvec.store.requests import RequestStore
 from memvec.store.rows import (
     EMBEDDING_COLUMNS,
@@ -70,6 +71,7 @@ class SQLStore(
     DocumentStore,
     FolderStore,
     IdentityStore,
+    MessageMetaStore,
     RequestStore,
     RunStore,
     ScopeStore,

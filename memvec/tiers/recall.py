@@ -7,6 +7,7 @@ from datetime import datetime
 
 from memvec.tiers.base import TierView
 from memvec.types import Hit, InsertResult, NewRecord, Record, SearchMode, Tier, WrittenBy
+from memvec.types.messages import MessageMeta
 
 
 class RecallMemory(TierView):
@@ -24,10 +25,12 @@ class RecallMemory(TierView):
         created_at: datetime | None = None,
         expires_at: datetime | None = None,
         written_by: WrittenBy | None = None,
+        meta: MessageMeta | None = None,
     ) -> InsertResult:
         """One message; `written_by="agent"` when the agent loop writes it (its own messages and tool
-        calls: trusted by who wrote them, never flagged for their text)."""
-        return self._insert_one(
+        calls: trusted by who wrote them, never flagged for their text). `meta`: its Letta identity,
+        written right after it (a crash between leaves the message without it, listed with none)."""
+        result = self._insert_one(
             text,
             role=role,
             tags=tags,
@@ -38,6 +41,18 @@ class RecallMemory(TierView):
             expires_at=expires_at,
             written_by=written_by,
         )
+        if meta is not None and result.created:
+            self.put_message_meta(result.record.id, meta)
+        return result
+
+    def put_message_meta(self, record_id: int, meta: MessageMeta) -> None:
+        """Keep a message's Letta identity (one written without it, e.g. in a batch)."""
+        self.get(record_id)  # this agent's message, or NotFoundError
+        self._engine.store.put_message_meta(record_id, meta)
+
+    def message_meta(self, record_ids: Sequence[int]) -> dict[int, MessageMeta]:
+        """The Letta identity of those of these messages that have one."""
+        return self._engine.store.message_meta(record_ids)
 
     def append_many(self, records: Sequence[NewRecord]) -> list[InsertResult]:
         return self._engine.insert(records)

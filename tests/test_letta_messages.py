@@ -1,0 +1,86 @@
+"""A reply's messages as Letta's clients read them, through the official letta-client against a real
+`memvec serve` whose agent answers through litellm (an OpenAI-shaped scripted model,
+benchmarks/openai_script.py): each message's run, step and otid (ending in its index within its step),
+the client's otid kept with what it sent, and tool calls listed from the store as call and return."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from letta_client import Letta
+
+from benchmarks import openai_script
+from tests.service_helpers import Server
+
+ADMIN = "messages-admin-01"
+SAY = "Call the send_message tool with the message 'Teamwork makes the dream work'."
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with openai_script.serving() as model_base:
+        srv = Server(
+            tmp_path_factory.mktemp("letta-messages") / "home",
+            keys=ADMIN,
+            env={"OPENAI_API_BASE": model_base, "OPENAI_API_KEY": "sk-scripted"},
+        ).start()
+        yield srv
+        srv.stop()
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[Letta]:
+    with Letta(base_url=server.url, api_key=ADMIN, _strict_response_validation=True) as letta:
+        yield letta
+
+
+def _kinds(messages: list[Any]) -> list[str]:
+    return [m.message_type for m in messages]
+
+
+def test_a_reply_carries_its_run_step_and_otids_and_the_store_keeps_them(client: Letta) -> None:
+    agent = client.agents.create(name="speaker", model="openai/gpt-4o-mini")
+    sent_otid = str(uuid.uuid4())
+    reply = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": SAY, "otid": sent_otid}])
+    [said] = reply.messages
+    assert said.message_type == "assistant_message" and said.otid and said.otid.endswith("0")
+    assert said.run_id and said.run_id.startswith("run-") and said.step_id and said.step_id.startswith("step-")
+    system, user, stored = client.agents.messages.list(agent.id).items
+    assert system.message_type == "system_message" and user.otid == sent_otid and user.run_id == said.run_id
+    assert (stored.id, stored.otid, stored.run_id, stored.step_id) == (said.id, said.otid, said.run_id, said.step_id)
+    as_call = client.agents.messages.list(agent.id, after=user.id, use_assistant_message=False).items
+    assert _kinds(as_call) == ["tool_call_message", "tool_return_message"]
+    assert as_call[0].tool_call.name == "send_message" and as_call[0].otid == said.otid  # type: ignore[union-attr]
+    assert as_call[1].otid and as_call[1].otid.endswith("-0")
+
+
+def test_a_tool_call_is_listed_from_the_store_as_its_call_and_its_return(client: Letta, tmp_path: Path) -> None:
+    agent = client.agents.create(name="grepper", model="openai/gpt-4o-mini")
+    folder = client.folders.create(name="notes")
+    client.agents.folders.attach(folder.id, agent_id=agent.id)
+    (tmp_path / "n.txt").write_text("alpha\nbeta\n")
+    with open(tmp_path / "n.txt", "rb") as handle:
+        client.folders.files.upload(folder.id, file=handle)
+    reply = client.agents.messages.create(
+        agent.id, messages=[{"role": "user", "content": "Use ONLY the grep_files tool to search for `beta`."}]
+    )
+    assert _kinds(reply.messages) == ["tool_call_message", "tool_return_message", "assistant_message"]
+    run_id = reply.messages[0].run_id
+    listed = [m for m in client.agents.messages.list(agent.id).items if m.run_id == run_id]
+    assert _kinds(listed) == ["user_message", "tool_call_message", "tool_return_message", "assistant_message"]
+    call, returned = listed[1], listed[2]
+    assert call.tool_call.name == "grep_files" and call.otid == reply.messages[0].otid  # type: ignore[union-attr]
+    assert returned.tool_return.startswith("Found 1 total matches") and returned.status == "success"  # type: ignore[union-attr]
+    assert returned.tool_call_id == call.tool_call.tool_call_id  # type: ignore[union-attr]
+    assert call.step_id != listed[3].step_id  # the answer came from the next model call
+
+
+def test_a_memory_only_agent_keeps_the_otid_it_was_sent(client: Letta) -> None:
+    agent = client.agents.create(name="recorder")
+    reply = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "note", "otid": "mine-7"}])
+    assert reply.messages[0].otid == "mine-7"
+    assert client.agents.messages.list(agent.id, after="0").items[0].otid == "mine-7"
