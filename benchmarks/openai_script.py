@@ -22,8 +22,9 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-QUOTED = re.compile(r"send_message tool with (?:exactly this message|the message)[:]? '(.+)'", re.S)
+QUOTED = re.compile(r"(?:send_message tool with|Reply with) (?:exactly this message|the message)[:]? '(.+)'", re.S)
 NAMED_TOOL = re.compile(r"[Cc]all the (\w+) (?:tool|function)(?: with (\d+) sides)?")
+SIDES = re.compile(r"num_sides=(\d+)")
 ONLY_TOOL = re.compile(r"Use (?:ONLY )?the (\w+) tool to (.+)", re.S)  # Letta's file-tool tests
 FILE_NAMED = re.compile(r"file named (\S+)")
 LINES = re.compile(r"offset (\d+) and length (\d+)")
@@ -48,6 +49,8 @@ def reply_to(request: dict[str, Any]) -> tuple[str | None, list[tuple[str, dict[
         return None, [(only.group(1), _arguments(only.group(2), _parameters(request, only.group(1))))]
     named = NAMED_TOOL.search(user)
     if named and named.group(1) in offered and named.group(1) != "send_message":
+        if sides := SIDES.findall(user):  # "num_sides=6, num_sides=12": one call each, in one answer
+            return None, [(named.group(1), {"num_sides": int(n)}) for n in sides]
         arguments = {"num_sides": int(named.group(2))} if named.group(2) else {}
         return None, [(named.group(1), arguments)]
     return _say(GREETING, offered)

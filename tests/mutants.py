@@ -1193,8 +1193,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "a reply starts from the state it read before the lease",
         "memvec/agent/loop.py",
         "            _, self.state = self.memory.get_agent(self.settings.name)\n"
-        "            return self._reply(text, role, otid=otid)\n",
-        "            return self._reply(text, role, otid=otid)\n",
+        "            return self._reply(text, role, otid=otid, run_id=run_id)\n",
+        "            return self._reply(text, role, otid=otid, run_id=run_id)\n",
         "tests/test_lease.py",
     ),
     (
@@ -2255,6 +2255,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "memvec/agent/identity.py",
         '"otid": otid, "run_id": self.run_id,',
         '"otid": otid, "run_id": None,',
+        "tests/test_letta_messages.py",
+    ),
+    (
+        "a finished send leaves its run running",
+        "memvec/service/routes_messages.py",
+        '    runs.finish(run.id, stop_reason=str(out.stop_reason.get("stop_reason")), usage=_counts(out.usage))\n',
+        "",
+        "tests/test_letta_messages.py",
+    ),
+    (
+        "a failed send leaves its run running",
+        "memvec/service/routes_messages.py",
+        '        runs.fail(run.id, f"{type(exc).__name__}: {exc}")\n',
+        "        pass\n",
         "tests/test_letta_messages.py",
     ),
 ]

@@ -5,6 +5,7 @@ the client's otid kept with what it sent, and tool calls listed from the store a
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,3 +85,39 @@ def test_a_memory_only_agent_keeps_the_otid_it_was_sent(client: Letta) -> None:
     reply = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "note", "otid": "mine-7"}])
     assert reply.messages[0].otid == "mine-7"
     assert client.agents.messages.list(agent.id, after="0").items[0].otid == "mine-7"
+
+
+def _finished(client: Letta, run_id: str) -> Any:
+    for _ in range(200):
+        run = client.runs.retrieve(run_id)
+        if run.status in ("completed", "failed"):
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} did not end: {run.status}")
+
+
+def test_every_send_is_a_run_and_a_background_send_runs_after_the_answer(client: Letta) -> None:
+    agent = client.agents.create(name="runner", model="openai/gpt-4o-mini")
+    reply = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": SAY}])
+    run_id = reply.messages[0].run_id
+    assert run_id is not None
+    run = client.runs.retrieve(run_id)
+    assert (run.status, run.stop_reason, run.agent_id, run.background) == ("completed", "end_turn", agent.id, False)
+    assert [m.id for m in client.runs.messages.list(run_id)][-1] == reply.messages[0].id
+    assert client.runs.usage.retrieve(run_id).total_tokens == reply.usage.total_tokens
+    started = client.agents.messages.create_async(agent.id, messages=[{"role": "user", "content": SAY}])
+    assert started.status in ("created", "running", "completed") and started.background
+    done = _finished(client, started.id)
+    assert done.status == "completed" and done.completed_at is not None
+    written = list(client.runs.messages.list(started.id))
+    assert _kinds(written) == ["user_message", "assistant_message"] and all(m.run_id == started.id for m in written)
+    listed = [r.id for r in client.runs.list(agent_ids=[agent.id])]
+    assert listed[:2] == [started.id, run_id]  # newest first
+
+
+def test_a_background_run_whose_model_fails_ends_failed_with_the_reason(client: Letta) -> None:
+    agent = client.agents.create(name="unreachable", model="ollama/not-running-here")
+    started = client.agents.messages.create_async(agent.id, messages=[{"role": "user", "content": "hi"}])
+    done = _finished(client, started.id)
+    assert done.status == "failed" and "ModelCallError" in str((done.metadata or {}).get("error"))
+    assert client.agents.messages.list(agent.id, after="0").items == []  # a turn the model never answered keeps nothing

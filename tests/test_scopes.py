@@ -39,6 +39,7 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "POST /v1/agents/{agent_id}/forget": {"json": {"tags": ["home"]}},
     "POST /v1/agents/{agent_id}/messages": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
     "POST /v1/agents/{agent_id}/messages/stream": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
+    "POST /v1/agents/{agent_id}/messages/async": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
     "POST /v1/agents/{agent_id}/generate": {"json": {"prompt": "hi"}},
     "POST /ui/agents/{agent_id}/blocks/{label}": {"form": {"value": "x"}},
     "GET /ui/agents/{agent_id}/search": {"params": {"q": "lisbon"}},

@@ -33,8 +33,8 @@ def event_key(event: Event) -> str:
 
 
 class MessageIds:
-    def __init__(self) -> None:
-        self.run_id = f"run-{uuid.uuid4()}"
+    def __init__(self, run_id: str | None = None) -> None:
+        self.run_id = run_id or f"run-{uuid.uuid4()}"
         self.step_id: str | None = None
         self._base = uuid.uuid4().hex
         self._parts: dict[str, str] = {}

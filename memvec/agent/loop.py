@@ -63,15 +63,15 @@ class Agent:
         return self.settings.model
 
     # -- one reply ------------------------------------------------------------------------
-    def reply(self, text: str, *, role: str = "user", otid: str | None = None) -> Reply:
+    def reply(self, text: str, *, role: str = "user", otid: str | None = None, run_id: str | None = None) -> Reply:
         """One reply, holding the agent's lease: another server's (or thread's) reply for the same
         agent waits for it, and this one starts from the conversation state that one left. `otid`:
-        the client's id for the message (Letta's), kept with it."""
+        the client's id for the message, `run_id` the run it is part of (Letta's), kept with what it writes."""
         with self.memory.agent_lease(self.settings.name):
             _, self.state = self.memory.get_agent(self.settings.name)
-            return self._reply(text, role, otid=otid)
+            return self._reply(text, role, otid=otid, run_id=run_id)
 
-    def resume(self, answers_for: Callable[[list[str]], Sequence[ToolAnswer]]) -> Reply:
+    def resume(self, answers_for: Callable[[list[str]], Sequence[ToolAnswer]], *, run_id: str | None = None) -> Reply:
         """Go on with the reply that stopped for the client (`requires_approval`). `answers_for` is
         given the ids of the waiting calls (as read under the lease) and gives the return of each
         tool the client ran, or approves (the server runs it) or denies each call."""
@@ -83,13 +83,19 @@ class Agent:
             answers = answers_for(waiting)
             if {a.tool_call_id for a in answers} != set(waiting) or len(answers) != len(waiting):
                 raise InvalidInputError(f"answer each waiting tool call once: {', '.join(sorted(waiting))}")
-            return self._reply(None, "user", answers)
+            return self._reply(None, "user", answers, run_id=run_id)
 
     def _reply(
-        self, text: str | None, role: str, answers: Sequence[ToolAnswer] = (), *, otid: str | None = None
+        self,
+        text: str | None,
+        role: str,
+        answers: Sequence[ToolAnswer] = (),
+        *,
+        otid: str | None = None,
+        run_id: str | None = None,
     ) -> Reply:
         self.state.turn += 1
-        self._ids = MessageIds()
+        self._ids = MessageIds(run_id)
         self._ids.new_step()
         # written before anything of the turn: a server killed mid-reply leaves this turn id used, so
         # the next reply (on any server) takes a new one instead of giving two messages the same
@@ -192,7 +198,7 @@ class Agent:
             if not calls:
                 if message.content:
                     sent.append(self._say(str(message.content), trace))
-                return "no_tool_call"
+                return "no_tool_call" if "send_message" in tools.offered else "text"
             if message.content:  # already relayed in chunks when tokens stream
                 self._emit(trace, Event(kind="reasoning", text=str(message.content)), announce=relay is None)
             scratch.append(assistant_message(message.content, calls))

@@ -9,7 +9,11 @@ from pydantic import BaseModel, Field
 
 from memvec.agent.events import Event
 
-StopReason = Literal["send_message", "max_steps", "no_tool_call", "no_heartbeat", "tool_rule", "requires_approval"]
+# "text": the model answered in text with no send_message to answer with (Letta's letta_v1_agent way);
+# "no_tool_call": it answered in text though it was offered send_message
+StopReason = Literal[
+    "send_message", "text", "max_steps", "no_tool_call", "no_heartbeat", "tool_rule", "requires_approval"
+]
 
 
 class Step(BaseModel):

@@ -43,6 +43,7 @@ from memvec.tiers.documents import Documents
 from memvec.tiers.folders import Folders
 from memvec.tiers.open_files import AgentFiles
 from memvec.tiers.recall import RecallMemory
+from memvec.tiers.runs import AgentRuns
 from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
     Clock,
@@ -151,6 +152,10 @@ class Memory(AgentMethods, MaintenanceMethods, ToolMethods):
         the lines of each open one that its prompt shows."""
         max_open, char_limit = self.get_agent(validate_agent(agent))[0].file_limits()
         return AgentFiles(self._engine, agent, max_open=max_open, char_limit=char_limit)
+
+    def runs(self) -> AgentRuns:
+        """Letta's runs: one per send to an agent over HTTP, with how it ended."""
+        return AgentRuns(self._engine)
 
     def shared_blocks(self, *, actor: str = "python") -> SharedBlocks:
         """The home's shared blocks (made once, attached to several agents); `actor` as for `core`."""

@@ -54,6 +54,45 @@ def record_messages(
     ]
 
 
+def grouped_by_step(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls one model call made together as Letta lists parallel calls: one tool_call_message
+    with every call (`tool_calls`), then one tool_return_message with every return (`tool_returns`);
+    the first call and return stay in `tool_call` and `tool_return` for older clients."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        kind, step = message.get("message_type"), message.get("step_id")
+        calls = out[-2] if len(out) >= 2 else {}
+        if kind == "tool_call_message" and step and calls.get("message_type") == kind and calls.get("step_id") == step:
+            calls["tool_calls"].append(message["tool_call"])
+            continue
+        if (
+            kind == "tool_return_message"
+            and step
+            and out
+            and out[-1].get("step_id") == step
+            and "tool_returns" in out[-1]
+        ):
+            out[-1]["tool_returns"].append(_tool_return(message))
+            continue
+        if kind == "tool_call_message":
+            message = {**message, "tool_calls": [message["tool_call"]]}
+        elif kind == "tool_return_message":
+            message = {**message, "tool_returns": [_tool_return(message)]}
+        out.append(message)
+    return out
+
+
+def _tool_return(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "tool",
+        "tool_call_id": message["tool_call_id"],
+        "status": message["status"],
+        "tool_return": message["tool_return"],
+        "stdout": message.get("stdout"),
+        "stderr": message.get("stderr"),
+    }
+
+
 def _base(record: Record, meta: MessageMeta | None) -> dict[str, Any]:
     identity = meta.model_dump(include={"otid", "run_id", "step_id"}) if meta is not None else {}
     return {
@@ -124,4 +163,19 @@ def system_message(prompt: str, created_at: datetime | None) -> dict[str, Any]:
         "message_type": "system_message",
         "role": "system",
         "content": prompt,
+    }
+
+
+def stop_message(reason: str) -> dict[str, Any]:
+    return {"message_type": "stop_reason", "stop_reason": reason}
+
+
+def usage_message(model_calls: int, prompt_tokens: int = 0, completion_tokens: int = 0) -> dict[str, Any]:
+    """Letta's usage statistics: steps, and the tokens the provider counted for the reply's steps."""
+    return {
+        "message_type": "usage_statistics",
+        "step_count": model_calls,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
     }

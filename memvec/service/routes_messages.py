@@ -7,7 +7,8 @@ lists those messages back.
 
 from __future__ import annotations
 
-import uuid
+import logging
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -38,10 +39,13 @@ from memvec.service.deps import (
 from memvec.service.letta_messages import (
     SYSTEM_MESSAGE_ID,
     event_message,
+    grouped_by_step,
     record_message,
     record_messages,
     shown,
+    stop_message,
     system_message,
+    usage_message,
 )
 from memvec.service.retries import (
     answered_once,
@@ -51,6 +55,7 @@ from memvec.service.retries import (
     run_or_drop,
     ticket_of,
 )
+from memvec.service.run_bodies import RunOut
 from memvec.service.schemas import (
     ApprovalIn,
     GenerateIn,
@@ -65,12 +70,14 @@ from memvec.types import MAX_ID
 from memvec.types.messages import MessageMeta
 
 router = api_router()
+log = logging.getLogger("memvec.service")
 
 _ANYONE = Principal()  # the service's own bookkeeping acts for every agent
 # memvec's stop reasons in Letta's words
 STOP_REASONS = {
     "send_message": "end_turn",
     "no_heartbeat": "end_turn",
+    "text": "end_turn",
     "no_tool_call": "no_tool_call",
     "max_steps": "max_steps",
     "tool_rule": "tool_rule",
@@ -79,7 +86,7 @@ STOP_REASONS = {
 
 
 def _record_only(
-    service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None
+    service: ServiceState, agent: str, messages: list[MessageIn], session_id: str | None, run_id: str
 ) -> LettaResponseOut:
     """Record the messages under the agent's lease: the turn ids it hands out are read and written
     back by one holder at a time across every server and worker on the store, so none is handed out twice."""
@@ -92,8 +99,7 @@ def _record_only(
         state.turn += len(records)
         service.memory.update_agent(settings, state)  # the turns first: a crash then skips them, never reuses
         results = service.memory.insert(records)
-    recall, run_id = service.memory.recall(agent), f"run-{uuid.uuid4()}"
-    metas = {}
+    recall, metas = service.memory.recall(agent), {}
     for message, result in zip(messages, results, strict=True):
         if result.created:
             metas[result.record.id] = MessageMeta(otid=message.otid or new_otid(), run_id=run_id)
@@ -101,8 +107,8 @@ def _record_only(
     stored = [r.record for r in results]
     return LettaResponseOut(
         messages=[record_message(r, metas.get(r.id)) for r in stored],
-        stop_reason=_stop("end_turn"),
-        usage=_usage(0),
+        stop_reason=stop_message("end_turn"),
+        usage=usage_message(0),
         recorded=[PassageOut.of(r.record, created=r.created, duplicate_of=r.duplicate_of) for r in results],
     )
 
@@ -112,6 +118,7 @@ def _run_agent(
     agent: str,
     messages: list[ApprovalIn | MessageIn],
     session_id: str | None,
+    run_id: str,
     emit: Emit | None = None,
     stream_tokens: bool = False,
     use_assistant_message: bool = True,
@@ -124,17 +131,17 @@ def _run_agent(
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, ApprovalIn):
-            reply = bot.resume(message.answers)
+            reply = bot.resume(message.answers, run_id=run_id)
         else:
-            reply = bot.reply(message.text(), role=message.name or message.role, otid=message.otid)
+            reply = bot.reply(message.text(), role=message.name or message.role, otid=message.otid, run_id=run_id)
         replies.append(reply)
         out += [event_message(e) for e in reply.trace.events if shown(e, use_assistant_message=use_assistant_message)]
     added = [record_id for reply in replies for record_id in reply.recorded]
     last = replies[-1].trace.stopped_by or "send_message"
     return LettaResponseOut(
         messages=out,
-        stop_reason=_stop(STOP_REASONS[last]),
-        usage=_usage(
+        stop_reason=stop_message(STOP_REASONS[last]),
+        usage=usage_message(
             sum(r.trace.model_calls for r in replies),
             sum(r.trace.prompt_tokens for r in replies),
             sum(r.trace.completion_tokens for r in replies),
@@ -165,31 +172,50 @@ def _only_wanted(emit: Emit, body: MessagesIn) -> Emit:
 
 
 def _send(
-    service: ServiceState, agent: str, principal: Principal, body: MessagesIn, emit: Emit | None = None
+    service: ServiceState,
+    agent: str,
+    principal: Principal,
+    body: MessagesIn,
+    emit: Emit | None = None,
+    *,
+    run_id: str | None = None,
 ) -> LettaResponseOut:
-    """The reply (or the record) of `body`; with `emit`, each message is told as it happens. Only the
-    messages of the types the client asked for (`include_return_message_types`) are answered or told."""
-    settings, _ = visible_agent(agent, principal, service)
-    told = None if emit is None else _only_wanted(emit, body)
-    if settings.model:
-        out = _run_agent(
-            service,
-            agent,
-            body.all_messages(),
-            body.session_id,
-            told,
-            body.stream_tokens,
-            body.use_assistant_message,
-        )
-    else:
-        plain = [m for m in body.all_messages() if isinstance(m, MessageIn)]
-        if len(plain) < len(body.all_messages()):
-            raise InvalidInputError("this agent has no model: no tool call of its waits for an approval")
-        out = _record_only(service, agent, plain, body.session_id)
-        if told is not None:
-            for message in out.messages:
-                told(message)
+    """The reply (or the record) of `body`, as a run (Letta's: `run_id`'s, else a new one) that ends
+    completed with its stop reason and usage, or failed; with `emit`, each message is told as it
+    happens. Only the messages of the types the client asked for (`include_return_message_types`)
+    are answered or told."""
+    runs = service.memory.runs()
+    run = runs.running(run_id) if run_id else runs.start(agent, background=False)
+    try:
+        out = _sent(service, agent, principal, body, run.id, None if emit is None else _only_wanted(emit, body))
+    except Exception as exc:
+        runs.fail(run.id, f"{type(exc).__name__}: {exc}")
+        raise
+    runs.finish(run.id, stop_reason=str(out.stop_reason.get("stop_reason")), usage=_counts(out.usage))
     return out.model_copy(update={"messages": [m for m in out.messages if body.wanted(m)]})
+
+
+def _counts(usage: dict[str, Any]) -> dict[str, int]:
+    return {k: v for k, v in usage.items() if isinstance(v, int)}
+
+
+def _sent(
+    service: ServiceState, agent: str, principal: Principal, body: MessagesIn, run_id: str, told: Emit | None
+) -> LettaResponseOut:
+    settings, _ = visible_agent(agent, principal, service)
+    if settings.model:
+        messages, stream_tokens = body.all_messages(), body.stream_tokens
+        return _run_agent(
+            service, agent, messages, body.session_id, run_id, told, stream_tokens, body.use_assistant_message
+        )
+    plain = [m for m in body.all_messages() if isinstance(m, MessageIn)]
+    if len(plain) < len(body.all_messages()):
+        raise InvalidInputError("this agent has no model: no tool call of its waits for an approval")
+    out = _record_only(service, agent, plain, body.session_id, run_id)
+    if told is not None:
+        for message in out.messages:
+            told(message)
+    return out
 
 
 async def _streamed(
@@ -202,21 +228,6 @@ async def _streamed(
     reply = recorded_reply(service, ticket, lambda emit: _send(service, agent, principal, body, emit))
     streamed = await run_or_drop(service, ticket, lambda: stream_reply(service, agent, reply, request=request))
     return nobody_listening() if streamed is None else streamed  # None: the client left while the agent was busy
-
-
-def _stop(reason: str) -> dict[str, Any]:
-    return {"message_type": "stop_reason", "stop_reason": reason}
-
-
-def _usage(model_calls: int, prompt_tokens: int = 0, completion_tokens: int = 0) -> dict[str, Any]:
-    """Letta's usage statistics: steps, and the tokens the provider counted for the reply's steps."""
-    return {
-        "message_type": "usage_statistics",
-        "step_count": model_calls,
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-    }
 
 
 STREAMED: dict[int | str, dict[str, Any]] = {
@@ -248,6 +259,29 @@ async def send_messages(
             return await run_in_threadpool(_send, service, agent_id, principal, body)
 
     return await answered_once(service, request, agent_id, ticket_of(request, principal, agent_id, body), run)
+
+
+@router.post("/v1/agents/{agent_id}/messages/async", response_model=RunOut, tags=["messages"])
+async def send_messages_async(agent_id: ScopedAgent, body: MessagesIn, principal: Caller, service: Service) -> RunOut:
+    """Start the send as a background run and answer at once with it (`status` `created`); read it
+    with `GET /v1/runs/{run_id}` (and its messages there) until it is `completed` or `failed`. It
+    runs in this server after the answer, waiting for the agent like any send; a server stopped
+    meanwhile leaves it `running`."""
+    in_scope(agent_id, principal)
+    await run_in_threadpool(visible_agent, agent_id, principal, service)
+    run = service.memory.runs().start(agent_id, background=True, status="created")
+    worker = threading.Thread(
+        target=_in_background, args=(service, agent_id, principal, body, run.id), name=run.id, daemon=True
+    )
+    worker.start()
+    return RunOut.of(run, service.memory.agent_identity(agent_id).id)
+
+
+def _in_background(service: ServiceState, agent: str, principal: Principal, body: MessagesIn, run_id: str) -> None:
+    try:
+        _send(service, agent, principal, body.model_copy(update={"streaming": False}), run_id=run_id)
+    except Exception:  # the run is marked failed with the error; the log keeps the trace
+        log.exception("background run %s of %s failed", run_id, agent)
 
 
 @router.post(
@@ -305,9 +339,8 @@ def list_messages(
     )
     records.sort(key=lambda r: r.id)
     metas = service.memory.recall(agent_id).message_meta([r.id for r in records])
-    listed = [
-        m for r in records for m in record_messages(r, metas.get(r.id), use_assistant_message=use_assistant_message)
-    ]
+    shown_as = {"use_assistant_message": use_assistant_message}
+    listed = grouped_by_step([m for r in records for m in record_messages(r, metas.get(r.id), **shown_as)])
     if first is None and (last is None or last > SYSTEM_MESSAGE_ID) and (order == "asc" or len(listed) < limit):
         listed.insert(0, system_message(system_prompt(service.memory, agent_id), state.created_at))
     return listed[:limit]

@@ -31,6 +31,7 @@ from memvec.types import (
 from memvec.types.files import FileViewState
 from memvec.types.messages import MessageMeta
 from memvec.types.records import WrittenBy
+from memvec.types.runs import AgentRun
 from memvec.types.tools import ToolDef
 
 Ids = npt.NDArray[np.int64]
@@ -221,6 +222,15 @@ class Store(Protocol):
     def detach_folder(self, folder_id: str, agent: str) -> bool: ...
 
     def delete_folder_row(self, folder_id: str) -> None: ...
+
+    # Letta's runs (memvec.store.agent_runs)
+    def put_agent_run(self, run: AgentRun) -> None: ...
+
+    def agent_run(self, run_id: str) -> AgentRun | None: ...
+
+    def agent_runs(self, agents: Sequence[str], *, limit: int, newest_first: bool = True) -> list[AgentRun]: ...
+
+    def run_message_ids(self, run_id: str) -> list[int]: ...
 
     # recall messages' Letta identity (memvec.store.message_meta)
     def put_message_meta(self, record_id: int, meta: MessageMeta) -> None: ...

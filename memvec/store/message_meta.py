@@ -26,9 +26,9 @@ class MessageMetaStore:
         with self._write() as db:
             self._run(
                 db,
-                "INSERT INTO message_meta (record_id, meta) VALUES (?, ?) "
-                "ON CONFLICT (record_id) DO UPDATE SET meta = excluded.meta",
-                (record_id, meta.model_dump_json(exclude_none=True)),
+                "INSERT INTO message_meta (record_id, run_id, meta) VALUES (?, ?, ?) "
+                "ON CONFLICT (record_id) DO UPDATE SET run_id = excluded.run_id, meta = excluded.meta",
+                (record_id, meta.run_id, meta.model_dump_json(exclude_none=True)),
             )
 
     def message_meta(self: _SQL, record_ids: Sequence[int]) -> dict[int, MessageMeta]:
@@ -41,3 +41,8 @@ class MessageMetaStore:
             )
             found.update({int(r["record_id"]): MessageMeta.model_validate_json(r["meta"]) for r in rows})
         return found
+
+    def run_message_ids(self: _SQL, run_id: str) -> list[int]:
+        """The recall messages a run wrote, in the order written."""
+        rows = self._query("SELECT record_id FROM message_meta WHERE run_id = ? ORDER BY record_id", (run_id,))
+        return [int(r["record_id"]) for r in rows]

@@ -104,7 +104,12 @@ CREATE TABLE IF NOT EXISTS agent_files (
 CREATE INDEX IF NOT EXISTS agent_files_by_document ON agent_files (document_id);
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS original_name TEXT;
 CREATE TABLE IF NOT EXISTS message_meta (
-    record_id BIGINT PRIMARY KEY REFERENCES records (id) ON DELETE CASCADE, meta TEXT NOT NULL);
+    record_id BIGINT PRIMARY KEY REFERENCES records (id) ON DELETE CASCADE, run_id TEXT, meta TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS message_meta_by_run ON message_meta (run_id);
+CREATE TABLE IF NOT EXISTS agent_runs (
+    id TEXT PRIMARY KEY, agent TEXT NOT NULL, status TEXT NOT NULL, background INTEGER NOT NULL,
+    created_at TEXT NOT NULL, completed_at TEXT, stop_reason TEXT, usage TEXT, error TEXT);
+CREATE INDEX IF NOT EXISTS agent_runs_by_agent ON agent_runs (agent, created_at);
 CREATE TABLE IF NOT EXISTS agent_identities (handle TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
 INSERT INTO agent_identities (handle, id, name)
 SELECT handle,

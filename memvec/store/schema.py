@@ -315,8 +315,28 @@ MIGRATIONS: list[tuple[int, str]] = [
     -- for it), the run and step it was part of, and for a tool call its name, arguments and id
     CREATE TABLE message_meta (
         record_id INTEGER PRIMARY KEY REFERENCES records (id) ON DELETE CASCADE,
+        run_id TEXT,
         meta TEXT NOT NULL
     );
+    CREATE INDEX message_meta_by_run ON message_meta (run_id);
+    """,
+    ),
+    (
+        22,
+        """
+    -- Letta's runs: one per send (answered, streamed or in the background) and how it ended
+    CREATE TABLE agent_runs (
+        id TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        status TEXT NOT NULL,
+        background INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        completed_at TEXT,
+        stop_reason TEXT,
+        usage TEXT,
+        error TEXT
+    );
+    CREATE INDEX agent_runs_by_agent ON agent_runs (agent, created_at);
     """,
     ),
 ]

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from memvec.errors import InvalidInputError, NotFoundError, StoreError, VersionConflictError
 from memvec.store.agent_files import AgentFileStore
+from memvec.store.agent_runs import AgentRunStore
 from memvec.store.agents import AgentStore
 from memvec.store.base import Change, EmbeddingBatch, PreparedRecord
 from memvec.store.blocks import BlockStore
@@ -65,6 +66,7 @@ def _operation(sql: str) -> str:
 
 class SQLStore(
     AgentFileStore,
+    AgentRunStore,
     AgentStore,
     BlockStore,
     SharedBlockStore,

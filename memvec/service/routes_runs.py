@@ -1,0 +1,99 @@
+"""Letta's runs (`/v1/runs`): every send to an agent is a run (answered, streamed, or in the
+background with `messages/async`), with its status, stop reason, usage and the messages it wrote.
+A background run goes on in the server after the answer; one the server was stopped during stays
+`running`. A caller sees the runs of the agents its key may see."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import Path, Query
+
+from memvec.errors import NotFoundError
+from memvec.memory import Memory
+from memvec.service.auth import Principal
+from memvec.service.deps import Caller, Service, api_router, cursor
+from memvec.service.letta_messages import grouped_by_step, record_messages
+from memvec.service.run_bodies import RunOut, RunUsageOut
+from memvec.service.views import page
+from memvec.types.runs import AgentRun, RunStatus
+
+router = api_router(tags=["runs"])
+MAX_LISTED = 10_000  # the newest runs a listing pages through
+RunId = Annotated[str, Path(pattern=r"^run-[0-9a-f-]{36}$", description="a run's id (run-<uuid>)")]
+
+
+def _visible(memory: Memory, principal: Principal, run_id: str) -> AgentRun:
+    run = memory.runs().get(run_id)
+    if not principal.may_see(run.agent):
+        raise NotFoundError(f"no run {run_id!r}")
+    return run
+
+
+def _handles(memory: Memory, principal: Principal, agent_ids: list[str]) -> list[str]:
+    """The handles of the agents asked for (all the caller may see when none are named)."""
+    known = {identity.id: handle for handle, identity in memory.agent_identities().items()}
+    wanted = [known.get(a, a) for a in agent_ids] if agent_ids else list(known.values())
+    return [h for h in wanted if principal.may_see(h)]
+
+
+@router.get("/v1/runs", response_model=list[RunOut])
+def list_runs(
+    principal: Caller,
+    service: Service,
+    agent_id: Annotated[str | None, Query(max_length=140)] = None,
+    agent_ids: Annotated[list[str] | None, Query(max_length=100)] = None,
+    statuses: Annotated[list[RunStatus] | None, Query()] = None,
+    active: Annotated[bool, Query(description="only runs still created or running")] = False,
+    after: Annotated[str | None, Query(max_length=140, description="cursor: runs after this id, in the order")] = None,
+    before: Annotated[str | None, Query(max_length=140, description="cursor: runs before this id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    order: Literal["asc", "desc"] = "desc",
+) -> list[RunOut]:
+    """The runs of the agents asked for (default: every agent the caller may see), newest first."""
+    memory = service.memory
+    handles = _handles(memory, principal, [*([agent_id] if agent_id else []), *(agent_ids or [])])
+    runs = memory.runs().list(handles, limit=MAX_LISTED, newest_first=order == "desc")
+    if statuses:
+        runs = [r for r in runs if r.status in statuses]
+    if active:
+        runs = [r for r in runs if r.status in ("created", "running")]
+    runs = runs[page([r.id for r in runs], after=after, before=before, limit=limit)]
+    identities = memory.agent_identities()
+    return [RunOut.of(r, identities[r.agent].id if r.agent in identities else r.agent) for r in runs]
+
+
+@router.get("/v1/runs/{run_id}", response_model=RunOut)
+def get_run(run_id: RunId, principal: Caller, service: Service) -> RunOut:
+    run = _visible(service.memory, principal, run_id)
+    return RunOut.of(run, service.memory.agent_identity(run.agent).id)
+
+
+@router.get("/v1/runs/{run_id}/messages", response_model=list[dict[str, Any]])
+def run_messages(
+    run_id: RunId,
+    principal: Caller,
+    service: Service,
+    after: Annotated[str | None, Query(max_length=140, description="cursor: messages after this id")] = None,
+    before: Annotated[str | None, Query(max_length=140, description="cursor: messages before this id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    order: Literal["asc", "desc"] = "asc",
+) -> list[dict[str, Any]]:
+    """The messages the run wrote, oldest first (`desc`: the newest `limit`), as `messages.list` shows them."""
+    run = _visible(service.memory, principal, run_id)
+    recall = service.memory.recall(run.agent)
+    first, last = cursor(after), cursor(before)
+    ids = [
+        i
+        for i in service.memory.runs().message_ids(run_id)
+        if (first is None or i > first) and (last is None or i < last)
+    ]
+    ids = ids[-limit:] if order == "desc" else ids[:limit]
+    metas = recall.message_meta(ids)
+    return grouped_by_step([m for r in recall.get_many(ids) for m in record_messages(r, metas.get(r.id))])
+
+
+@router.get("/v1/runs/{run_id}/usage", response_model=RunUsageOut)
+def run_usage(run_id: RunId, principal: Caller, service: Service) -> RunUsageOut:
+    """Its steps and tokens as the provider counted them (zero until it ends)."""
+    return RunUsageOut.model_validate(_visible(service.memory, principal, run_id).usage)
