@@ -126,3 +126,10 @@ def test_the_script_calls_a_file_tool_with_the_arguments_an_instruction_words() 
     assert openai_script.reply_to(searched)[1] == [("semantic_search_files", {"query": "the election"})]
     quoted = ask("Use the semantic_search_files tool to search for 'electoral history' in the files.", offered)
     assert openai_script.reply_to(quoted)[1] == [("semantic_search_files", {"query": "electoral history"})]
+
+
+def test_the_script_replies_in_text_and_makes_parallel_calls_as_asked() -> None:
+    reply = ask("This is an automated test message. Reply with the message 'Teamwork makes the dream work'.", [DICE])
+    assert openai_script.reply_to(reply) == ("Teamwork makes the dream work", [])  # no send_message: plain text
+    three = ask("Call the roll_dice tool three times: num_sides=6, num_sides=12, and num_sides=20.", [DICE])
+    assert openai_script.reply_to(three)[1] == [("roll_dice", {"num_sides": n}) for n in (6, 12, 20)]
