@@ -121,3 +121,12 @@ def test_a_background_run_whose_model_fails_ends_failed_with_the_reason(client: 
     done = _finished(client, started.id)
     assert done.status == "failed" and "ModelCallError" in str((done.metadata or {}).get("error"))
     assert client.agents.messages.list(agent.id, after="0").items == []  # a turn the model never answered keeps nothing
+
+
+def test_a_background_run_shows_only_the_message_types_its_send_asked_for(client: Letta) -> None:
+    agent = client.agents.create(name="filtered", model="openai/gpt-4o-mini")
+    started = client.agents.messages.create_async(
+        agent.id, messages=[{"role": "user", "content": SAY}], include_return_message_types=["assistant_message"]
+    )
+    _finished(client, started.id)
+    assert _kinds(list(client.runs.messages.list(started.id))) == ["assistant_message"]

@@ -269,7 +269,9 @@ async def send_messages_async(agent_id: ScopedAgent, body: MessagesIn, principal
     meanwhile leaves it `running`."""
     in_scope(agent_id, principal)
     await run_in_threadpool(visible_agent, agent_id, principal, service)
-    run = service.memory.runs().start(agent_id, background=True, status="created")
+    kinds = body.include_return_message_types
+    wanted = [str(kind) for kind in kinds] if kinds is not None else None
+    run = service.memory.runs().start(agent_id, background=True, status="created", message_types=wanted)
     worker = threading.Thread(
         target=_in_background, args=(service, agent_id, principal, body, run.id), name=run.id, daemon=True
     )

@@ -79,7 +79,8 @@ def run_messages(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     order: Literal["asc", "desc"] = "asc",
 ) -> list[dict[str, Any]]:
-    """The messages the run wrote, oldest first (`desc`: the newest `limit`), as `messages.list` shows them."""
+    """The messages the run wrote, oldest first (`desc`: the newest `limit`), as `messages.list` shows them
+    (only the types the send asked for, with `include_return_message_types`)."""
     run = _visible(service.memory, principal, run_id)
     recall = service.memory.recall(run.agent)
     first, last = cursor(after), cursor(before)
@@ -90,7 +91,8 @@ def run_messages(
     ]
     ids = ids[-limit:] if order == "desc" else ids[:limit]
     metas = recall.message_meta(ids)
-    return grouped_by_step([m for r in recall.get_many(ids) for m in record_messages(r, metas.get(r.id))])
+    shown = grouped_by_step([m for r in recall.get_many(ids) for m in record_messages(r, metas.get(r.id))])
+    return [m for m in shown if run.message_types is None or m["message_type"] in run.message_types]
 
 
 @router.get("/v1/runs/{run_id}/usage", response_model=RunUsageOut)

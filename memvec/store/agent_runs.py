@@ -12,7 +12,7 @@ from memvec.store.rows import format_time, parse_time
 from memvec.store.scopes import marks
 from memvec.types.runs import AgentRun
 
-_COLUMNS = "id, agent, status, background, created_at, completed_at, stop_reason, usage, error"
+_COLUMNS = "id, agent, status, background, created_at, completed_at, stop_reason, usage, error, message_types"
 
 
 class _SQL(Protocol):
@@ -34,6 +34,7 @@ def _agent_run(row: Any) -> AgentRun:
         stop_reason=row["stop_reason"],
         usage=json.loads(row["usage"] or "{}"),
         error=row["error"],
+        message_types=json.loads(row["message_types"]) if row["message_types"] else None,
     )
 
 
@@ -50,11 +51,12 @@ class AgentRunStore:
             run.stop_reason,
             json.dumps(run.usage),
             run.error,
+            json.dumps(run.message_types) if run.message_types is not None else None,
         )
         with self._write() as db:
             self._run(
                 db,
-                f"INSERT INTO agent_runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
+                f"INSERT INTO agent_runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
                 "SET status = excluded.status, completed_at = excluded.completed_at, "
                 "stop_reason = excluded.stop_reason, usage = excluded.usage, error = excluded.error",
                 (run.id, *values),

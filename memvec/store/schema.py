@@ -334,7 +334,8 @@ MIGRATIONS: list[tuple[int, str]] = [
         completed_at TEXT,
         stop_reason TEXT,
         usage TEXT,
-        error TEXT
+        error TEXT,
+        message_types TEXT
     );
     CREATE INDEX agent_runs_by_agent ON agent_runs (agent, created_at);
     """,

@@ -17,9 +17,23 @@ class AgentRuns:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def start(self, agent: str, *, background: bool, status: RunStatus = "running") -> AgentRun:
+    def start(
+        self,
+        agent: str,
+        *,
+        background: bool,
+        status: RunStatus = "running",
+        message_types: builtins.list[str] | None = None,
+    ) -> AgentRun:
         now = self._engine.store.clock()
-        run = AgentRun(id=f"run-{uuid.uuid4()}", agent=agent, status=status, background=background, created_at=now)
+        run = AgentRun(
+            id=f"run-{uuid.uuid4()}",
+            agent=agent,
+            status=status,
+            background=background,
+            created_at=now,
+            message_types=message_types,
+        )
         self._engine.store.put_agent_run(run)
         return run
 

@@ -20,3 +20,6 @@ class AgentRun(BaseModel):
     stop_reason: str | None = Field(default=None, description="Letta's stop reason, once it ended")
     usage: dict[str, int] = Field(default_factory=dict, description="step_count and tokens, once it ended")
     error: str | None = Field(default=None, description="why it failed")
+    message_types: list[str] | None = Field(
+        default=None, description="the message types its messages are shown as (Letta's include_return_message_types)"
+    )
