@@ -45,7 +45,7 @@ def concrete(client: TestClient, path: str) -> str:
     )
     block_id = "ana:human"
     if "/attach/" in path or "/detach/" in path or path.endswith("/agents"):
-        shared = client.get("/v1/blocks").json()
+        shared = [b for b in client.get("/v1/blocks").json() if b["id"].startswith("block-")]
         block_id = shared[0]["id"] if shared else client.post("/v1/blocks", json={"label": "team"}).json()["id"]
     if "{folder_id}" in path:
         folders = client.get("/v1/folders").json()

@@ -19,6 +19,12 @@ from memvec.service.auth import KeyRing
 from memvec.types import AgentSettings
 from tests.test_postgres import pg_url  # noqa: F401  (the fixture)
 
+
+def _shared(listed: list[dict[str, object]]) -> list[object]:
+    """The shared blocks of a listing (it lists the agents' own blocks after them, as Letta does)."""
+    return [b["id"] for b in listed if str(b["id"]).startswith("block-")]
+
+
 ADMIN, ANA = {"Authorization": "Bearer admin-key-0123456789"}, {"Authorization": "Bearer ana-key-0123456789"}
 
 
@@ -99,7 +105,7 @@ def test_over_http_a_scoped_key_reaches_only_blocks_its_agents_hold(memory: Memo
         assert made.status_code == 201
         block_id = made.json()["id"]
         assert api.get(f"/v1/blocks/{block_id}", headers=ANA).status_code == 404  # held by none of ana's agents
-        assert api.get("/v1/blocks", headers=ANA).json() == []
+        assert _shared(api.get("/v1/blocks", headers=ANA).json()) == []
         attach = f"/v1/agents/{{}}/core-memory/blocks/attach/{block_id}"
         assert api.patch(attach.format("ana"), headers=ANA).status_code == 404
         bob = api.patch(attach.format("bob"), headers=ADMIN).json()
@@ -111,7 +117,7 @@ def test_over_http_a_scoped_key_reaches_only_blocks_its_agents_hold(memory: Memo
         actors = [c["actor"] for c in api.get("/v1/agents/bob/core-memory/blocks/team/history", headers=ADMIN).json()]
         assert actors[0] == f"http:{keys.principal('admin-key-0123456789').key_id}"  # type: ignore[union-attr]
         assert actors[1] == f"http:{keys.principal('ana-key-0123456789').key_id}"  # type: ignore[union-attr]
-        assert [b["id"] for b in api.get("/v1/blocks", headers=ANA).json()] == [block_id]
+        assert _shared(api.get("/v1/blocks", headers=ANA).json()) == [block_id]
         assert [a["name"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ANA).json()] == ["ana"]
         assert [a["name"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == ["ana", "bob"]
         assert api.delete(f"/v1/blocks/{block_id}", headers=ANA).status_code == 403
@@ -134,7 +140,7 @@ def test_over_http_a_scoped_key_reaches_only_blocks_its_agents_hold(memory: Memo
         assert api.get("/v1/blocks/not-a-block", headers=ADMIN).status_code == 422
         assert api.delete(f"/v1/blocks/{block_id}", headers=ADMIN).status_code == 200
         assert "team" not in {b["label"] for b in api.get("/v1/agents/bob/core-memory/blocks", headers=ADMIN).json()}
-        assert [b["id"] for b in api.get("/v1/blocks", headers=ADMIN).json()] == [other]
+        assert _shared(api.get("/v1/blocks", headers=ADMIN).json()) == [other]
 
 
 def test_a_consolidation_rewrites_a_shared_block_for_every_holder_and_its_undo_too(memory: Memory) -> None:
@@ -190,7 +196,7 @@ def test_a_scoped_key_imports_only_shared_blocks_its_agents_hold_and_undoes_none
             )
             assert refused.status_code == 403 and "none of its agents holds it" in refused.json()["detail"]
         assert api.get("/v1/agents/carol", headers=ADMIN).status_code == 404
-        assert [b["id"] for b in api.get("/v1/blocks", headers=ADMIN).json()] == [block_id]
+        assert _shared(api.get("/v1/blocks", headers=ADMIN).json()) == [block_id]
         assert [a["name"] for a in api.get(f"/v1/blocks/{block_id}/agents", headers=ADMIN).json()] == ["bob"]
         assert api.patch(f"/v1/agents/ana/core-memory/blocks/attach/{block_id}", headers=ADMIN).status_code == 200
         imported = api.post("/v1/agents/import", params={"name": "carol"}, json=exported, headers=ANA)
@@ -203,3 +209,14 @@ def test_a_scoped_key_imports_only_shared_blocks_its_agents_hold_and_undoes_none
         undo = api.post("/v1/agents/ana/core-memory/blocks/team/undo", headers=ANA)
         assert undo.status_code == 409 and "would delete shared block" in undo.json()["detail"]
         assert api.get(f"/v1/blocks/{block_id}", headers=ADMIN).json()["value"] == "Project: apollo"
+
+
+def test_blocks_list_shows_agents_own_blocks_after_the_shared_ones_by_label(memory: Memory) -> None:
+    for name in ("ana", "bob"):
+        memory.create_agent(AgentSettings(name=name), blocks=[CoreBlock(label="notes", value=f"{name}'s notes")])
+    with TestClient(create_app(memory), base_url="http://localhost") as api:
+        shared = api.post("/v1/blocks", json={"label": "notes", "value": "everyone's"}).json()["id"]
+        listed = [b["id"] for b in api.get("/v1/blocks", params={"label": "notes"}).json()]
+        assert listed == [shared, "ana:notes", "bob:notes"]  # Letta lists every block, not only shared ones
+        assert api.delete("/v1/blocks/ana:notes").status_code == 200
+        assert [b["id"] for b in api.get("/v1/blocks", params={"label": "notes"}).json()] == [shared, "bob:notes"]

@@ -37,6 +37,10 @@ class AgentMethods:
         """Every agent with settings, core blocks or records in this home."""
         return self._store.agents()
 
+    def own_blocks(self, label: str | None = None) -> list[tuple[str, CoreBlock]]:
+        """(agent, block) for every agent's own blocks, not the shared ones (one label's when given)."""
+        return self._store.own_blocks(label)
+
     def has_agent(self, agent: str) -> bool:
         """Whether the agent exists: it has settings, core blocks or records (the one definition)."""
         return self._store.has_agent(validate_agent(agent))

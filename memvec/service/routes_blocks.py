@@ -75,12 +75,15 @@ def list_blocks(
     before: Before = None,
     limit: Limit = 50,
 ) -> list[BlockOut]:
-    """The shared blocks the caller can see (a scoped key: those its agents hold), oldest first."""
+    """The blocks the caller can see, as Letta lists them: the shared blocks (a scoped key: those its
+    agents hold), oldest first, then every agent's own blocks (`<agent>:<label>`), by agent."""
+    memory = service.memory
     blocks = [
         BlockOut.with_id(b.id, b)
-        for b in service.memory.shared_blocks().list(label=label)
+        for b in memory.shared_blocks().list(label=label)
         if principal.agents is None or principal.agents & set(b.agents)
     ]
+    blocks += [BlockOut.of(agent, block) for agent, block in memory.own_blocks(label) if principal.may_see(agent)]
     return blocks[page([b.id for b in blocks], after=after, before=before, limit=limit)]
 
 

@@ -82,6 +82,14 @@ class BlockStore:
         )
         return [block_of_row(r) for r in [*rows, *shared]]
 
+    def own_blocks(self: _SQL, label: str | None = None) -> list[tuple[str, CoreBlock]]:
+        """Every agent's own blocks (not the shared ones), by agent then position; one label's when given."""
+        where, params = ("agent NOT LIKE ? AND label = ?", ("~%", label)) if label else ("agent NOT LIKE ?", ("~%",))
+        rows = self._query(
+            f"SELECT agent, {BLOCK_COLUMNS} FROM core_blocks WHERE {where} ORDER BY agent, {self.BLOCK_ORDER}", params
+        )
+        return [(str(r["agent"]), block_of_row(r)) for r in rows]
+
     def put_block(self: _SQL, agent: str, block: CoreBlock, *, actor: str = "python", op: str = "put") -> None:
         """Create a block or replace it whole."""
         with self._write() as db:
