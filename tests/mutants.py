@@ -2265,6 +2265,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_letta_messages.py",
     ),
     (
+        "blocks.list leaves out the agents' own blocks",
+        "memvec/service/routes_blocks.py",
+        "    blocks += [BlockOut.of(agent, block) for agent, block in memory.own_blocks(label) if principal.may_see(agent)]\n",
+        "",
+        "tests/test_shared_blocks.py",
+    ),
+    (
+        "a run shows every message type whatever its send asked for",
+        "memvec/service/routes_runs.py",
+        '    return [m for m in shown if run.message_types is None or m["message_type"] in run.message_types]\n',
+        "    return shown\n",
+        "tests/test_letta_messages.py",
+    ),
+    (
         "a failed send leaves its run running",
         "memvec/service/routes_messages.py",
         '        runs.fail(run.id, f"{type(exc).__name__}: {exc}")\n',
