@@ -2267,9 +2267,17 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "blocks.list leaves out the agents' own blocks",
         "memvec/service/routes_blocks.py",
-        "    blocks += [BlockOut.of(agent, block) for agent, block in memory.own_blocks(label) if principal.may_see(agent)]\n",
+        "    blocks += [BlockOut.of(agent, block) for agent, block in memory.own_blocks(label)"
+        " if principal.may_see(agent)]\n",
         "",
         "tests/test_shared_blocks.py",
+    ),
+    (
+        "an answer in text streams as reasoning",
+        "memvec/agent/loop.py",
+        'TokenRelay(self._announce_chunk, text_is_answer="send_message" not in tools.offered)',
+        "TokenRelay(self._announce_chunk)",
+        "tests/test_letta_messages.py",
     ),
     (
         "a run shows every message type whatever its send asked for",

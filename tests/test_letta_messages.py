@@ -130,3 +130,19 @@ def test_a_background_run_shows_only_the_message_types_its_send_asked_for(client
     )
     _finished(client, started.id)
     assert _kinds(list(client.runs.messages.list(started.id))) == ["assistant_message"]
+
+
+def test_an_agent_that_answers_in_text_streams_its_answer_as_the_assistant_message(client: Letta) -> None:
+    """Offered no send_message (Letta's letta_v1_agent), the model's text is its answer: streamed in
+    pieces of one assistant message, then end_turn; a finished run replays its messages as a stream."""
+    agent = client.agents.create(name="texter", model="openai/gpt-4o-mini", include_base_tools=False)
+    ask = "This is an automated test message. Reply with the message 'Teamwork makes the dream work'."
+    sent: Any = [{"role": "user", "content": ask}]
+    chunks = list(client.agents.messages.create(agent.id, messages=sent, streaming=True, stream_tokens=True))
+    kinds = [c.message_type for c in chunks]
+    assert kinds[-2:] == ["stop_reason", "usage_statistics"] and set(kinds[:-2]) == {"assistant_message"}
+    assert "".join(c.content for c in chunks[:-2]) == "Teamwork makes the dream work"  # type: ignore[union-attr, misc]
+    assert len({c.otid for c in chunks[:-2]}) == 1 and chunks[-2].stop_reason == "end_turn"  # type: ignore[union-attr]
+    replayed = list(client.runs.messages.stream(chunks[0].run_id))  # type: ignore[union-attr, arg-type]
+    assert [m.message_type for m in replayed] == ["assistant_message", "stop_reason", "usage_statistics"]
+    assert replayed[0].content == "Teamwork makes the dream work"  # type: ignore[union-attr]

@@ -185,7 +185,9 @@ class Agent:
             tokens = self._fit(context, scratch, trace)
             trace.model_calls += 1
             trace.add(Step(kind="model_call", tokens_in_context=tokens, name=self.model))
-            relay = TokenRelay(self._announce_chunk) if self.stream_tokens and self.on_event else None
+            relay = None
+            if self.stream_tokens and self.on_event:
+                relay = TokenRelay(self._announce_chunk, text_is_answer="send_message" not in tools.offered)
             message = llm.complete(
                 self.model,
                 context.messages(scratch),
@@ -196,8 +198,9 @@ class Agent:
             )
             calls = list(message.tool_calls or [])
             if not calls:
-                if message.content:
-                    sent.append(self._say(str(message.content), trace))
+                if message.content:  # the answer itself, unless it was relayed in chunks as it streamed
+                    relayed_answer = relay is not None and relay.relayed_text
+                    sent.append(self._say(str(message.content), trace, announce=not relayed_answer))
                 return "no_tool_call" if "send_message" in tools.offered else "text"
             if message.content:  # already relayed in chunks when tokens stream
                 self._emit(trace, Event(kind="reasoning", text=str(message.content)), announce=relay is None)

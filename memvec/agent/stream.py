@@ -44,9 +44,13 @@ def decoded_prefix(fragment: str) -> tuple[str, bool]:
 class TokenRelay:
     """Turns one step's deltas into partial events for `emit` (see the module)."""
 
-    def __init__(self, emit: Callable[[Event], None]) -> None:
-        self.emit = emit
+    def __init__(self, emit: Callable[[Event], None], *, text_is_answer: bool = False) -> None:
+        """`text_is_answer`: the model's text is its answer (it has no send_message to answer with), so
+        it streams as the assistant message, not as reasoning."""
+        self.emit, self.text_is_answer = emit, text_is_answer
         self.reasoning_id = f"reasoning-{uuid.uuid4()}"
+        self.text_id = f"assistant-{uuid.uuid4()}"
+        self.relayed_text = False
         self.arguments: dict[int, str] = {}
         self.names: dict[int, str] = {}
         self.relayed: dict[int, str] = {}  # per tool call: the message text relayed so far
@@ -59,7 +63,10 @@ class TokenRelay:
 
     def feed(self, delta: Any) -> None:
         content = getattr(delta, "content", None)
-        if content:
+        if content and self.text_is_answer:
+            self.emit(Event(kind="assistant", text=content, stream_id=self.text_id, partial=True))
+            self.relayed_text = True
+        elif content:
             self.emit(Event(kind="reasoning", text=content, stream_id=self.reasoning_id, partial=True))
         for call in getattr(delta, "tool_calls", None) or []:
             self._feed_call(call)

@@ -5,20 +5,30 @@ A background run goes on in the server after the answer; one the server was stop
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
-from fastapi import Path, Query
+from fastapi import Path, Query, Response
+from fastapi.responses import StreamingResponse
+from pydantic import Field
+from starlette.concurrency import run_in_threadpool
 
 from memvec.errors import NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
 from memvec.service.deps import Caller, Service, api_router, cursor
-from memvec.service.letta_messages import grouped_by_step, record_messages
+from memvec.service.letta_messages import grouped_by_step, record_messages, stop_message, usage_message
 from memvec.service.run_bodies import RunOut, RunUsageOut
+from memvec.service.schemas import Lenient
+from memvec.service.streaming import DONE, SSE_HEADERS, sse
 from memvec.service.views import page
 from memvec.types.runs import AgentRun, RunStatus
 
 router = api_router(tags=["runs"])
+RUN_WAIT_S = 300.0  # how long a replay waits for a run still going
+REPLAYED: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/event-stream": {}}, "description": "the run's messages, then stop_reason, usage, [DONE]"}
+}
 MAX_LISTED = 10_000  # the newest runs a listing pages through
 RunId = Annotated[str, Path(pattern=r"^run-[0-9a-f-]{36}$", description="a run's id (run-<uuid>)")]
 
@@ -93,6 +103,40 @@ def run_messages(
     metas = recall.message_meta(ids)
     shown = grouped_by_step([m for r in recall.get_many(ids) for m in record_messages(r, metas.get(r.id))])
     return [m for m in shown if run.message_types is None or m["message_type"] in run.message_types]
+
+
+class RunStreamIn(Lenient):
+    """Letta's run-stream request: memvec replays a run's messages once it has ended."""
+
+    starting_after: int = Field(default=0, ge=0, description="accepted: the whole run is replayed")
+    include_pings: bool | None = None
+    poll_interval: float | None = Field(default=None, ge=0, le=60)
+    batch_size: int | None = Field(default=None, ge=1, le=10_000)
+
+
+@router.post("/v1/runs/{run_id}/stream", response_class=StreamingResponse, responses=REPLAYED)
+async def stream_run(run_id: RunId, principal: Caller, service: Service, body: RunStreamIn | None = None) -> Response:
+    """The run's messages as a stream (Server-Sent Events), once it has ended (waiting up to
+    RUN_WAIT_S for one still going): what it said, not what it was sent, then its stop reason and
+    usage. memvec keeps a run's messages, not its stream, so token chunks come back whole."""
+    run = await run_in_threadpool(_visible, service.memory, principal, run_id)
+    waited = 0.0
+    while run.status in ("created", "running") and waited < RUN_WAIT_S:
+        await asyncio.sleep(0.1)
+        waited += 0.1
+        run = await run_in_threadpool(service.memory.runs().get, run_id)
+    said = await run_in_threadpool(run_messages, run_id, principal, service)
+    events = [sse(m) for m in said if m["message_type"] != "user_message"]
+    if run.status == "failed":
+        events.append(sse({"message_type": "error", "detail": run.error or "the run failed"}, event="error"))
+    else:
+        events += [sse(stop_message(run.stop_reason or "end_turn")), sse(usage_message_of(run.usage))]
+    return StreamingResponse(iter([*events, DONE]), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def usage_message_of(usage: dict[str, int]) -> dict[str, Any]:
+    counted = RunUsageOut.model_validate(usage)
+    return usage_message(counted.step_count, counted.prompt_tokens, counted.completion_tokens)
 
 
 @router.get("/v1/runs/{run_id}/usage", response_model=RunUsageOut)
