@@ -2280,6 +2280,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_letta_messages.py",
     ),
     (
+        "a block tool refuses Letta's current argument names",
+        "memvec/tools/arguments.py",
+        'NEW_STR = AliasChoices("new_str", "new_string")\n',
+        'NEW_STR = AliasChoices("new_str")\n',
+        "tests/test_custom_tools.py",
+    ),
+    (
         "a run shows every message type whatever its send asked for",
         "memvec/service/routes_runs.py",
         '    return [m for m in shown if run.message_types is None or m["message_type"] in run.message_types]\n',

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from letta_client import BadRequestError, Letta, PermissionDeniedError
+from letta_client import BadRequestError, Letta, NotFoundError, PermissionDeniedError
 from letta_client.types.agents.tool_return_param import ToolReturnParam
 
 from memvec.agent.rules import RuleState
@@ -346,3 +346,19 @@ def test_a_return_past_the_tools_limit_is_cut_and_says_so(tmp_path: Path) -> Non
         response = letta.agents.messages.create(agent.id, input="shout")
     returned = next(m for m in response.messages if m.message_type == "tool_return_message")
     assert returned.tool_return == "x" * 10 + "... [function output was truncated at 10 of its 100 characters]"
+
+
+def test_an_agents_tool_runs_on_request_with_letta_s_argument_names(client: Letta) -> None:
+    agent = client.agents.create(name="tool-runner", memory_blocks=[{"label": "human", "value": "Ana"}])
+    done = client.agents.tools.run(
+        "memory_insert", agent_id=agent.id, args={"label": "human", "new_string": "likes tea"}
+    )
+    assert done.status == "success" and "likes tea" in client.agents.blocks.retrieve("human", agent_id=agent.id).value
+    wrong = client.agents.tools.run("memory_insert", agent_id=agent.id, args={"label": "human", "FAKE_ARG": "x"})
+    assert (wrong.status, wrong.func_return) == ("error", None) and "FAKE_ARG" in str(wrong.stderr)
+    with pytest.raises(NotFoundError):
+        client.agents.tools.run("no_such_tool", agent_id=agent.id, args={})
+    dice = client.tools.upsert(source_code=DICE)
+    client.agents.tools.attach(dice.id, agent_id=agent.id)
+    with pytest.raises(BadRequestError, match="its client runs"):  # this server runs no tool code
+        client.agents.tools.run("roll_dice", agent_id=agent.id, args={"num_sides": 6})

@@ -40,6 +40,7 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "POST /v1/agents/{agent_id}/messages": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
     "POST /v1/agents/{agent_id}/messages/stream": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
     "POST /v1/agents/{agent_id}/messages/async": {"json": {"messages": [{"role": "user", "content": "hi"}]}},
+    "POST /v1/agents/{agent_id}/tools/{tool_name}/run": {"json": {"args": {"query": "tea"}}},
     "POST /v1/agents/{agent_id}/generate": {"json": {"prompt": "hi"}},
     "POST /ui/agents/{agent_id}/blocks/{label}": {"form": {"value": "x"}},
     "GET /ui/agents/{agent_id}/search": {"params": {"q": "lisbon"}},
@@ -90,6 +91,7 @@ def home_with_ana(tmp_path: Path) -> Iterator[tuple[Memory, dict[str, str]]]:
                 "file_id": f"file-{file.id}",
                 "document_id": str(own.id),
                 "tool_id": builtin_tool_id("conversation_search"),
+                "tool_name": "conversation_search",
             },
         )
 

@@ -10,15 +10,16 @@ to its agents.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from fastapi import Path, Query
 
-from memvec.errors import InvalidInputError
+from memvec.errors import InvalidInputError, NotFoundError
 from memvec.service.deps import Caller, ScopedAgent, Service, api_router, unscoped, visible_agent
 from memvec.service.schemas import AgentOut, Deleted
-from memvec.service.tool_bodies import ToolIn, ToolOut, ToolPatch
+from memvec.service.tool_bodies import ToolIn, ToolOut, ToolPatch, ToolRunIn, ToolRunOut
 from memvec.service.views import agent_out, page
 from memvec.tools.catalogue import (
     BUILTIN_BY_ID,
@@ -219,3 +220,39 @@ def attach_tool(agent: ScopedAgent, tool_id: ToolId, principal: Caller, service:
 def detach_tool(agent: ScopedAgent, tool_id: ToolId, principal: Caller, service: Service) -> AgentOut:
     """Stop offering the agent this tool (built-in ones too)."""
     return _set_tools(agent, principal, service, tool_id, attach=False)
+
+
+@router.post("/v1/agents/{agent_id}/tools/{tool_name}/run", response_model=ToolRunOut, tags=["tools"])
+def run_agent_tool(
+    agent_id: ScopedAgent,
+    tool_name: Annotated[str, Path(min_length=1, max_length=64)],
+    body: ToolRunIn,
+    principal: Caller,
+    service: Service,
+) -> ToolRunOut:
+    """Run one of the agent's tools now with `args`, as its model's call would be run (under the
+    agent's lease, so not in the middle of a reply): `status` and the tool's return, or `error` with
+    why (bad arguments are the tool's error, not a 4xx). A custom tool only where this server runs
+    tools (`--tool-execution subprocess`); nothing is stored in the agent's messages."""
+    from memvec.agent.tools import ToolBox
+
+    memory = service.memory
+    settings, state = visible_agent(agent_id, principal, service)
+    box = ToolBox(
+        memory,
+        agent_id,
+        session_id=None,
+        turn=state.turn,
+        offered=agent_tools(memory, settings),
+        execution=memory.config.tool_execution,
+    )
+    if tool_name not in box.offered:
+        raise NotFoundError(f"agent {agent_id!r} has no tool {tool_name!r}")
+    if box.runner_of(tool_name) == "client":
+        raise InvalidInputError(f"{tool_name} is a custom tool its client runs: this server runs none")
+    with memory.agent_lease(agent_id):
+        outcome = box.run(tool_name, json.dumps(body.args), approved=True)
+    printed = {"stdout": [outcome.stdout] if outcome.stdout else None}
+    if outcome.ok:
+        return ToolRunOut(status="success", func_return=outcome.content, **printed)
+    return ToolRunOut(status="error", stderr=[outcome.stderr or outcome.content], **printed)

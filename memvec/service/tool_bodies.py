@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -95,3 +95,19 @@ class ToolOut(BaseModel):
             created_at=custom.created_at if custom else None,
             updated_at=custom.updated_at if custom else None,
         )
+
+
+class ToolRunIn(BaseModel):
+    """Letta's tool-run request: the arguments, as the agent's model would give them."""
+
+    model_config = ConfigDict(extra="ignore")
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolRunOut(BaseModel):
+    """Letta's ToolExecutionResult."""
+
+    status: Literal["success", "error"]
+    func_return: Any | None = Field(default=None, description="what the tool returned (None when it failed)")
+    stdout: list[str] | None = None
+    stderr: list[str] | None = Field(default=None, description="why it failed")

@@ -82,7 +82,11 @@ def unknown_arguments(tool: MemoryTool, names: Iterable[str]) -> str | None:
     """A tool error for argument names the tool does not take (None when all are known): a typo
     like `tag` for `tags` must not store a passage untagged, nor skip a date filter silently."""
     known = list(tool.arguments.model_fields)
-    unknown = [name for name in names if name not in known]
+    accepted = {
+        *known,
+        *(choice for f in tool.arguments.model_fields.values() for choice in _aliases(f.validation_alias)),
+    }
+    unknown = [name for name in names if name not in accepted]
     if not unknown:
         return None
     hints = [
@@ -90,6 +94,12 @@ def unknown_arguments(tool: MemoryTool, names: Iterable[str]) -> str | None:
         for name in unknown
     ]
     return f"{tool.name} takes no argument {', '.join(hints)}; its arguments: {', '.join(known) or 'none'}"
+
+
+def _aliases(alias: object) -> list[str]:
+    """The other names a field is taken under (pydantic's AliasChoices of plain names)."""
+    choices = getattr(alias, "choices", None) or ([alias] if isinstance(alias, str) else [])
+    return [c for c in choices if isinstance(c, str)]
 
 
 def day_bound(value: date | datetime | None, *, end: bool) -> datetime | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from memvec.types import MAX_ID, MAX_TAGS, MAX_TEXT_CHARS, IdText, MetaText, Tag
 
@@ -42,9 +42,15 @@ class CoreReplaceArgs(ToolArguments):
     new_content: NewText
 
 
+# Letta's block tools once named their text arguments old_str/new_str, now old_string/new_string:
+# both are taken (the schema a model sees shows the first)
+NEW_STR = AliasChoices("new_str", "new_string")
+OLD_STR = AliasChoices("old_str", "old_string")
+
+
 class MemoryInsertArgs(ToolArguments):
     label: Label
-    new_str: Text
+    new_str: Text = Field(validation_alias=NEW_STR)
     insert_line: Annotated[
         int, Field(ge=-1, le=10_000, description="Line to insert before (0 = first); -1 = after the last line.")
     ] = -1
@@ -52,8 +58,8 @@ class MemoryInsertArgs(ToolArguments):
 
 class MemoryReplaceArgs(ToolArguments):  # Letta's names for core_memory_replace's arguments
     label: Label
-    old_str: OldText
-    new_str: NewText
+    old_str: OldText = Field(validation_alias=OLD_STR)
+    new_str: NewText = Field(validation_alias=NEW_STR)
 
 
 class MemoryRethinkArgs(ToolArguments):
