@@ -205,3 +205,27 @@ def api_routes(app: Any) -> list[Any]:
         elif (inner := getattr(route, "original_router", None)) is not None:
             found += api_routes(inner)
     return found
+
+
+@contextmanager
+def serving_with_openai_script(home: Path, *, keys: str, model: str = "hash:64") -> Iterator[Server]:
+    """A `memvec serve` whose agents with an `openai/...` model answer through litellm from the
+    OpenAI-shaped scripted model of Letta's suite (benchmarks/openai_script.py), without a network."""
+    from benchmarks import openai_script
+
+    with openai_script.serving() as model_base:
+        server = Server(home, keys=keys, model=model, env={"OPENAI_API_BASE": model_base, "OPENAI_API_KEY": "sk-x"})
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@contextmanager
+def letta_for(server: Server, key: str) -> Iterator[Any]:
+    """letta-client against the server, checking every answer against its own types."""
+    from letta_client import Letta
+
+    with Letta(base_url=server.url, api_key=key, _strict_response_validation=True) as client:
+        yield client

@@ -20,7 +20,7 @@ from memvec.tools.source_schema import ToolSourceError, function_schema
 from memvec.types.tools import ToolRule, builtin_tool_id
 from tests.scripted_llm import SCRIPTED, ToolCall, Turn, say
 from tests.scripted_llm import call as call_tool
-from tests.service_helpers import Server, served_in_process
+from tests.service_helpers import Server, letta_for, served_in_process
 
 ADMIN, SCOPED = "tools-admin-0001", "tools-scope-0001"
 
@@ -162,7 +162,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture
 def client(server: Server) -> Iterator[Letta]:
-    with Letta(base_url=server.url, api_key=ADMIN, _strict_response_validation=True) as letta:
+    with letta_for(server, ADMIN) as letta:
         yield letta
 
 

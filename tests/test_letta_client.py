@@ -15,7 +15,7 @@ import pytest
 from letta_client import Letta
 from letta_client.types import CreateBlockParam, MessageCreateParam
 
-from tests.service_helpers import Server, served_in_process
+from tests.service_helpers import Server, letta_for, served_in_process
 
 ADMIN = "letta-admin-0001"
 SCOPED = "letta-scope-0001"
@@ -34,7 +34,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture
 def client(server: Server) -> Iterator[Letta]:
-    with Letta(base_url=server.url, api_key=ADMIN, _strict_response_validation=True) as letta:
+    with letta_for(server, ADMIN) as letta:
         yield letta
 
 

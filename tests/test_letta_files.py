@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from letta_client import Letta
 
-from benchmarks import openai_script
-from tests.service_helpers import Server
+from tests.service_helpers import Server, letta_for, serving_with_openai_script
 
 ADMIN = "files-admin-01"
 HUNDRED = "\n".join(f"x{n} = {n}" for n in range(1, 101)) + "\n"
@@ -22,20 +21,15 @@ FILE_TOOLS = {"open_files", "grep_files", "semantic_search_files"}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with openai_script.serving() as model_base:
-        srv = Server(
-            tmp_path_factory.mktemp("letta-files") / "home",
-            keys=ADMIN,
-            model="onnx-int8:all-MiniLM-L6-v2",
-            env={"OPENAI_API_BASE": model_base, "OPENAI_API_KEY": "sk-scripted"},
-        ).start()
+    with serving_with_openai_script(
+        tmp_path_factory.mktemp("letta-files") / "home", keys=ADMIN, model="onnx-int8:all-MiniLM-L6-v2"
+    ) as srv:
         yield srv
-        srv.stop()
 
 
 @pytest.fixture
 def client(server: Server) -> Iterator[Letta]:
-    with Letta(base_url=server.url, api_key=ADMIN, _strict_response_validation=True) as letta:
+    with letta_for(server, ADMIN) as letta:
         yield letta
 
 

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from letta_client import Letta
 
-from benchmarks import openai_script
-from tests.service_helpers import Server
+from tests.service_helpers import Server, letta_for, serving_with_openai_script
 
 ADMIN = "messages-admin-01"
 SAY = "Call the send_message tool with the message 'Teamwork makes the dream work'."
@@ -23,19 +22,13 @@ SAY = "Call the send_message tool with the message 'Teamwork makes the dream wor
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with openai_script.serving() as model_base:
-        srv = Server(
-            tmp_path_factory.mktemp("letta-messages") / "home",
-            keys=ADMIN,
-            env={"OPENAI_API_BASE": model_base, "OPENAI_API_KEY": "sk-scripted"},
-        ).start()
+    with serving_with_openai_script(tmp_path_factory.mktemp("letta-messages") / "home", keys=ADMIN) as srv:
         yield srv
-        srv.stop()
 
 
 @pytest.fixture
 def client(server: Server) -> Iterator[Letta]:
-    with Letta(base_url=server.url, api_key=ADMIN, _strict_response_validation=True) as letta:
+    with letta_for(server, ADMIN) as letta:
         yield letta
 
 
