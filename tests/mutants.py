@@ -2287,6 +2287,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_custom_tools.py",
     ),
     (
+        "a source and a json_schema of two functions are taken together",
+        "memvec/service/routes_tools.py",
+        '    if given.get("source_code") and given.get("json_schema"):\n',
+        "    if False:\n",
+        "tests/test_custom_tools.py",
+    ),
+    (
         "a run shows every message type whatever its send asked for",
         "memvec/service/routes_runs.py",
         '    return [m for m in shown if run.message_types is None or m["message_type"] in run.message_types]\n',

@@ -362,3 +362,13 @@ def test_an_agents_tool_runs_on_request_with_letta_s_argument_names(client: Lett
     client.agents.tools.attach(dice.id, agent_id=agent.id)
     with pytest.raises(BadRequestError, match="its client runs"):  # this server runs no tool code
         client.agents.tools.run("roll_dice", agent_id=agent.id, args={"num_sides": 6})
+
+
+def test_a_source_and_a_json_schema_given_together_must_be_of_one_function(client: Letta) -> None:
+    tool = client.tools.upsert(source_code=DICE)
+    other = {"name": "flip_coin", "description": "Flip.", "parameters": {"type": "object", "properties": {}}}
+    with pytest.raises(BadRequestError, match="names 'flip_coin', but the source defines 'roll_dice'"):
+        client.tools.update(tool.id, source_code=DICE, json_schema=other)
+    renamed = client.tools.update(tool.id, json_schema=other)  # a schema alone may rename the tool
+    assert renamed.name == "flip_coin"
+    client.tools.delete(tool.id)

@@ -52,6 +52,8 @@ def _definition(body: ToolIn | ToolPatch, old: ToolDef | None) -> ToolDef:
         raise InvalidInputError(str(exc)) from None
     if not isinstance(schema.get("name"), str):
         raise InvalidInputError("json_schema must name the function (`name`)")
+    if given.get("source_code") and given.get("json_schema"):
+        _same_function(given["source_code"], schema["name"], args_schema)
     fields = {
         "id": old.id if old else new_tool_id(),
         "name": schema["name"],
@@ -72,6 +74,16 @@ def _definition(body: ToolIn | ToolPatch, old: ToolDef | None) -> ToolDef:
         return ToolDef.model_validate(fields)
     except ValueError as exc:
         raise InvalidInputError(f"not a tool memvec can serve: {exc}") from None
+
+
+def _same_function(source: str, named: str, args_schema: dict[str, object] | None) -> None:
+    """A source and a json_schema given together must be of one function (as Letta checks)."""
+    try:
+        defined = function_schema(source, args_json_schema=args_schema)["name"]
+    except ToolSourceError as exc:
+        raise InvalidInputError(str(exc)) from None
+    if defined != named:
+        raise InvalidInputError(f"the json_schema names {named!r}, but the source defines {defined!r}")
 
 
 def _builtin_guard(tool_id: str, what: str) -> None:
