@@ -2294,6 +2294,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_custom_tools.py",
     ),
     (
+        "a cancelled run goes on",
+        "memvec/agent/loop.py",
+        "            if self.memory.runs().cancelled(self._ids.run_id):",
+        "            if False:",
+        "tests/test_runs.py",
+    ),
+    (
+        "a cancelled run ends completed",
+        "memvec/tiers/runs.py",
+        '        if self.get(run_id).status == "cancelled":\n',
+        "        if False:\n",
+        "tests/test_runs.py",
+    ),
+    (
         "a run shows every message type whatever its send asked for",
         "memvec/service/routes_runs.py",
         '    return [m for m in shown if run.message_types is None or m["message_type"] in run.message_types]\n',

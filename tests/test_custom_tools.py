@@ -366,7 +366,7 @@ def test_an_agents_tool_runs_on_request_with_letta_s_argument_names(client: Lett
 
 def test_a_source_and_a_json_schema_given_together_must_be_of_one_function(client: Letta) -> None:
     tool = client.tools.upsert(source_code=DICE)
-    other = {"name": "flip_coin", "description": "Flip.", "parameters": {"type": "object", "properties": {}}}
+    other: dict[str, object] = {"name": "flip_coin", "description": "Flip.", "parameters": {"type": "object"}}
     with pytest.raises(BadRequestError, match="names 'flip_coin', but the source defines 'roll_dice'"):
         client.tools.update(tool.id, source_code=DICE, json_schema=other)
     renamed = client.tools.update(tool.id, json_schema=other)  # a schema alone may rename the tool

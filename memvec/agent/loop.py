@@ -179,6 +179,8 @@ class Agent:
     ) -> StopReason:
         budget_left = self.settings.page_in_budget
         for step in range(self.settings.max_steps):
+            if self.memory.runs().cancelled(self._ids.run_id):  # a client cancelled the run: stop between steps
+                return "cancelled"
             if step or scratch:  # the first step of a reply that answered waiting calls is a new step too
                 self._ids.new_step()
             offered = [tools.offered[name].schema for name in rules.allowed(list(tools.offered))]

@@ -12,7 +12,14 @@ from memvec.agent.events import Event
 # "text": the model answered in text with no send_message to answer with (Letta's letta_v1_agent way);
 # "no_tool_call": it answered in text though it was offered send_message
 StopReason = Literal[
-    "send_message", "text", "max_steps", "no_tool_call", "no_heartbeat", "tool_rule", "requires_approval"
+    "send_message",
+    "text",
+    "max_steps",
+    "no_tool_call",
+    "no_heartbeat",
+    "tool_rule",
+    "requires_approval",
+    "cancelled",
 ]
 
 

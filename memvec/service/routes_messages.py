@@ -78,6 +78,7 @@ STOP_REASONS = {
     "send_message": "end_turn",
     "no_heartbeat": "end_turn",
     "text": "end_turn",
+    "cancelled": "cancelled",
     "no_tool_call": "no_tool_call",
     "max_steps": "max_steps",
     "tool_rule": "tool_rule",

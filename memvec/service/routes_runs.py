@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from memvec.errors import NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
-from memvec.service.deps import Caller, Service, api_router, cursor
+from memvec.service.deps import Caller, ScopedAgent, Service, api_router, cursor, visible_agent
 from memvec.service.letta_messages import grouped_by_step, record_messages, stop_message, usage_message
 from memvec.service.run_bodies import RunOut, RunUsageOut
 from memvec.service.schemas import Lenient
@@ -143,3 +143,20 @@ def usage_message_of(usage: dict[str, int]) -> dict[str, Any]:
 def run_usage(run_id: RunId, principal: Caller, service: Service) -> RunUsageOut:
     """Its steps and tokens as the provider counted them (zero until it ends)."""
     return RunUsageOut.model_validate(_visible(service.memory, principal, run_id).usage)
+
+
+class CancelIn(Lenient):
+    run_ids: list[Annotated[str, Field(max_length=64)]] | None = Field(
+        default=None, max_length=1000, description="only these runs (default: every run of the agent still going)"
+    )
+
+
+@router.post("/v1/agents/{agent_id}/messages/cancel", response_model=dict[str, Any], tags=["messages"])
+def cancel_runs(
+    agent_id: ScopedAgent, principal: Caller, service: Service, body: CancelIn | None = None
+) -> dict[str, Any]:
+    """Cancel the agent's runs still going: each stops before its next model call (what it wrote
+    stays) and ends `cancelled`. Answers the ids cancelled."""
+    visible_agent(agent_id, principal, service)
+    cancelled = service.memory.runs().cancel(agent_id, (body.run_ids or []) if body else [])
+    return {"cancelled_run_ids": cancelled}

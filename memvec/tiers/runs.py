@@ -46,8 +46,24 @@ class AgentRuns:
         return self._update(run_id, status="running")
 
     def finish(self, run_id: str, *, stop_reason: str, usage: dict[str, int]) -> AgentRun:
+        """Completed, unless it was cancelled meanwhile (then it stays cancelled, with its usage)."""
         now = self._engine.store.clock()
+        if self.get(run_id).status == "cancelled":
+            return self._update(run_id, completed_at=now, stop_reason="cancelled", usage=usage)
         return self._update(run_id, status="completed", completed_at=now, stop_reason=stop_reason, usage=usage)
+
+    def cancel(self, agent: str, run_ids: Sequence[str] = ()) -> builtins.list[str]:
+        """Cancel the agent's runs still going (those of `run_ids` only, when given): each stops at its
+        next step; what it wrote stays. Returns the ids cancelled."""
+        going = [r for r in self.list([agent], limit=1000) if r.status in ("created", "running")]
+        chosen = [r for r in going if not run_ids or r.id in run_ids]
+        for run in chosen:
+            self._update(run.id, status="cancelled", stop_reason="cancelled")
+        return [r.id for r in chosen]
+
+    def cancelled(self, run_id: str) -> bool:
+        run = self._engine.store.agent_run(run_id)
+        return run is not None and run.status == "cancelled"
 
     def fail(self, run_id: str, error: str) -> AgentRun:
         now = self._engine.store.clock()
