@@ -4,10 +4,10 @@ for running Letta's own suite against `memvec serve` without a network (benchmar
 litellm calls it as it would call OpenAI (`OPENAI_API_BASE` points here), streamed or not. It is a
 script, not a model: a request naming a tool ("Call the roll_dice tool with 16 sides") gets that
 call, "Use ONLY the open_files tool to open the file named F with offset 0 and length 5" (or to
-search for `P`, or for words) gets that tool with those arguments, a request quoting a message
-("... send_message tool with the message 'X'") gets send_message with X, a tool result gets
-send_message telling it, and anything else a short greeting, through send_message when the request
-offers it and as plain text when it does not.
+search for `P`, or for words) gets that tool with those arguments, "num_sides=6, num_sides=12" one
+call each in one answer, a request quoting a message ("... send_message tool with the message 'X'",
+"Reply with the message 'X'") gets X said, a tool result gets a sentence telling it, and anything
+else a short greeting; said through send_message when the request offers it, as plain text when not.
 """
 
 from __future__ import annotations
