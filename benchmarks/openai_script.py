@@ -53,7 +53,24 @@ def reply_to(request: dict[str, Any]) -> tuple[str | None, list[tuple[str, dict[
             return None, [(named.group(1), {"num_sides": int(n)}) for n in sides]
         arguments = {"num_sides": int(named.group(2))} if named.group(2) else {}
         return None, [(named.group(1), arguments)]
+    shape = request.get("response_format") or {}
+    if shape.get("type") == "json_schema":  # a structured answer: an object the schema asks for
+        return _say(json.dumps(_instance(shape["json_schema"].get("schema", {}), user)), offered)
     return _say(GREETING, offered)
+
+
+def _instance(schema: dict[str, Any], asked: str) -> Any:
+    """A value of `schema`: each string says what it is about, from its description and the question."""
+    kind = schema.get("type")
+    if kind == "object":
+        return {name: _instance(part, asked) for name, part in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [_instance(schema.get("items", {}), asked)]
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return True
+    return f"{schema.get('description', 'an answer')}: {asked[:80]}"
 
 
 def _parameters(request: dict[str, Any], tool: str) -> set[str]:

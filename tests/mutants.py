@@ -2308,6 +2308,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_runs.py",
     ),
     (
+        "an agent's response_format never reaches its model",
+        "memvec/agent/loop.py",
+        "                response_format=self.settings.response_format,\n",
+        "",
+        "tests/test_letta_messages.py",
+    ),
+    (
         "a run shows every message type whatever its send asked for",
         "memvec/service/routes_runs.py",
         '    return [m for m in shown if run.message_types is None or m["message_type"] in run.message_types]\n',

@@ -5,6 +5,7 @@ the client's otid kept with what it sent, and tool calls listed from the store a
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from letta_client import Letta
+from letta_client import Letta, UnprocessableEntityError
 
 from tests.service_helpers import Server, letta_for, serving_with_openai_script
 
@@ -139,3 +140,20 @@ def test_an_agent_that_answers_in_text_streams_its_answer_as_the_assistant_messa
     replayed = list(client.runs.messages.stream(chunks[0].run_id))  # type: ignore[union-attr, arg-type]
     assert [m.message_type for m in replayed] == ["assistant_message", "stop_reason", "usage_statistics"]
     assert replayed[0].content == "Teamwork makes the dream work"  # type: ignore[union-attr]
+
+
+def test_a_response_format_from_model_settings_reaches_the_model(client: Letta) -> None:
+    """Letta's model_settings.response_format is kept with the agent and sent with each model call:
+    the scripted model answers a json_schema with an object of it, and only then."""
+    shape = {"type": "object", "properties": {"response": {"type": "string"}}, "required": ["response"]}
+    wanted = {"type": "json_schema", "json_schema": {"name": "answer", "schema": shape}}
+    agent = client.agents.create(
+        name="structured", model="openai/gpt-4o-mini", extra_body={"model_settings": {"response_format": wanted}}
+    )
+    reply = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "Capital of France?"}])
+    assert json.loads(reply.messages[-1].content)["response"]  # type: ignore[union-attr, arg-type]
+    plain = client.agents.create(name="unstructured", model="openai/gpt-4o-mini")
+    reply = client.agents.messages.create(plain.id, messages=[{"role": "user", "content": "Capital of France?"}])
+    assert reply.messages[-1].content == "Hello! How can I help you today?"  # type: ignore[union-attr]
+    with pytest.raises(UnprocessableEntityError):
+        client.agents.create(name="bad", extra_body={"model_settings": {"response_format": {"type": "xml"}}})

@@ -133,3 +133,14 @@ def test_the_script_replies_in_text_and_makes_parallel_calls_as_asked() -> None:
     assert openai_script.reply_to(reply) == ("Teamwork makes the dream work", [])  # no send_message: plain text
     three = ask("Call the roll_dice tool three times: num_sides=6, num_sides=12, and num_sides=20.", [DICE])
     assert openai_script.reply_to(three)[1] == [("roll_dice", {"num_sides": n}) for n in (6, 12, 20)]
+
+
+def test_the_script_answers_a_json_schema_with_an_object_of_it() -> None:
+    shape = {"type": "object", "properties": {"response": {"type": "string"}, "count": {"type": "integer"}}}
+    request = {
+        **ask("What is the capital of France?"),
+        "response_format": {"type": "json_schema", "json_schema": {"schema": shape}},
+    }
+    text, _ = openai_script.reply_to(request)
+    answer = json.loads(text or "")
+    assert isinstance(answer["response"], str) and answer["response"] and answer["count"] == 1

@@ -40,13 +40,17 @@ def complete(
     timeout: float = DEFAULT_TIMEOUT_S,
     on_delta: Callable[[Delta], None] | None = None,
     on_usage: Callable[[int, int], None] | None = None,
+    response_format: dict[str, Any] | None = None,
 ) -> Any:
     """One chat completion; returns litellm's message object (content and tool_calls). `timeout`:
     seconds the provider may take (litellm's own default is 10 minutes: a stuck provider would hold
     the agent's lease that long). With `on_delta` the provider streams: each delta is handed on as it
     comes, and the message is assembled from them by litellm (tool calls included). `on_usage` is told
-    the call's prompt and completion tokens as the provider counted them (0 where it did not)."""
+    the call's prompt and completion tokens as the provider counted them (0 where it did not).
+    `response_format`: the shape the text answer must have (OpenAI's, e.g. a `json_schema`), as given."""
     kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout}
+    if response_format:
+        kwargs["response_format"] = response_format
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = "auto"

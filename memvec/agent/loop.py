@@ -197,6 +197,7 @@ class Agent:
                 timeout=self.memory.config.llm_timeout_s,
                 on_delta=relay.feed if relay else None,
                 on_usage=trace.count_tokens,
+                response_format=self.settings.response_format,
             )
             calls = list(message.tool_calls or [])
             if not calls:

@@ -69,8 +69,11 @@ def _settings_changes(body: AgentCreate | AgentPatch) -> dict[str, object]:
             "folder_ids",
             "block_ids",
             "initial_message_sequence",
+            "model_settings",
         },
     )
+    if body.model_settings and "response_format" in body.model_settings:
+        given["response_format"] = body.model_settings["response_format"]
     llm, embedding = body.llm_config or {}, body.embedding_config or {}
     if "embedding" not in given and (named := embedding.get("handle") or embedding.get("embedding_model")):
         given["embedding"] = str(named)[:256]

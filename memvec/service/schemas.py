@@ -116,6 +116,9 @@ class AgentCreate(Lenient):
     )
     folder_ids: list[str] | None = Field(default=None, max_length=64, description="folders to attach")
     tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
+    model_settings: dict[str, Any] | None = Field(
+        default=None, description="Letta's model settings: its `response_format` is kept; the rest is not used"
+    )
     max_files_open: int | None = Field(default=None, ge=1, le=100, description="files open at once")
     per_file_view_window_char_limit: int | None = Field(
         default=None, ge=100, le=1_000_000, description="characters of an open file its prompt shows"
@@ -156,6 +159,9 @@ class AgentPatch(Lenient):
     embedding_config: dict[str, Any] | None = None
     tool_ids: list[str] | None = Field(default=None, max_length=256, description="the tools to offer it, by id")
     tool_rules: list[ToolRule] | None = Field(default=None, max_length=256)
+    model_settings: dict[str, Any] | None = Field(
+        default=None, description="Letta's model settings: its `response_format` is kept; the rest is not used"
+    )
     max_files_open: int | None = Field(default=None, ge=1, le=100, description="files open at once")
     per_file_view_window_char_limit: int | None = Field(
         default=None, ge=100, le=1_000_000, description="characters of an open file its prompt shows"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -67,6 +68,7 @@ class BlockChange(BaseModel):
 MAX_AGENT_TOOLS = 256
 
 
+MAX_RESPONSE_FORMAT_CHARS = 65_536
 MAX_CONTEXT_WINDOW = 2_000_000
 
 
@@ -99,6 +101,11 @@ class AgentSettings(BaseModel):
         description="the tools the agent is offered, built-in and custom (None: the built-in memory tools)",
     )
     tool_rules: list[ToolRule] = Field(default_factory=list, max_length=MAX_AGENT_TOOLS)
+    response_format: dict[str, Any] | None = Field(
+        default=None,
+        description="the shape its answers must have, passed to the model as given (OpenAI's, e.g. "
+        '{"type": "json_schema", "json_schema": {...}}; Letta\'s model_settings.response_format)',
+    )
     max_files_open: int | None = Field(
         default=None, ge=1, le=100, description="files of its folders open at once (None: by the context window)"
     )
@@ -114,6 +121,17 @@ class AgentSettings(BaseModel):
         )
         share = self.context_window * 4 // 3 // max_open
         return max_open, self.per_file_view_window_char_limit or min(40_000, max(1_000, share))
+
+    @field_validator("response_format")
+    @classmethod
+    def _response_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None or value.get("type") == "text":
+            return None
+        if value.get("type") not in ("json_object", "json_schema"):
+            raise ValueError("response_format is a json_schema, a json_object or text")
+        if len(json.dumps(value)) > MAX_RESPONSE_FORMAT_CHARS:
+            raise ValueError(f"response_format is at most {MAX_RESPONSE_FORMAT_CHARS:,} characters of JSON")
+        return value
 
     @field_validator("tool_rules")
     @classmethod
