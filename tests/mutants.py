@@ -2076,7 +2076,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "an agent's sources are not its folders",
         "memvec/service/views.py",
-        "        sources=[folder_out(memory, folder) for folder in memory.folders().of_agent(settings.name)],\n",
+        "        sources=[folder_out(memory, folder) for folder in folders],\n",
         "",
         "tests/test_folders.py",
     ),

@@ -51,8 +51,9 @@ class MainContext:
             f"(not shown; search them).\n\n### Core memory\n{self.memory.core(name).render() or '(empty)'}\n\n"
             f"### Summary of earlier conversation\n{self.state.summary or '(nothing evicted yet)'}"
         )
-        files = self.memory.open_files(name)
-        if section := directories(files.folders(), files.list(), files.max_open):
+        files = self.memory.open_files(name, settings=self.settings)
+        folders = files.folders()
+        if section := directories(folders, files.list(folders), files.max_open):
             text += f"\n\n{PREAMBLE}\n\n{section}"
         return {"role": "system", "content": text}
 

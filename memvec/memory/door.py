@@ -46,6 +46,7 @@ from memvec.tiers.recall import RecallMemory
 from memvec.tiers.runs import AgentRuns
 from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
+    AgentSettings,
     Clock,
     DocumentReport,
     Hit,
@@ -147,10 +148,12 @@ class Memory(AgentMethods, MaintenanceMethods, ToolMethods):
         """The home's folders (Letta's): sets of files attached to agents, whose chunks they hold."""
         return Folders(self._engine)
 
-    def open_files(self, agent: str) -> AgentFiles:
+    def open_files(self, agent: str, *, settings: AgentSettings | None = None) -> AgentFiles:
         """The files of the agent's folders as it sees them (Letta's file blocks): open or closed, and
-        the lines of each open one that its prompt shows."""
-        max_open, char_limit = self.get_agent(validate_agent(agent))[0].file_limits()
+        the lines of each open one that its prompt shows. `settings`: the agent's, when the caller has
+        read them already (they set how many files are open and how much of each is shown)."""
+        settings = settings or self.get_agent(validate_agent(agent))[0]
+        max_open, char_limit = settings.file_limits()
         return AgentFiles(self._engine, agent, max_open=max_open, char_limit=char_limit)
 
     def runs(self) -> AgentRuns:

@@ -54,6 +54,14 @@ def record_messages(
     ]
 
 
+def records_as_messages(
+    records: list[Record], metas: dict[int, MessageMeta], *, use_assistant_message: bool = True
+) -> list[dict[str, Any]]:
+    """Recall records (in time order) as Letta lists them: each as its messages, a step's calls grouped."""
+    shown_as = {"use_assistant_message": use_assistant_message}
+    return grouped_by_step([m for r in records for m in record_messages(r, metas.get(r.id), **shown_as)])
+
+
 def grouped_by_step(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The calls one model call made together as Letta lists parallel calls: one tool_call_message
     with every call (`tool_calls`), then one tool_return_message with every return (`tool_returns`);

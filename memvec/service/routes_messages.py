@@ -39,9 +39,8 @@ from memvec.service.deps import (
 from memvec.service.letta_messages import (
     SYSTEM_MESSAGE_ID,
     event_message,
-    grouped_by_step,
     record_message,
-    record_messages,
+    records_as_messages,
     shown,
     stop_message,
     system_message,
@@ -342,8 +341,7 @@ def list_messages(
     )
     records.sort(key=lambda r: r.id)
     metas = service.memory.recall(agent_id).message_meta([r.id for r in records])
-    shown_as = {"use_assistant_message": use_assistant_message}
-    listed = grouped_by_step([m for r in records for m in record_messages(r, metas.get(r.id), **shown_as)])
+    listed = records_as_messages(records, metas, use_assistant_message=use_assistant_message)
     if first is None and (last is None or last > SYSTEM_MESSAGE_ID) and (order == "asc" or len(listed) < limit):
         listed.insert(0, system_message(system_prompt(service.memory, agent_id), state.created_at))
     return listed[:limit]

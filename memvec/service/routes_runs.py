@@ -17,11 +17,12 @@ from memvec.errors import NotFoundError
 from memvec.memory import Memory
 from memvec.service.auth import Principal
 from memvec.service.deps import Caller, ScopedAgent, Service, api_router, cursor, visible_agent
-from memvec.service.letta_messages import grouped_by_step, record_messages, stop_message, usage_message
+from memvec.service.letta_messages import records_as_messages, stop_message, usage_message
 from memvec.service.run_bodies import RunOut, RunUsageOut
 from memvec.service.schemas import Lenient
 from memvec.service.streaming import DONE, SSE_HEADERS, sse
 from memvec.service.views import page
+from memvec.types import AgentIdentity
 from memvec.types.runs import AgentRun, RunStatus
 
 router = api_router(tags=["runs"])
@@ -40,9 +41,9 @@ def _visible(memory: Memory, principal: Principal, run_id: str) -> AgentRun:
     return run
 
 
-def _handles(memory: Memory, principal: Principal, agent_ids: list[str]) -> list[str]:
+def _handles(identities: dict[str, AgentIdentity], principal: Principal, agent_ids: list[str]) -> list[str]:
     """The handles of the agents asked for (all the caller may see when none are named)."""
-    known = {identity.id: handle for handle, identity in memory.agent_identities().items()}
+    known = {identity.id: handle for handle, identity in identities.items()}
     wanted = [known.get(a, a) for a in agent_ids] if agent_ids else list(known.values())
     return [h for h in wanted if principal.may_see(h)]
 
@@ -62,14 +63,14 @@ def list_runs(
 ) -> list[RunOut]:
     """The runs of the agents asked for (default: every agent the caller may see), newest first."""
     memory = service.memory
-    handles = _handles(memory, principal, [*([agent_id] if agent_id else []), *(agent_ids or [])])
+    identities = memory.agent_identities()
+    handles = _handles(identities, principal, [*([agent_id] if agent_id else []), *(agent_ids or [])])
     runs = memory.runs().list(handles, limit=MAX_LISTED, newest_first=order == "desc")
     if statuses:
         runs = [r for r in runs if r.status in statuses]
     if active:
         runs = [r for r in runs if r.status in ("created", "running")]
     runs = runs[page([r.id for r in runs], after=after, before=before, limit=limit)]
-    identities = memory.agent_identities()
     return [RunOut.of(r, identities[r.agent].id if r.agent in identities else r.agent) for r in runs]
 
 
@@ -100,8 +101,7 @@ def run_messages(
         if (first is None or i > first) and (last is None or i < last)
     ]
     ids = ids[-limit:] if order == "desc" else ids[:limit]
-    metas = recall.message_meta(ids)
-    shown = grouped_by_step([m for r in recall.get_many(ids) for m in record_messages(r, metas.get(r.id))])
+    shown = records_as_messages(recall.get_many(ids), recall.message_meta(ids))
     return [m for m in shown if run.message_types is None or m["message_type"] in run.message_types]
 
 

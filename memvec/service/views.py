@@ -52,7 +52,9 @@ def agent_out(
 ) -> AgentOut:
     """`identity`: the agent's, when the caller has read it already (a listing reads them all at once)."""
     blocks = blocks_out(memory, settings.name)
-    files = memory.open_files(settings.name).list()
+    files = memory.open_files(settings.name, settings=settings)
+    folders = files.folders()
+    views = files.list(folders)
     identity = identity or memory.agent_identity(settings.name)
     return AgentOut(
         id=identity.id,
@@ -60,7 +62,7 @@ def agent_out(
         agent_type=settings.agent_type,
         blocks=blocks,
         memory=MemoryOut(
-            blocks=blocks, agent_type=settings.agent_type, file_blocks=[FileBlockOut.of(v) for v in files]
+            blocks=blocks, agent_type=settings.agent_type, file_blocks=[FileBlockOut.of(v) for v in views]
         ),
         llm_config=LlmConfigOut(
             model=settings.model or "",
@@ -80,12 +82,12 @@ def agent_out(
         metadata=settings.metadata,
         tools=[ToolOut.of(t).model_dump(mode="json", by_alias=True) for t in agent_tools(memory, settings)],
         tool_rules=[r.model_dump(mode="json", exclude_none=True) for r in settings.tool_rules],
-        sources=[folder_out(memory, folder) for folder in memory.folders().of_agent(settings.name)],
+        sources=[folder_out(memory, folder) for folder in folders],
         message_ids=[str(i) for i in state.in_context],
         context_window=settings.context_window,
         created_at=state.created_at,
-        max_files_open=settings.file_limits()[0],
-        per_file_view_window_char_limit=settings.file_limits()[1],
+        max_files_open=files.max_open,
+        per_file_view_window_char_limit=files.char_limit,
     )
 
 

@@ -57,19 +57,3 @@ class AgentFileStore:
                         format_time(view.accessed_at),
                     ),
                 )
-
-    def delete_file_views(self: _SQL, *, agent: str | None = None, document_ids: Sequence[int] | None = None) -> None:
-        """The views of one agent, of some documents, or of some documents by one agent."""
-        clauses: list[str] = []
-        params: list[str | int] = []
-        if agent is not None:
-            clauses.append("agent = ?")
-            params.append(agent)
-        if document_ids is not None:
-            if not document_ids:
-                return
-            clauses.append(f"document_id IN ({', '.join('?' * len(document_ids))})")
-            params += list(document_ids)
-        assert clauses, "name an agent or documents"
-        with self._write() as db:
-            self._run(db, f"DELETE FROM agent_files WHERE {' AND '.join(clauses)}", params)

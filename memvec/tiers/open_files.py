@@ -57,17 +57,18 @@ class AgentFiles:
     def folders(self) -> builtins.list[Folder]:
         return [folder_of(self._engine, folder_id) for folder_id in self._engine.store.agent_folders(self.agent)]
 
-    def _entries(self) -> builtins.list[tuple[Folder, Document, FileViewState]]:
+    def _entries(self, folders: builtins.list[Folder]) -> builtins.list[tuple[Folder, Document, FileViewState]]:
         store, rows = self._engine.store, self._engine.store.file_views(self.agent)
         return [
             (folder, doc, rows.get(doc.id) or FileViewState(is_open=True, accessed_at=doc.created_at))
-            for folder in self.folders()
+            for folder in folders
             for doc in store.documents(folder_owner(folder.id))
         ]
 
-    def list(self) -> builtins.list[FileView]:
-        """Every file of the attached folders, in the order attached and uploaded."""
-        entries = self._entries()
+    def list(self, folders: builtins.list[Folder] | None = None) -> builtins.list[FileView]:
+        """Every file of the attached folders, in the order attached and uploaded (`folders`: those
+        folders, when the caller has read them already)."""
+        entries = self._entries(self.folders() if folders is None else folders)
         opened = sorted((e for e in entries if e[2].is_open), key=lambda e: e[2].accessed_at, reverse=True)
         shown = {doc.id for _, doc, _ in opened[: self.max_open]}
         return [self._view(folder, doc, state, doc.id in shown) for folder, doc, state in entries]
