@@ -2328,6 +2328,27 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "        pass\n",
         "tests/test_letta_messages.py",
     ),
+    (
+        "an upsert drops the fields it leaves out (tags)",
+        "memvec/service/routes_tools.py",
+        "    if replace_same_name and same_name is not None:",
+        "    if replace_same_name and same_name is None:",
+        "tests/test_custom_tools.py",
+    ),
+    (
+        "letta-client's export_file gets memvec's export, not Letta's agent file",
+        "memvec/service/routes_export.py",
+        '    if export_format == "letta" or (export_format is None and use_legacy_format is False):',
+        '    if export_format == "letta":',
+        "tests/test_agent_files.py",
+    ),
+    (
+        "an uploaded agent file is imported under the name it has, not as a new agent",
+        "memvec/service/routes_export.py",
+        "    if letta_upload and name is None:",
+        "    if False:",
+        "tests/test_agent_files.py",
+    ),
 ]
 
 

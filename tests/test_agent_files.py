@@ -81,8 +81,13 @@ def test_import_file_through_letta_client(server: Server, name: str) -> None:
         assert [(b.label, b.value, b.limit, b.read_only) for b in agent.blocks] == expected_blocks(data)
         skipped = (imported.model_extra or {})["skipped"]
         assert skipped["tools"] == [t["name"] for t in data["tools"]] and skipped["system_messages"] == 1
-        with pytest.raises(letta_client.ConflictError):  # importing again would duplicate: refused whole
-            client.agents.import_file(file=(name, json.dumps(data).encode(), "application/json"))
+        assert agent.id.startswith("agent-") and agent.name == source["name"] + "_copy"  # Letta's default
+        # as in Letta, each import is a new agent, named as the file says when asked not to add `_copy`
+        again = client.agents.import_file(file=(name, json.dumps(data).encode()), append_copy_suffix=False)
+        second = client.agents.retrieve(again.agent_ids[0])
+        assert second.id != agent.id and second.name == source["name"]
+        renamed = client.agents.import_file(file=(name, json.dumps(data).encode()), override_name="My research agent")
+        assert client.agents.retrieve(renamed.agent_ids[0]).name == "My research agent"
 
 
 def test_an_imported_conversation_is_searchable_with_citations(server: Server) -> None:
@@ -104,7 +109,7 @@ def test_an_imported_conversation_is_searchable_with_citations(server: Server) -
     ).json()["results"][0]
     assert found["content"].startswith("My favourite restaurant")
     assert found["citation"] == {
-        "session_id": f"agent-file:{agent_id}",
+        "session_id": "agent-file:memgpt_agent",  # the agent the file had
         "turn_id": "4",
         "source_url": None,
         "document": None,
@@ -139,3 +144,42 @@ def test_memvec_import_on_the_command_line(tmp_path: Path, name: str) -> None:
         assert blocks == expected_blocks(data)
         hit = mem.recall(agent).search("Himalayas restaurant in Berkeley", k=1, mode="bm25")[0]
         assert hit.text.startswith("My favourite restaurant") and hit.citation.turn_id == "4"
+
+
+def test_export_file_in_lettas_format_and_back(server: Server) -> None:
+    """letta-client's `export_file(use_legacy_format=False)` is Letta's agent file: the agent's
+    blocks, tools, folders with their files' text and its conversation, which import back as a new
+    agent; without the switch it stays memvec's lossless export."""
+    with Letta(base_url=server.url, max_retries=0) as client:
+        agent = client.agents.create(
+            name="Sailing coach", memory_blocks=[{"label": "human", "value": "Name: Chad", "limit": 500}]
+        )
+        client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "I race on Sundays"}])
+        client.agents.passages.create(agent.id, text="Bluefin regatta: an archival passage")
+        folder = client.folders.create(name="notes")
+        client.folders.files.upload(folder.id, file=("rules.md", b"# Rules\n\nStarboard has right of way.\n"))
+        client.agents.folders.attach(folder.id, agent_id=agent.id)
+        data = json.loads(client.agents.export_file(agent.id, use_legacy_format=False))
+        exported = data["agents"][0]
+        assert exported["id"] == "agent-0" and exported["name"] == "Sailing coach"
+        blocks = {b["id"]: b for b in data["blocks"]}
+        assert [(blocks[i]["label"], blocks[i]["value"], blocks[i]["limit"]) for i in exported["block_ids"]] == [
+            ("human", "Name: Chad", 500)
+        ]
+        said = [(m["role"], m["content"][0]["text"]) for m in exported["messages"]]
+        assert said == [("user", "I race on Sundays")]
+        assert "send_message" in {t["name"] for t in data["tools"]} and len(exported["tool_ids"]) == len(data["tools"])
+        assert [(s["id"], s["name"]) for s in data["sources"]] == [("source-0", "notes")]
+        assert [(f["file_name"], f["source_id"]) for f in data["files"]] == [("rules.md", "source-0")]
+        assert "right of way" in data["files"][0]["content"] and "Bluefin" not in json.dumps(data)
+        assert json.loads(client.agents.export_file(agent.id))["format"] == "memvec-agent-export"
+        with pytest.raises(letta_client.BadRequestError, match="legacy"):
+            client.agents.export_file(agent.id, use_legacy_format=True)
+        copy_id = client.agents.import_file(file=("coach.af", json.dumps(data).encode())).agent_ids[0]
+        copied = client.agents.retrieve(copy_id)
+        assert copied.name == "Sailing coach_copy" and copied.id != agent.id
+        assert [(b.label, b.value) for b in copied.blocks] == [("human", "Name: Chad")]
+        listed = list(client.agents.messages.list(copy_id, after="0", order="asc"))
+        assert [m.content for m in listed] == ["I race on Sundays"]  # type: ignore[union-attr]
+        scrubbed = json.loads(client.agents.export_file(agent.id, use_legacy_format=False, scrub_messages=True))
+        assert scrubbed["agents"][0]["messages"] == []

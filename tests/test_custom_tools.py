@@ -171,7 +171,9 @@ def test_tools_are_created_upserted_listed_changed_and_deleted(client: Letta) ->
     assert tool.id.startswith("tool-") and tool.name == "roll_dice" and tool.tool_type == "custom"
     assert tool.json_schema and tool.json_schema["parameters"]["required"] == ["num_sides"]  # type: ignore[index]
     again = client.tools.upsert(source_code=DICE, description="Roll one die.")
-    assert again.id == tool.id and again.description == "Roll one die." and again.tags == []  # replaced whole
+    # Letta's upsert: what is given replaces, what is left out (the tags) stays
+    assert again.id == tool.id and again.description == "Roll one die." and again.tags == ["games"]
+    assert client.tools.upsert(source_code=DICE, tags=[]).tags == []
     assert [t.id for t in client.tools.list(name="roll_dice")] == [tool.id]
     changed = client.tools.update(tool.id, return_char_limit=10)
     assert changed.return_char_limit == 10 and client.tools.retrieve(tool.id).return_char_limit == 10

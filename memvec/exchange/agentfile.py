@@ -10,9 +10,10 @@ clear error, and the whole document is validated before anything is written.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -28,7 +29,7 @@ _SPOKEN = {"user", "assistant", "tool"}
 
 
 class AgentFileReport(BaseModel):
-    agent_ids: list[str] = Field(description="Letta's field: the imported agents' ids (= names)")
+    agent_ids: list[str] = Field(description="Letta's field: the imported agents' ids (`agent-<uuid>`)")
     imported: list[ImportReport]
     skipped: dict[str, Any] = Field(description="parts memvec has no use for, by kind")
 
@@ -125,8 +126,20 @@ def _name(raw: str | None, fallback: str) -> str:
 def _message_text(message: LettaMessage) -> str:
     content = message.content
     text = content if isinstance(content, str) else "\n".join(p.text for p in content or [] if p.text)
-    rendered = [f"{c.function.name}({c.function.arguments or ''})" for c in message.tool_calls or []]
+    rendered = [_call_text(c.function) for c in message.tool_calls or []]
     return "\n".join(t for t in [text, *rendered] if t)
+
+
+def _call_text(call: LettaFunction) -> str:
+    """A tool call as text: what send_message said, any other call as `name(arguments)`."""
+    if call.name == "send_message":
+        try:
+            said = json.loads(call.arguments or "")
+        except ValueError:
+            said = None
+        if isinstance(said, dict) and isinstance(said.get("message"), str):
+            return str(said["message"])
+    return f"{call.name}({call.arguments or ''})"
 
 
 def _settings(agent: LettaAgent, name: str) -> AgentSettings:
@@ -226,6 +239,10 @@ class ImportPlan:
     exports: list[AgentExport]
     targets: list[str]
     skipped: dict[str, Any]
+    display_names: list[str] = field(default_factory=list)  # as the file names them (Letta's may have spaces)
+
+    def with_targets(self, targets: list[str]) -> ImportPlan:
+        return replace(self, targets=targets)
 
 
 def parse_document(raw: str | bytes, *, what: str = "the document") -> Any:
@@ -244,8 +261,10 @@ def read_document(data: Any, *, name: str | None = None) -> ImportPlan:
             exports, skipped = read_agent_file(data)
         except ValidationError as exc:
             raise InvalidInputError(f"agent file: {describe_validation_error(exc)}") from exc
+        shown = [agent.get("name") if isinstance(agent, dict) else None for agent in data["agents"]]
     else:
         exports, skipped = [AgentExport.model_validate(data)], {}  # a ValidationError: 422 over HTTP
+        shown = [None]
     if name is not None and len(exports) != 1:
         raise InvalidInputError("a new name can only be given to a file with one agent")
     targets = [name or doc.agent.name for doc in exports]
@@ -255,7 +274,9 @@ def read_document(data: Any, *, name: str | None = None) -> ImportPlan:
             f"several agents of the file would be named {', '.join(map(repr, repeated))} "
             "(memvec names allow A-Z a-z 0-9 _ . -); rename them in the file first"
         )
-    return ImportPlan(exports=exports, targets=targets, skipped=skipped)
+    pairs = zip(shown, targets, strict=True)
+    displayed = [name or (raw if isinstance(raw, str) and raw.strip() else t) for raw, t in pairs]
+    return ImportPlan(exports=exports, targets=targets, skipped=skipped, display_names=displayed)
 
 
 class Importer(Protocol):

@@ -1,16 +1,12 @@
-"""Archival, recall, messages and export/import routes."""
+"""Archival and recall routes: passages, searches and forgetting."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import Depends, Path, Query, Request, Response
-from starlette.concurrency import run_in_threadpool
+from fastapi import Depends, Path, Query, Response
 
-from memvec.errors import InvalidInputError
-from memvec.exchange.agentfile import AgentFileReport, import_document, parse_document, read_document
-from memvec.exchange.export import AgentExport
 from memvec.service.deps import (
     Caller,
     ScopedAgent,
@@ -19,7 +15,6 @@ from memvec.service.deps import (
     api_router,
     cursor,
     json_response,
-    may_import,
     visible_agent,
 )
 from memvec.service.schemas import (
@@ -33,7 +28,7 @@ from memvec.service.schemas import (
     SearchOut,
     SearchResult,
 )
-from memvec.types import AGENT_PATTERN, MAX_ID, MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
+from memvec.types import MAX_ID, MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
 
 router = api_router()
 
@@ -162,36 +157,6 @@ def _list_passages(
         limit=limit, offset=offset, newest_first=not ascending, after=cursor(after), before=cursor(before), as_of=as_of
     )
     return [PassageOut.of(record) for record in records]
-
-
-IMPORT_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {"schema": {"type": "object", "description": "a Letta agent file or a memvec export"}},
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "required": ["file"],
-                    "properties": {"file": {"type": "string", "format": "binary"}, "override_name": {"type": "string"}},
-                }
-            },
-        },
-    }
-}
-
-
-async def _import_document(request: Request) -> tuple[Any, str | None]:
-    """The uploaded or posted document, parsed, and a name the form may give."""
-    if request.headers.get("content-type", "").startswith("multipart/form-data"):
-        form = await request.form()
-        upload, override = form.get("file"), form.get("override_name") or form.get("name")
-        if upload is None or isinstance(upload, str):
-            raise InvalidInputError("upload the agent file as the multipart field `file`")
-        raw = await upload.read()
-        parsed = await run_in_threadpool(parse_document, raw, what="the uploaded file")  # off the event loop
-        return parsed, str(override) if override else None
-    return await run_in_threadpool(parse_document, await request.body()), None
 
 
 def _insert_passages(service: ServiceState, agent: str, passages: list[PassageIn]) -> list[PassageOut]:
@@ -366,27 +331,3 @@ def forget(agent_id: ScopedAgent, body: ForgetIn, principal: Caller, service: Se
     visible_agent(agent_id, principal, service)
     criteria = body.model_dump(exclude={"tier", "ids"})
     return Forgotten(forgotten=service.memory.forget(agent_id, tier=body.tier, ids=body.ids, **criteria))
-
-
-@router.get("/v1/agents/{agent_id}/export", response_model=AgentExport, tags=["export"])
-def export(agent_id: ScopedAgent, principal: Caller, service: Service, embeddings: bool = True) -> AgentExport:
-    """The agent, its blocks and ALL its passages and messages with citations (and embeddings)."""
-    visible_agent(agent_id, principal, service)
-    return service.memory.export_agent(agent_id, with_embeddings=embeddings)
-
-
-@router.post(
-    "/v1/agents/import", response_model=AgentFileReport, status_code=201, tags=["export"], openapi_extra=IMPORT_BODY
-)
-async def import_(
-    request: Request,
-    principal: Caller,
-    service: Service,
-    name: Annotated[str | None, Query(pattern=AGENT_PATTERN)] = None,
-) -> AgentFileReport:
-    """Import a Letta Agent File (`.af`) or a memvec export: uploaded as multipart `file` (what
-    letta-client's `import_file` sends) or as the JSON body. Skipped parts are listed."""
-    data, override = await _import_document(request)
-    plan = await run_in_threadpool(read_document, data, name=name or override)  # a big file: off the loop
-    await run_in_threadpool(may_import, principal, service.memory, plan)
-    return await run_in_threadpool(import_document, service.memory, plan)

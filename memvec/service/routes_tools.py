@@ -94,6 +94,9 @@ def _builtin_guard(tool_id: str, what: str) -> None:
 def _new_tool(body: ToolIn, principal: Caller, service: Service, *, replace_same_name: bool) -> ToolOut:
     unscoped(principal, "creating or replacing a tool" if replace_same_name else "creating a tool", _WHY)
     tool = _definition(body, None)
+    same_name = next((t for t in service.memory.tools() if t.name == tool.name), None)
+    if replace_same_name and same_name is not None:  # Letta's upsert: what the body leaves out stays
+        tool = _definition(body, same_name)
     if tool.name in BUILTIN_TOOLS:
         raise InvalidInputError(f"{tool.name} is a built-in tool's name")
     stored = service.memory.create_tool(tool, replace_same_name=replace_same_name)
@@ -108,7 +111,8 @@ def create_tool(body: ToolIn, principal: Caller, service: Service) -> ToolOut:
 
 @router.put("/v1/tools", response_model=ToolOut, tags=["tools"])
 def upsert_tool(body: ToolIn, principal: Caller, service: Service) -> ToolOut:
-    """Create a tool, or replace the one with its function's name (which keeps its id)."""
+    """Create a tool, or update the one with its function's name: the fields given replace its own,
+    the rest (tags, metadata, ...) stay, and it keeps its id."""
     return _new_tool(body, principal, service, replace_same_name=True)
 
 
