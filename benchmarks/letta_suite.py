@@ -7,7 +7,8 @@ tests make, the client, pytest and the plugins Letta's suite uses). Only the plu
 the tests reach memvec through `LETTA_SERVER_URL` (their own switch away from an in-process
 server), models come from `LLM_CONFIG_FILE=openai-gpt-4o-mini.json`, and Anthropic handles are
 written as `openai/gpt-4o-mini`, which litellm sends to a scripted OpenAI-shaped server
-(benchmarks/openai_script.py). No assertion is changed.
+(benchmarks/openai_script.py) that answers after `MODEL_LATENCY_S`, as a hosted model would. No
+assertion is changed.
 
     python -m benchmarks.letta_suite --letta-repo PATH [--client 1.7.12 --client 1.12.1]
 """
@@ -49,6 +50,9 @@ ANTHROPIC_HANDLE = re.compile(r"anthropic/claude-[\w.-]+")
 # the issue counts only tests whose client has the methods they call
 CLIENT_LACKS = re.compile(r"AttributeError: '\w*Resource' object has no attribute")
 RESULTS = Path(__file__).parent / "results"
+# A hosted model takes a while to answer, and Letta's tests count on it: their cancellation tests
+# cancel 0.5 s into a reply of two model calls. The script answers after this long, as one would.
+MODEL_LATENCY_S = 0.3
 
 
 @dataclass
@@ -107,6 +111,28 @@ def start_memvec(home: Path, model_base: str, log: Path) -> tuple[subprocess.Pop
     url = f"http://127.0.0.1:{port}"
     wait_healthy(url, process, log)
     return process, url
+
+
+def ci_jobs(files: list[str] | tuple[str, ...]) -> list[list[str]]:
+    """The files as Letta's CI runs them (its core-unit workflow): each top-level test file in a job of
+    its own, the files of a folder (`tests/sdk/`) together in one."""
+    jobs: dict[str, list[str]] = {}
+    for test_file in files:
+        folder = str(Path(test_file).parent)
+        jobs.setdefault(test_file if folder == "tests" else folder, []).append(test_file)
+    return list(jobs.values())
+
+
+def run_job(python: Path, scratch: Path, model_base: str, arguments: list[str], run: Path) -> dict[str, FileResult]:
+    """One CI job's tests against a memvec of its own, as each of Letta's jobs has a server of its own
+    (its files clean up after themselves by listing, so one file's cleanup can remove another's agents)."""
+    server, url = start_memvec(run.with_name(run.name + "-home"), model_base, run.with_name(run.name + "-serve.log"))
+    try:
+        run_suite(python, scratch, url, arguments, run.with_name(run.name + "-junit.xml"))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return read_junit(run.with_name(run.name + "-junit.xml"))
 
 
 def run_suite(python: Path, scratch: Path, url: str, files: list[str], junit: Path) -> None:
@@ -184,19 +210,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "letta_suite.md")
     args = parser.parse_args(argv)
     per_client: dict[str, dict[str, FileResult]] = {}
-    with tempfile.TemporaryDirectory(prefix="letta-suite-") as tmp, openai_script.serving() as model_base:
+    with (
+        tempfile.TemporaryDirectory(prefix="letta-suite-") as tmp,
+        openai_script.serving(latency_s=MODEL_LATENCY_S) as model_base,
+    ):
         scratch = export_tests(args.letta_repo, args.commit, Path(tmp))
-        files = [*(args.file or FILES), *(["-k", args.keyword] if args.keyword else [])]
+        only = ["-k", args.keyword] if args.keyword else []
         constraints = locked_versions(args.letta_repo, args.commit)
         for version in args.client or ["1.7.12", "1.12.1"]:
             python = client_venv(args.venvs, version, constraints)
-            server, url = start_memvec(scratch / f"home-{version}", model_base, scratch / f"serve-{version}.log")
-            try:
-                run_suite(python, scratch, url, files, scratch / f"junit-{version}.xml")
-            finally:
-                server.terminate()
-                server.wait(timeout=60)
-            per_client[version] = read_junit(scratch / f"junit-{version}.xml")
+            per_client[version] = {}
+            for n, job in enumerate(ci_jobs(args.file or FILES)):
+                run = scratch / f"{version}-{n}"
+                per_client[version] |= run_job(python, scratch, model_base, [*job, *only], run)
     args.out.write_text(report(per_client, memvec_commit()))
     print(args.out.read_text())
     return 0

@@ -155,11 +155,15 @@ def chunks(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    latency_s = 0.0  # before an answer's first byte (set per server by `serving`)
+
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no {self.path} here", "type": "not_found"}})
-        elif request.get("stream"):
+            return
+        time.sleep(self.latency_s)
+        if request.get("stream"):
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.end_headers()
@@ -182,9 +186,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serving(port: int = 0) -> Iterator[str]:
-    """The server on 127.0.0.1 (`port` 0: any free one) while the block runs; yields its /v1 base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+def serving(port: int = 0, *, latency_s: float = 0.0) -> Iterator[str]:
+    """The server on 127.0.0.1 (`port` 0: any free one) while the block runs; yields its /v1 base URL.
+    `latency_s`: how long each answer takes to start, as a hosted model's does."""
+    handler = type("_TimedHandler", (_Handler,), {"latency_s": latency_s})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

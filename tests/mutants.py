@@ -2296,7 +2296,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a cancelled run goes on",
         "memvec/agent/loop.py",
-        "            if self.memory.runs().cancelled(self._ids.run_id):",
+        "            if self._cancel.cancelled(fresh=True):  # a client cancelled the run: stop between steps",
         "            if False:",
         "tests/test_runs.py",
     ),
@@ -2348,6 +2348,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "    if letta_upload and name is None:",
         "    if False:",
         "tests/test_agent_files.py",
+    ),
+    (
+        "a model call answered after a cancel still runs its tools",
+        "memvec/agent/loop.py",
+        "            if self._cancel.cancelled(fresh=True):  # cancelled while the model answered: dropped",
+        "            if False:",
+        "tests/test_runs.py",
+    ),
+    (
+        "a cancelled run's streamed answer still goes out",
+        "memvec/agent/loop.py",
+        "        if self._cancel.cancelled():  # a cancelled run's answer is dropped: its chunks stop going out",
+        "        if False:",
+        "tests/test_runs.py",
     ),
 ]
 

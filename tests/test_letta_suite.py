@@ -5,12 +5,13 @@ each file's outcomes from pytest's junit XML."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from benchmarks import openai_script
+from benchmarks import letta_suite, openai_script
 from benchmarks.letta_suite import read_junit, report
 
 SEND = {"type": "function", "function": {"name": "send_message", "parameters": {}}}
@@ -74,6 +75,21 @@ def test_litellm_calls_the_script_as_it_calls_openai() -> None:
             model="openai/gpt-4o-mini", api_base=base, api_key="sk-scripted", stream=True, **ask("Hi!")
         )
         assert "".join(chunk.choices[0].delta.content or "" for chunk in stream) == openai_script.GREETING
+
+
+def test_the_script_answers_as_late_as_a_hosted_model_when_asked() -> None:
+    with openai_script.serving(latency_s=0.25) as base:
+        started = time.monotonic()
+        assert httpx.post(f"{base}/chat/completions", json=ask("Hi!")).status_code == 200
+        assert time.monotonic() - started >= 0.25  # a floor: sleeping is never shorter
+
+
+def test_the_files_run_in_jobs_as_lettas_ci_runs_them() -> None:
+    assert letta_suite.ci_jobs(letta_suite.FILES)[:3] == [
+        ["tests/sdk/agents_test.py", "tests/sdk/blocks_test.py"],  # its `sdk/` job
+        ["tests/test_embedding_optional.py"],
+        ["tests/test_client.py"],
+    ]
 
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">

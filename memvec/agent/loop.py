@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memvec.agent import llm
+from memvec.agent.cancel import CancelWatch
 from memvec.agent.context import MainContext, Message, model_summary
 from memvec.agent.events import Event
 from memvec.agent.identity import MessageIds, new_otid
@@ -96,6 +97,7 @@ class Agent:
     ) -> Reply:
         self.state.turn += 1
         self._ids = MessageIds(run_id)
+        self._cancel = CancelWatch(self.memory, run_id)
         self._ids.new_step()
         # written before anything of the turn: a server killed mid-reply leaves this turn id used, so
         # the next reply (on any server) takes a new one instead of giving two messages the same
@@ -179,7 +181,7 @@ class Agent:
     ) -> StopReason:
         budget_left = self.settings.page_in_budget
         for step in range(self.settings.max_steps):
-            if self.memory.runs().cancelled(self._ids.run_id):  # a client cancelled the run: stop between steps
+            if self._cancel.cancelled(fresh=True):  # a client cancelled the run: stop between steps
                 return "cancelled"
             if step or scratch:  # the first step of a reply that answered waiting calls is a new step too
                 self._ids.new_step()
@@ -199,6 +201,8 @@ class Agent:
                 on_usage=trace.count_tokens,
                 response_format=self.settings.response_format,
             )
+            if self._cancel.cancelled(fresh=True):  # cancelled while the model answered: dropped
+                return "cancelled"
             calls = list(message.tool_calls or [])
             if not calls:
                 if message.content:  # the answer itself, unless it was relayed in chunks as it streamed
@@ -361,6 +365,8 @@ class Agent:
 
     def _announce_chunk(self, event: Event) -> None:
         assert self.on_event is not None
+        if self._cancel.cancelled():  # a cancelled run's answer is dropped: its chunks stop going out
+            return
         self.on_event(self._ids.stamp(event))
 
     def _emit(self, trace: Trace, event: Event, *, announce: bool = True) -> None:
