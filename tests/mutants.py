@@ -2363,6 +2363,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "        if False:",
         "tests/test_runs.py",
     ),
+    (
+        "a conversation's reply reads the agent's own context",
+        "memvec/tiers/conversations.py",
+        "        if self.conversation is None:\n            found = self.store.get_agent(self.agent)",
+        "        if True:\n            found = self.store.get_agent(self.agent)",
+        "tests/test_conversations.py",
+    ),
+    (
+        "a scoped key sees every agent's conversations",
+        "memvec/service/routes_conversations.py",
+        "    if not principal.may_see(conversation.agent):",
+        "    if False:",
+        "tests/test_conversations.py",
+    ),
 ]
 
 

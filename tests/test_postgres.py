@@ -343,3 +343,17 @@ def test_a_periods_scope_is_an_index_only_scan_on_postgres(tmp_path: Path, pg_ur
         assert "Index Only Scan using records_by_time_and_validity" in plan, plan
     finally:
         store.close()
+
+
+def test_conversations_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    with open_pg(tmp_path / "home", pg_url) as mem:
+        mem.create_agent(AgentSettings(name="bot"))
+        made = mem.conversations().create("bot", summary="on postgres")
+        mem.thread("bot", made.id).write(AgentSettings(name="bot"), made.state.model_copy(update={"turn": 3}))
+        assert mem.conversations().describe(made.id, summary=None, model="openai/x").model == "openai/x"
+        found = mem.conversations().get(made.id)
+        assert (found.summary, found.state.turn, found.last_message_at is not None) == (None, 3, True)
+        assert [c.id for c in mem.conversations().list(["bot"])] == [made.id]
+        mem.delete_agent("bot")
+        with pytest.raises(NotFoundError):
+            mem.conversations().get(made.id)

@@ -34,7 +34,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 
 def concrete(client: TestClient, path: str) -> str:
     """The path with real ids: agent `ana` with a `human` block and a passage (made again if gone),
-    a shared block where the route takes only those, a folder with a file."""
+    a shared block where the route takes only those, a folder with a file, a conversation of ana's."""
     if client.get("/v1/agents/ana").status_code == 404:
         client.post("/v1/agents", json={"name": "ana", "memory_blocks": [{"label": "human", "value": "x"}]})
     passage = client.get("/v1/agents/ana/archival-memory").json()
@@ -59,6 +59,9 @@ def concrete(client: TestClient, path: str) -> str:
             ).json()["id"]
         )
         path = path.replace("{folder_id}", folder_id).replace("{file_id}", file_id)
+    if "{conversation_id}" in path:
+        made = client.post("/v1/conversations?agent_id=ana", json={}).json()["id"]
+        path = path.replace("{conversation_id}", made)
     return (
         path.replace("{agent_id}", "ana")
         .replace("{label}", "human")

@@ -41,22 +41,28 @@ class Agent:
         session_id: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         stream_tokens: bool = False,
+        conversation: str | None = None,
     ) -> None:
         """`on_event`: told each event of a reply as it happens (a stream); with `stream_tokens` also the
-        partial chunks of the model's text as the provider streams them (memvec.agent.stream)."""
+        partial chunks of the model's text as the provider streams them (memvec.agent.stream).
+        `conversation`: reply in that conversation of the agent (its own context and session; Letta's
+        conversations) instead of the agent's own."""
         self.on_event, self.stream_tokens = on_event, stream_tokens
         try:
-            self.settings, self.state = memory.get_agent(name)
+            self.settings, _ = memory.get_agent(name)
         except NotFoundError:
             raise NotFoundError(f"no agent {name!r}; create it first (memvec agent create {name} ...)") from None
         self.memory = memory
+        self._thread = memory.thread(name, conversation)
+        self.state = self._thread.read()
         self._recorded: list[int] = []
         self._stored_settings = self.settings  # a model given here is for this chat, not kept
+        model = model or self._thread.model()
         if model:
             self.settings = self.settings.model_copy(update={"model": model})
         if not self.settings.model:
             raise InvalidInputError(f"agent {name!r} has no model; pass one (e.g. --model openai/gpt-4o-mini)")
-        self.session_id = session_id or datetime.now(UTC).strftime("session-%Y%m%d-%H%M%S")
+        self.session_id = session_id or conversation or datetime.now(UTC).strftime("session-%Y%m%d-%H%M%S")
 
     @property
     def model(self) -> str:
@@ -69,7 +75,7 @@ class Agent:
         agent waits for it, and this one starts from the conversation state that one left. `otid`:
         the client's id for the message, `run_id` the run it is part of (Letta's), kept with what it writes."""
         with self.memory.agent_lease(self.settings.name):
-            _, self.state = self.memory.get_agent(self.settings.name)
+            self.state = self._thread.read()
             return self._reply(text, role, otid=otid, run_id=run_id)
 
     def resume(self, answers_for: Callable[[list[str]], Sequence[ToolAnswer]], *, run_id: str | None = None) -> Reply:
@@ -77,7 +83,7 @@ class Agent:
         given the ids of the waiting calls (as read under the lease) and gives the return of each
         tool the client ran, or approves (the server runs it) or denies each call."""
         with self.memory.agent_lease(self.settings.name):
-            _, self.state = self.memory.get_agent(self.settings.name)
+            self.state = self._thread.read()
             if not self.state.pending_calls:
                 raise InvalidInputError("no tool call of this agent waits for an answer")
             waiting = [c.id for c in self.state.pending_calls]
@@ -101,7 +107,7 @@ class Agent:
         self._ids.new_step()
         # written before anything of the turn: a server killed mid-reply leaves this turn id used, so
         # the next reply (on any server) takes a new one instead of giving two messages the same
-        self.memory.update_agent_state(self._stored_settings, self.state)
+        self._thread.write(self._stored_settings, self.state)
         self._recorded = []
         trace = Trace()
         context = MainContext(
@@ -138,7 +144,7 @@ class Agent:
             raise
         finally:
             self.state.pending_calls = self._pending
-            self.memory.update_agent_state(self._stored_settings, self.state)
+            self._thread.write(self._stored_settings, self.state)
         return Reply(
             message=sent[-1] if sent else None,
             messages=sent,

@@ -38,6 +38,7 @@ from memvec.store.forget_log import read as read_forget_log
 from memvec.store.schema import LATEST_VERSION, pending
 from memvec.store.sqlite import applied_migrations
 from memvec.tiers.archival import ArchivalMemory
+from memvec.tiers.conversations import Conversations, Thread
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.documents import Documents
 from memvec.tiers.folders import Folders
@@ -155,6 +156,14 @@ class Memory(AgentMethods, MaintenanceMethods, ToolMethods):
         settings = settings or self.get_agent(validate_agent(agent))[0]
         max_open, char_limit = settings.file_limits()
         return AgentFiles(self._engine, agent, max_open=max_open, char_limit=char_limit)
+
+    def conversations(self) -> Conversations:
+        """Letta's conversations: threads of an agent, each with its own context over its memory."""
+        return Conversations(self._engine)
+
+    def thread(self, agent: str, conversation: str | None = None) -> Thread:
+        """Where a reply to the agent reads and writes its context: its own, or `conversation`'s."""
+        return Thread(self._store, validate_agent(agent), conversation)
 
     def runs(self) -> AgentRuns:
         """Letta's runs: one per send to an agent over HTTP, with how it ended."""

@@ -148,6 +148,7 @@ class AgentStore:
             self._run(db, "DELETE FROM folder_attachments WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agent_files WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agent_runs WHERE agent = ?", (name,))
+            self._run(db, "DELETE FROM conversations WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM message_requests WHERE agent = ?", (name,))
             self._run(db, "DELETE FROM agents WHERE name = ?", (name,))
             self._run(db, "DELETE FROM agent_identities WHERE handle = ?", (name,))

@@ -28,6 +28,7 @@ from memvec.types import (
     SearchFilters,
     Tier,
 )
+from memvec.types.conversations import Conversation
 from memvec.types.files import FileViewState
 from memvec.types.messages import MessageMeta
 from memvec.types.records import WrittenBy
@@ -233,6 +234,21 @@ class Store(Protocol):
     def agent_runs(self, agents: Sequence[str], *, limit: int, newest_first: bool = True) -> list[AgentRun]: ...
 
     def run_message_ids(self, run_id: str) -> list[int]: ...
+
+    # Letta's conversations (memvec.store.conversations)
+    def add_conversation(self, conversation: Conversation) -> None: ...
+
+    def conversation(self, conversation_id: str) -> Conversation | None: ...
+
+    def conversations(self, agents: Sequence[str], *, newest_first: bool = False) -> list[Conversation]: ...
+
+    def describe_conversation(
+        self, conversation_id: str, summary: str | None, model: str | None, at: datetime
+    ) -> bool: ...
+
+    def put_conversation_state(self, conversation_id: str, state: AgentState, messaged_at: datetime) -> bool: ...
+
+    def delete_conversation(self, conversation_id: str) -> bool: ...
 
     # recall messages' Letta identity (memvec.store.message_meta)
     def put_message_meta(self, record_id: int, meta: MessageMeta) -> None: ...

@@ -110,6 +110,10 @@ CREATE TABLE IF NOT EXISTS agent_runs (
     id TEXT PRIMARY KEY, agent TEXT NOT NULL, status TEXT NOT NULL, background INTEGER NOT NULL,
     created_at TEXT NOT NULL, completed_at TEXT, stop_reason TEXT, usage TEXT, error TEXT, message_types TEXT);
 CREATE INDEX IF NOT EXISTS agent_runs_by_agent ON agent_runs (agent, created_at);
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY, agent TEXT NOT NULL, summary TEXT, model TEXT, state TEXT NOT NULL,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message_at TEXT);
+CREATE INDEX IF NOT EXISTS conversations_by_agent ON conversations (agent, created_at);
 CREATE TABLE IF NOT EXISTS agent_identities (handle TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
 INSERT INTO agent_identities (handle, id, name)
 SELECT handle,

@@ -340,6 +340,23 @@ MIGRATIONS: list[tuple[int, str]] = [
     CREATE INDEX agent_runs_by_agent ON agent_runs (agent, created_at);
     """,
     ),
+    (
+        23,
+        """
+    -- Letta's conversations: threads of one agent, each with its own context over the agent's memory
+    CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        summary TEXT,
+        model TEXT,
+        state TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        last_message_at TEXT
+    );
+    CREATE INDEX conversations_by_agent ON conversations (agent, created_at);
+    """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -22,6 +22,7 @@ from memvec.store.agent_runs import AgentRunStore
 from memvec.store.agents import AgentStore
 from memvec.store.base import Change, EmbeddingBatch, PreparedRecord
 from memvec.store.blocks import BlockStore
+from memvec.store.conversations import ConversationStore
 from memvec.store.documents import DocumentStore
 from memvec.store.folders import FolderStore
 from memvec.store.forget_log import Tombstone
@@ -69,6 +70,7 @@ class SQLStore(
     AgentRunStore,
     AgentStore,
     BlockStore,
+    ConversationStore,
     SharedBlockStore,
     DocumentStore,
     FolderStore,

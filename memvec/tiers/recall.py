@@ -104,13 +104,15 @@ class RecallMemory(TierView):
         end: datetime | None = None,
         after: int | None = None,
         before: int | None = None,
+        session_id: str | None = None,
     ) -> list[Record]:
-        """Messages in time order (oldest first unless `newest_first`); `after`/`before` are record-id cursors."""
+        """Messages in time order (oldest first unless `newest_first`); `after`/`before` are record-id
+        cursors; `session_id`: only that session's (a conversation's)."""
         return self._list(
             limit=limit,
             offset=offset,
             newest_first=newest_first,
-            filters={"roles": list(roles), "start": start, "end": end},
+            filters={"roles": list(roles), "start": start, "end": end, "session_id": session_id},
             after=after,
             before=before,
         )

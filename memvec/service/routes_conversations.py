@@ -1,0 +1,165 @@
+"""Letta's conversations (`/v1/conversations`): threads of one agent, each with its own messages and
+context over the agent's shared memory (memvec.tiers.conversations). A conversation is seen by the
+keys that may see its agent; to any other it does not exist (404)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from fastapi import Path, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from memvec.errors import NotFoundError
+from memvec.service.auth import Principal
+from memvec.service.conversation_bodies import (
+    ConversationIn,
+    ConversationMessagesIn,
+    ConversationOut,
+    ConversationPatch,
+)
+from memvec.service.deps import Caller, Service, ServiceState, api_router, cursor, in_scope, visible_agent
+from memvec.service.letta_messages import records_as_messages
+from memvec.service.schemas import Deleted, LettaResponseOut
+from memvec.service.sending import answered, streamed
+from memvec.service.views import page
+from memvec.types import AGENT_PATTERN
+from memvec.types.conversations import CONVERSATION_ID_PATTERN, Conversation
+
+router = api_router()
+ConversationId = Annotated[
+    str, Path(pattern=CONVERSATION_ID_PATTERN, description="the conversation's id (conv-<uuid>)")
+]
+AgentRef = Annotated[str, Query(pattern=AGENT_PATTERN, description="the agent's id (`agent-<uuid>`) or its handle")]
+_TAGS: list[str | Enum] = ["conversations"]
+_STREAMED: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/event-stream": {}}, "description": "unless `streaming` is false: Server-Sent Events"}
+}
+
+
+def _agent(ref: str, principal: Principal, service: ServiceState) -> str:
+    handle = service.memory.find_agent(ref)
+    if handle is None:
+        raise NotFoundError(f"agent {ref!r} not found")
+    visible_agent(handle, principal, service)
+    return handle
+
+
+def _visible(conversation_id: str, principal: Principal, service: ServiceState) -> Conversation:
+    """The conversation, or 404 when there is none or its agent is not the caller's to see."""
+    conversation = service.memory.conversations().get(conversation_id)
+    if not principal.may_see(conversation.agent):
+        raise NotFoundError(f"conversation {conversation_id!r} not found")
+    return conversation
+
+
+def _out(conversation: Conversation, service: ServiceState) -> ConversationOut:
+    return ConversationOut.of(conversation, service.memory.agent_identity(conversation.agent).id)
+
+
+@router.post("/v1/conversations", response_model=ConversationOut, tags=_TAGS)
+def create_conversation(
+    agent_id: AgentRef, body: ConversationIn, principal: Caller, service: Service
+) -> ConversationOut:
+    """A new conversation of the agent: its own message history and context (empty), the agent's
+    blocks and archival memory shared with its other conversations."""
+    handle = _agent(agent_id, principal, service)
+    made = service.memory.conversations().create(handle, summary=body.summary, model=body.model)
+    return _out(made, service)
+
+
+@router.get("/v1/conversations", response_model=list[ConversationOut], tags=_TAGS)
+def list_conversations(
+    principal: Caller,
+    service: Service,
+    agent_id: Annotated[str | None, Query(pattern=AGENT_PATTERN, description="only this agent's")] = None,
+    after: Annotated[str | None, Query(max_length=64, description="cursor: a conversation id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    order: Annotated[Literal["asc", "desc"], Query(description="by creation: desc (default) newest first")] = "desc",
+    summary_search: Annotated[str | None, Query(max_length=256, description="words its summary holds")] = None,
+) -> list[ConversationOut]:
+    """The conversations the caller may see (of one agent, with `agent_id`)."""
+    agents = (
+        [_agent(agent_id, principal, service)]
+        if agent_id
+        else [handle for handle in service.memory.agents() if principal.may_see(handle)]
+    )
+    found = service.memory.conversations().list(agents, newest_first=order == "desc")
+    if summary_search:
+        found = [c for c in found if summary_search.casefold() in (c.summary or "").casefold()]
+    chosen = found[page([c.id for c in found], after=after, before=None, limit=limit)]
+    return [_out(c, service) for c in chosen]
+
+
+@router.get("/v1/conversations/{conversation_id}", response_model=ConversationOut, tags=_TAGS)
+def retrieve_conversation(conversation_id: ConversationId, principal: Caller, service: Service) -> ConversationOut:
+    return _out(_visible(conversation_id, principal, service), service)
+
+
+@router.patch("/v1/conversations/{conversation_id}", response_model=ConversationOut, tags=_TAGS)
+def update_conversation(
+    conversation_id: ConversationId, body: ConversationPatch, principal: Caller, service: Service
+) -> ConversationOut:
+    """Change its summary or model (the fields given; null clears)."""
+    old = _visible(conversation_id, principal, service)
+    given = body.model_dump(exclude_unset=True)
+    summary, model = given.get("summary", old.summary), given.get("model", old.model)
+    return _out(service.memory.conversations().describe(conversation_id, summary=summary, model=model), service)
+
+
+@router.delete("/v1/conversations/{conversation_id}", response_model=Deleted, tags=_TAGS)
+def delete_conversation(conversation_id: ConversationId, principal: Caller, service: Service) -> Deleted:
+    """Delete the conversation (its thread and context); its messages stay in the agent's recall
+    memory, where `forget` (by session: the conversation's id) removes them."""
+    _visible(conversation_id, principal, service)
+    service.memory.conversations().delete(conversation_id)
+    return Deleted(message=f"conversation {conversation_id} deleted")
+
+
+@router.post(
+    "/v1/conversations/{conversation_id}/messages",
+    response_model=LettaResponseOut,
+    tags=_TAGS,
+    responses=_STREAMED,
+)
+async def send_conversation_message(
+    conversation_id: ConversationId, body: ConversationMessagesIn, principal: Caller, service: Service, request: Request
+) -> Response:
+    """Send messages to the conversation: its agent replies with the conversation's context, and every
+    message it writes is in the conversation's session. Streamed (Server-Sent Events) unless
+    `streaming` is false; one send at a time per agent, as `/v1/agents/{id}/messages`."""
+    conversation = await run_in_threadpool(_visible, conversation_id, principal, service)
+    in_scope(conversation.agent, principal)
+    body = ConversationMessagesIn.model_validate(body.model_dump() | {"session_id": conversation_id})
+    if body.streaming:
+        return await streamed(service, request, conversation.agent, principal, body, conversation_id)
+    return await answered(service, request, conversation.agent, principal, body, conversation_id)
+
+
+@router.get("/v1/conversations/{conversation_id}/messages", response_model=list[dict[str, Any]], tags=_TAGS)
+def list_conversation_messages(
+    conversation_id: ConversationId,
+    principal: Caller,
+    service: Service,
+    after: Annotated[str | None, Query(description="cursor: a message id")] = None,
+    before: Annotated[str | None, Query(description="cursor: a message id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    order: Annotated[
+        Literal["asc", "desc"], Query(description="desc: the newest `limit`. Oldest first either way")
+    ] = "asc",
+    use_assistant_message: bool = True,
+) -> list[dict[str, Any]]:
+    """The conversation's messages as Letta lists them, oldest first (`after`/`before`: message ids)."""
+    conversation = _visible(conversation_id, principal, service)
+    recall = service.memory.recall(conversation.agent)
+    newest, first, last = order == "desc", cursor(after), cursor(before)
+    records = recall.list(
+        limit=limit,
+        newest_first=newest,
+        after=last if newest else first,
+        before=first if newest else last,
+        session_id=conversation_id,
+    )
+    records.sort(key=lambda r: r.id)
+    metas = recall.message_meta([r.id for r in records])
+    return records_as_messages(records, metas, use_assistant_message=use_assistant_message)[:limit]

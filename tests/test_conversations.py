@@ -1,0 +1,127 @@
+"""Letta's conversations: threads of one agent, each with its own context over the agent's shared
+memory; through the Python API with the scripted model, through letta-client against a real
+`memvec serve`, and on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import letta_client
+import pytest
+
+from memvec import Memory
+from memvec.agent import Agent
+from memvec.embed import HashingEmbedder
+from memvec.errors import NotFoundError
+from memvec.types import AgentSettings
+from tests.scripted_llm import ScriptedLLM, call, say
+from tests.service_helpers import Server, letta_for, serving_with_openai_script
+
+ADMIN, SCOPED = "admin-key-0123456789", "scoped-key-0123456789"
+
+
+def _said(requests: list[dict[str, Any]]) -> str:
+    return " ".join(str(m.get("content")) for m in requests)
+
+
+def test_two_conversations_keep_their_contexts_apart_and_share_the_agents_blocks(home: Path, llm: ScriptedLLM) -> None:
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        mem.create_agent(AgentSettings(name="bot", model="scripted/agent"))
+        first = mem.conversations().create("bot", summary="sailing")
+        second = mem.conversations().create("bot")
+        llm.script = [call("core_memory_append", label="human", content="Races on Sundays."), say("Noted.")]
+        Agent(mem, "bot", conversation=first.id).reply("I race my dinghy, Bluefin")
+        llm.script = [say("Hello!")]
+        Agent(mem, "bot", conversation=second.id).reply("hi")
+        in_second = _said(llm.requests[-1])
+        assert "Races on Sundays." in in_second, "the agent's blocks are every conversation's"
+        assert "Bluefin" not in in_second, "another conversation's messages are not in its context"
+        assert len(mem.conversations().get(first.id).state.in_context) == 2  # the message and the answer
+        stored = mem.recall("bot").list(session_id=first.id)
+        assert stored[0].text == "I race my dinghy, Bluefin" and stored[0].citation.session_id == first.id
+        assert mem.get_agent("bot")[1].in_context == [], "the agent's own context is untouched"
+        llm.script = [say("Again.")]
+        Agent(mem, "bot", conversation=first.id).reply("and you?")
+        assert "Bluefin" in _said(llm.requests[-1]), "its own earlier messages are in its context"
+        assert mem.conversations().get(first.id).last_message_at is not None
+        mem.conversations().delete(second.id)
+        with pytest.raises(NotFoundError):
+            Agent(mem, "bot", conversation=second.id)
+        mem.delete_agent("bot")
+        assert mem.conversations().list(["bot"]) == []
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    home = tmp_path_factory.mktemp("conversations") / "home"
+    with serving_with_openai_script(home, keys=f"{ADMIN},{SCOPED}=scoped-agent") as srv:
+        yield srv
+
+
+def test_conversations_through_letta_client(server: Server) -> None:
+    with letta_for(server, ADMIN) as client:
+        agent = client.agents.create(name="Sailing coach", model="openai/gpt-4o-mini")
+        made = client.conversations.create(agent_id=agent.id, summary="race day")
+        assert made.id.startswith("conv-") and made.agent_id == agent.id and made.summary == "race day"
+        assert made.in_context_message_ids == [] and made.last_message_at is None
+        chunks = list(
+            client.conversations.messages.create(
+                made.id, messages=[{"role": "user", "content": "Reply with the message 'Fair winds!'"}]
+            )
+        )
+        assert [c.message_type for c in chunks] == ["assistant_message", "stop_reason", "usage_statistics"]
+        assert chunks[0].content == "Fair winds!"
+        listed = list(client.conversations.messages.list(made.id))
+        assert (listed[0].message_type, getattr(listed[0], "content", None)) == (
+            "user_message",
+            "Reply with the message 'Fair winds!'",
+        )
+        assert "assistant_message" in [m.message_type for m in listed]
+        assert list(client.agents.messages.list(agent.id, after="0")), "the agent's recall holds them too"
+        again = client.conversations.retrieve(made.id)
+        assert again.last_message_at is not None and len(again.in_context_message_ids) == len(listed)
+        other = client.conversations.create(agent_id=agent.id)
+        assert [c.id for c in client.conversations.list(agent_id=agent.id)] == [other.id, made.id]
+        assert list(client.conversations.messages.list(other.id)) == []
+        assert client.conversations.update(made.id, summary="regatta").summary == "regatta"
+        client.conversations.delete(other.id)
+        with pytest.raises(letta_client.NotFoundError):
+            client.conversations.retrieve(other.id)
+
+
+def test_a_conversation_answers_in_one_response_and_checks_what_it_is_given(server: Server) -> None:
+    import httpx
+
+    with letta_for(server, ADMIN) as client:
+        agent = client.agents.create(name="plain", model="openai/gpt-4o-mini")
+        conversation = client.conversations.create(agent_id=agent.id)
+    url = f"{server.url}/v1/conversations/{conversation.id}/messages"
+    headers = {"authorization": f"Bearer {ADMIN}"}
+    said = {"messages": [{"role": "user", "content": "Reply with the message 'one answer'"}], "streaming": False}
+    answer = httpx.post(url, json=said, headers=headers, timeout=60).json()
+    assert [m["message_type"] for m in answer["messages"]][-1] == "assistant_message"
+    refused = httpx.post(
+        f"{server.url}/v1/conversations?agent_id={agent.id}", json={"isolated_block_labels": ["human"]}, headers=headers
+    )
+    assert refused.status_code == 422 and "isolated blocks are not served" in refused.text
+    assert (
+        httpx.post(f"{server.url}/v1/conversations?agent_id=agent-nobody", json={}, headers=headers).status_code == 404
+    )
+    bad_model = httpx.post(f"{server.url}/v1/conversations?agent_id={agent.id}", json={"model": "gpt"}, headers=headers)
+    assert bad_model.status_code == 422
+
+
+def test_a_scoped_key_sees_only_its_agents_conversations(server: Server) -> None:
+    with letta_for(server, ADMIN) as admin:
+        theirs = admin.agents.create(name="someone-else")
+        hidden = admin.conversations.create(agent_id=theirs.id)
+    with letta_for(server, SCOPED) as scoped:
+        own = scoped.agents.create(name="scoped-agent")
+        mine = scoped.conversations.create(agent_id=own.id)
+        assert [c.id for c in scoped.conversations.list()] == [mine.id]
+        with pytest.raises(letta_client.NotFoundError):
+            scoped.conversations.retrieve(hidden.id)
+        with pytest.raises(letta_client.NotFoundError):
+            scoped.conversations.create(agent_id=theirs.id)
