@@ -1192,7 +1192,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a reply starts from the state it read before the lease",
         "memvec/agent/loop.py",
-        "            _, self.state = self.memory.get_agent(self.settings.name)\n"
+        "            self.state = self._thread.read()\n"
         "            return self._reply(text, role, otid=otid, run_id=run_id)\n",
         "            return self._reply(text, role, otid=otid, run_id=run_id)\n",
         "tests/test_lease.py",
@@ -1307,14 +1307,14 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "record-only messages hand out turn ids without the lease",
-        "memvec/service/routes_messages.py",
-        "    with service.memory.agent_lease(agent):\n        settings, state = visible_agent",
-        "    if True:\n        settings, state = visible_agent",
+        "memvec/service/sending.py",
+        "    with service.memory.agent_lease(agent):\n        settings, _ = visible_agent",
+        "    if True:\n        settings, _ = visible_agent",
         "tests/test_lease.py",
     ),
     (
         "a repeated message says it was created",
-        "memvec/service/routes_messages.py",
+        "memvec/service/sending.py",
         "PassageOut.of(r.record, created=r.created,",
         "PassageOut.of(r.record, created=True,",
         "tests/test_lease.py",
@@ -1809,7 +1809,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "a send whose client left while it waited is run anyway",
-        "memvec/service/routes_messages.py",
+        "memvec/service/sending.py",
         "            if await request.is_disconnected():\n                return None",
         "            if False:\n                return None",
         "tests/test_retries.py",
@@ -1949,14 +1949,14 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "include_return_message_types is ignored in the answer",
-        "memvec/service/routes_messages.py",
+        "memvec/service/sending.py",
         '    return out.model_copy(update={"messages": [m for m in out.messages if body.wanted(m)]})',
         "    return out",
         "tests/test_streaming.py",
     ),
     (
         "include_return_message_types is ignored in a stream",
-        "memvec/service/routes_messages.py",
+        "memvec/service/sending.py",
         "        if body.wanted(message):\n            emit(message)",
         "        emit(message)",
         "tests/test_streaming.py",
@@ -2126,7 +2126,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "a reply writes back the settings it read at its start",
         "memvec/agent/loop.py",
         "            self.state.pending_calls = self._pending\n"
-        "            self.memory.update_agent_state(self._stored_settings, self.state)\n",
+        "            self._thread.write(self._stored_settings, self.state)\n",
         "            self.state.pending_calls = self._pending\n"
         "            self.memory.update_agent(self.settings, self.state)\n",
         "tests/test_agent.py",
@@ -2259,7 +2259,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "a finished send leaves its run running",
-        "memvec/service/routes_messages.py",
+        "memvec/service/sending.py",
         '    runs.finish(run.id, stop_reason=str(out.stop_reason.get("stop_reason")), usage=_counts(out.usage))\n',
         "",
         "tests/test_letta_messages.py",
@@ -2323,7 +2323,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "a failed send leaves its run running",
-        "memvec/service/routes_messages.py",
+        "memvec/service/sending.py",
         '        runs.fail(run.id, f"{type(exc).__name__}: {exc}")\n',
         "        pass\n",
         "tests/test_letta_messages.py",

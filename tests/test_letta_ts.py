@@ -74,6 +74,8 @@ def test_the_typescript_sdk_manages_agents_blocks_passages_and_streams_a_reply(t
     check_tools(seen["tools"])
     check_files(seen["files"])
     check_stream(seen["stream"], seen["transcript"])
+    check_conversation(seen["conversations"])
+    assert seen["exported"] == {"agents": ["ts-agent"], "blocks": ["human", "persona"]}  # Letta's agent file
 
 
 def check_tools(tools: dict[str, Any]) -> None:
@@ -112,3 +114,11 @@ def check_stream(events: list[dict[str, Any]], transcript: list[dict[str, Any]])
     assert len({p["id"] for p in pieces}) == 1, "the pieces of one message share its id"
     said = [(m["type"], m["text"]) for m in transcript if m["type"] in {"user_message", "assistant_message"}]
     assert said == [("user_message", "hello"), ("assistant_message", "(script exhausted)")]
+
+
+def check_conversation(seen: dict[str, Any]) -> None:
+    """A conversation of the agent: made with its summary, a message streamed to it, listed back."""
+    assert seen["id"].startswith("conv-") and seen["agent"] and seen["summary"] == "ts thread"
+    assert seen["kinds"][-2:] == ["stop_reason", "usage_statistics"] and "assistant_message" in seen["kinds"]
+    assert seen["said"][0] == ["user_message", "hi in a thread"] and seen["said"][-1][0] == "assistant_message"
+    assert seen["listed"] == [seen["id"]] and seen["messaged"]

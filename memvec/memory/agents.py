@@ -150,6 +150,12 @@ class AgentMethods:
             raise AgentExistsError(f"agent {fresh!r} already exists")
         return identity
 
+    def free_handle(self, name: str) -> str:
+        """The handle an agent with display name `name` would get now (as `claim_agent` gives it),
+        claiming nothing: the name where it is a free handle, else a fresh id."""
+        free = re.fullmatch(AGENT_PATTERN, name) and not self._store.has_agent(name)
+        return name if free and not self._store.handle_taken(name) else new_agent_id()
+
     def rename_agent(self, agent: str, name: str) -> AgentIdentity:
         """Give the agent a new display name (its id and handle stay)."""
         handle = validate_agent(agent)

@@ -72,14 +72,15 @@ async def _import_document(request: Request) -> tuple[Any, ImportForm]:
     return await run_in_threadpool(parse_document, await request.body()), ImportForm()
 
 
-def _as_new_agents(memory: Memory, plan: ImportPlan, form: ImportForm) -> ImportPlan:
+def _as_new_agents(memory: Memory, plan: ImportPlan, form: ImportForm) -> tuple[ImportPlan, list[str]]:
     """Letta's import of an uploaded agent file: every agent is a new one, whatever agents exist (its
     name is a display name, `_copy` appended unless the form says not to; its handle the name where
-    that is free, else its new id), as `POST /v1/agents` creates them."""
+    that is free, else a new id), as `POST /v1/agents` makes them. Nothing is claimed before the
+    import commits: a refused import leaves no trace. Returns the plan and the display names."""
     shown = [form.name or (n + "_copy" if form.copy_suffix else n) for n in plan.display_names]
     for name in shown:
         validate_display_name(name)
-    return plan.with_targets([memory.claim_agent(name).handle for name in shown])
+    return plan.with_targets([memory.free_handle(name) for name in shown]), shown
 
 
 @router.get("/v1/agents/{agent_id}/export", response_model=AgentExport | dict[str, Any], tags=["export"])
@@ -127,7 +128,10 @@ async def import_(
     given = name or (None if letta_upload else form.name)
     plan = await run_in_threadpool(read_document, data, name=given)  # a big file: off the loop
     await run_in_threadpool(may_import, principal, service.memory, plan)
+    shown: list[str] = []
     if letta_upload and name is None:
-        plan = await run_in_threadpool(_as_new_agents, service.memory, plan, form)
+        plan, shown = await run_in_threadpool(_as_new_agents, service.memory, plan, form)
     report = await run_in_threadpool(import_document, service.memory, plan)
+    for handle, display in zip(plan.targets, shown, strict=False):
+        await run_in_threadpool(service.memory.rename_agent, handle, display)
     return report.model_copy(update={"agent_ids": [service.memory.agent_identity(t).id for t in plan.targets]})

@@ -77,6 +77,10 @@ class IdentityStore:
         missing = [handle for handle in self.agents() if handle not in found]
         return {**found, **{handle: IdentityStore.identity(self, handle) for handle in missing}}
 
+    def handle_taken(self: _SQL, handle: str) -> bool:
+        """Whether an identity holds this handle (claimed, perhaps by a create still under way)."""
+        return bool(self._query("SELECT 1 FROM agent_identities WHERE handle = ?", (handle,)))
+
     def handle_of(self: _SQL, agent_id: str) -> str | None:
         rows = self._query("SELECT handle FROM agent_identities WHERE id = ?", (agent_id,))
         return str(rows[0]["handle"]) if rows else None

@@ -133,6 +133,27 @@ async function files(agentId) {
   };
 }
 
+async function conversations(agentId) {
+  const made = await client.conversations.create({ agent_id: agentId, summary: 'ts thread' });
+  const stream = await client.conversations.messages.create(made.id, { input: 'hi in a thread' });
+  const kinds = [];
+  for await (const chunk of stream) kinds.push(chunk.message_type);
+  const said = [];
+  for await (const message of client.conversations.messages.list(made.id)) said.push([message.message_type, message.content ?? null]);
+  const listed = (await client.conversations.list({ agent_id: agentId })).map((c) => c.id);
+  const after = await client.conversations.retrieve(made.id);
+  seen.conversations = {
+    id: made.id, agent: made.agent_id === agentId, summary: made.summary, kinds, said, listed,
+    messaged: after.last_message_at !== null && after.last_message_at !== undefined,
+  };
+}
+
+async function exported(agentId) {
+  const raw = await client.agents.exportFile(agentId, { use_legacy_format: false });
+  const file = typeof raw === 'string' ? JSON.parse(raw) : raw; // typed a string; the SDK parses JSON
+  seen.exported = { agents: file.agents.map((a) => a.name), blocks: file.blocks.map((b) => b.label).sort() };
+}
+
 async function main() {
   const agentId = await agents();
   await tools(agentId);
@@ -141,6 +162,8 @@ async function main() {
   await sharedBlocks(agentId);
   await passages(agentId);
   await streaming(agentId);
+  await conversations(agentId);
+  await exported(agentId);
   await client.agents.delete(agentId);
   try {
     await client.agents.retrieve(agentId);
