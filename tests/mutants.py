@@ -2377,6 +2377,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "    if False:",
         "tests/test_conversations.py",
     ),
+    (
+        "compaction folds the last messages too",
+        "memvec/agent/compact.py",
+        "        folded = state.in_context[: max(0, before - settings.keep_last)]",
+        "        folded = list(state.in_context)",
+        "tests/test_conversations.py",
+    ),
 ]
 
 

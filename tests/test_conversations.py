@@ -13,6 +13,7 @@ import pytest
 
 from memvec import Memory
 from memvec.agent import Agent
+from memvec.agent.compact import compact
 from memvec.embed import HashingEmbedder
 from memvec.errors import NotFoundError
 from memvec.types import AgentSettings
@@ -125,3 +126,52 @@ def test_a_scoped_key_sees_only_its_agents_conversations(server: Server) -> None
             scoped.conversations.retrieve(hidden.id)
         with pytest.raises(letta_client.NotFoundError):
             scoped.conversations.create(agent_id=theirs.id)
+
+
+def test_the_default_conversation_is_the_agent_itself(server: Server) -> None:
+    """Letta's agent-direct mode: conversation_id `default` with agent_id (or the agent's id in its
+    place) sends to and lists the agent's own messages."""
+    with letta_for(server, ADMIN) as client:
+        agent = client.agents.create(name="direct", model="openai/gpt-4o-mini")
+        said = [{"role": "user", "content": "Reply with the message 'straight to you'"}]
+        chunks = list(client.conversations.messages.create("default", agent_id=agent.id, messages=said))
+        assert chunks[0].message_type == "assistant_message"
+        listed = [m.message_type for m in client.conversations.messages.list("default", agent_id=agent.id)]
+        assert listed == ["user_message", "assistant_message"]
+        assert [m.message_type for m in client.conversations.messages.list(agent.id)] == listed
+        assert [m.message_type for m in client.agents.messages.list(agent.id, after="0")] == listed
+        with pytest.raises(letta_client.BadRequestError, match="agent_id"):
+            client.conversations.messages.list("default")
+
+
+def test_compaction_folds_all_but_the_last_messages_into_the_summary(home: Path, llm: ScriptedLLM) -> None:
+    with Memory.open(home, embedder=HashingEmbedder(64)) as mem:
+        mem.create_agent(AgentSettings(name="bot", model="scripted/agent", keep_last=2))
+        thread = mem.conversations().create("bot")
+        for said in ("first, about the Bluefin", "second", "third"):
+            llm.script = [say(f"heard: {said}")]
+            Agent(mem, "bot", conversation=thread.id).reply(said)
+        llm.summarizer = lambda messages: "They talked about the Bluefin."
+        done = compact(mem, "bot", conversation=thread.id, timeout_s=5)
+        assert (done.before, done.after, done.summary) == (6, 2, "They talked about the Bluefin.")
+        state = mem.conversations().get(thread.id).state
+        assert (len(state.in_context), state.summary) == (2, "They talked about the Bluefin.")
+        assert len(mem.recall("bot").list(session_id=thread.id)) == 6, "the folded messages stay in recall"
+        assert compact(mem, "bot", conversation=thread.id, timeout_s=5).before == 2  # nothing more to fold
+        assert mem.get_agent("bot")[1].summary == "", "the agent's own context is another thread"
+
+
+def test_compaction_through_letta_client(server: Server) -> None:
+    with letta_for(server, ADMIN) as client:
+        agent = client.agents.create(name="talkative", model="openai/gpt-4o-mini")
+        thread = client.conversations.create(agent_id=agent.id)
+        for n in range(3):
+            said = [{"role": "user", "content": f"Reply with the message 'answer {n}'"}]
+            client.agents.messages.create(agent.id, messages=said)
+            list(client.conversations.messages.create(thread.id, messages=said))
+        own = client.agents.messages.compact(agent.id)
+        assert (own.num_messages_before, own.num_messages_after) == (6, 4) and own.summary
+        assert len(client.agents.retrieve(agent.id).message_ids or []) == 4
+        theirs = client.conversations.messages.compact(thread.id)
+        assert (theirs.num_messages_before, theirs.num_messages_after) == (6, 4)
+        assert len(client.conversations.retrieve(thread.id).in_context_message_ids) == 4

@@ -80,11 +80,19 @@ class MainContext:
         return len(evicted)
 
     def summary_limit(self) -> int:
-        return max(400, self.settings.context_window)  # ~1/4 of the window in tokens, at ~4 chars a token
+        return summary_limit(self.settings.context_window)
 
     def _bounded(self, summary: str) -> str:
-        limit = self.summary_limit()
-        return summary if len(summary) <= limit else summary[: limit - 3] + "..."
+        return bounded_summary(summary, self.summary_limit())
+
+
+def summary_limit(context_window: int) -> int:
+    """The recursive summary's characters at most: ~1/4 of the window in tokens, at ~4 chars a token."""
+    return max(400, context_window)
+
+
+def bounded_summary(summary: str, limit: int) -> str:
+    return summary if len(summary) <= limit else summary[: limit - 3] + "..."
 
 
 def transcript(records: list[Record]) -> str:

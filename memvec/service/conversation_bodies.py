@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from memvec.service.schemas import Lenient, MessagesIn
+from memvec.types import AGENT_PATTERN
 from memvec.types.conversations import Conversation
 from memvec.types.values import MAX_META_CHARS
 
@@ -81,3 +82,24 @@ class ConversationMessagesIn(MessagesIn):
     default here), and always in the conversation's session."""
 
     streaming: bool = Field(default=True, description="Server-Sent Events (the default); false: one LettaResponse")
+    agent_id: str | None = Field(
+        default=None, pattern=AGENT_PATTERN, description="with conversation_id `default`: the agent to send to"
+    )
+
+
+class CompactIn(Lenient):
+    """Letta's compaction request: `compaction_settings` is accepted and not used (memvec folds all
+    but the agent's `keep_last` messages with its own model, as its eviction does)."""
+
+    compaction_settings: dict[str, Any] | None = None
+    agent_id: str | None = Field(
+        default=None, pattern=AGENT_PATTERN, description="with conversation_id `default`: the agent to compact"
+    )
+
+
+class CompactionOut(BaseModel):
+    """Letta's CompactionResponse."""
+
+    num_messages_before: int = Field(description="messages in context before")
+    num_messages_after: int
+    summary: str = Field(description="the recursive summary the folded messages went into")

@@ -4,15 +4,18 @@ keys that may see its agent; to any other it does not exist (404)."""
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import Annotated, Any, Literal
 
 from fastapi import Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from memvec.errors import NotFoundError
+from memvec.errors import InvalidInputError, NotFoundError
 from memvec.service.auth import Principal
 from memvec.service.conversation_bodies import (
+    CompactIn,
+    CompactionOut,
     ConversationIn,
     ConversationMessagesIn,
     ConversationOut,
@@ -21,14 +24,24 @@ from memvec.service.conversation_bodies import (
 from memvec.service.deps import Caller, Service, ServiceState, api_router, cursor, in_scope, visible_agent
 from memvec.service.letta_messages import records_as_messages
 from memvec.service.schemas import Deleted, LettaResponseOut
-from memvec.service.sending import answered, streamed
+from memvec.service.sending import answered, compacted, streamed
 from memvec.service.views import page
-from memvec.types import AGENT_PATTERN
+from memvec.types import AGENT_ID_PATTERN, AGENT_PATTERN
 from memvec.types.conversations import CONVERSATION_ID_PATTERN, Conversation
 
 router = api_router()
 ConversationId = Annotated[
     str, Path(pattern=CONVERSATION_ID_PATTERN, description="the conversation's id (conv-<uuid>)")
+]
+ThreadRef = Annotated[
+    str,
+    Path(
+        pattern=f"{CONVERSATION_ID_PATTERN}|{AGENT_ID_PATTERN}|^default$",
+        description="conv-<uuid>; or `default` (with `agent_id`) or the agent's id: the agent's own messages",
+    ),
+]
+DirectAgent = Annotated[
+    str | None, Query(pattern=AGENT_PATTERN, description="with conversation_id `default`: the agent (its id or handle)")
 ]
 AgentRef = Annotated[str, Query(pattern=AGENT_PATTERN, description="the agent's id (`agent-<uuid>`) or its handle")]
 _TAGS: list[str | Enum] = ["conversations"]
@@ -51,6 +64,19 @@ def _visible(conversation_id: str, principal: Principal, service: ServiceState) 
     if not principal.may_see(conversation.agent):
         raise NotFoundError(f"conversation {conversation_id!r} not found")
     return conversation
+
+
+def _thread_of(ref: str, agent_id: str | None, principal: Principal, service: ServiceState) -> tuple[str, str | None]:
+    """(the agent's handle, the conversation) a messages route names: a conversation's id; or, as
+    Letta's agent-direct mode, `default` with `agent_id` (or an agent's id in its place) for the
+    agent's own messages (conversation None)."""
+    if ref == "default" or re.fullmatch(AGENT_ID_PATTERN, ref):
+        named = agent_id if ref == "default" else ref
+        if named is None:
+            raise InvalidInputError("conversation_id 'default' names the agent's own messages: give agent_id too")
+        return _agent(named, principal, service), None
+    conversation = _visible(ref, principal, service)
+    return conversation.agent, conversation.id
 
 
 def _out(conversation: Conversation, service: ServiceState) -> ConversationOut:
@@ -123,24 +149,33 @@ def delete_conversation(conversation_id: ConversationId, principal: Caller, serv
     responses=_STREAMED,
 )
 async def send_conversation_message(
-    conversation_id: ConversationId, body: ConversationMessagesIn, principal: Caller, service: Service, request: Request
+    conversation_id: ThreadRef,
+    body: ConversationMessagesIn,
+    principal: Caller,
+    service: Service,
+    request: Request,
+    agent_id: DirectAgent = None,
 ) -> Response:
     """Send messages to the conversation: its agent replies with the conversation's context, and every
     message it writes is in the conversation's session. Streamed (Server-Sent Events) unless
-    `streaming` is false; one send at a time per agent, as `/v1/agents/{id}/messages`."""
-    conversation = await run_in_threadpool(_visible, conversation_id, principal, service)
-    in_scope(conversation.agent, principal)
-    body = ConversationMessagesIn.model_validate(body.model_dump() | {"session_id": conversation_id})
+    `streaming` is false; one send at a time per agent, as `/v1/agents/{id}/messages`. `default`
+    with `agent_id` sends to the agent itself (Letta's agent-direct mode)."""
+    named = agent_id or body.agent_id
+    agent, conversation = await run_in_threadpool(_thread_of, conversation_id, named, principal, service)
+    in_scope(agent, principal)
+    if conversation is not None:
+        body = ConversationMessagesIn.model_validate(body.model_dump() | {"session_id": conversation})
     if body.streaming:
-        return await streamed(service, request, conversation.agent, principal, body, conversation_id)
-    return await answered(service, request, conversation.agent, principal, body, conversation_id)
+        return await streamed(service, request, agent, principal, body, conversation)
+    return await answered(service, request, agent, principal, body, conversation)
 
 
 @router.get("/v1/conversations/{conversation_id}/messages", response_model=list[dict[str, Any]], tags=_TAGS)
 def list_conversation_messages(
-    conversation_id: ConversationId,
+    conversation_id: ThreadRef,
     principal: Caller,
     service: Service,
+    agent_id: DirectAgent = None,
     after: Annotated[str | None, Query(description="cursor: a message id")] = None,
     before: Annotated[str | None, Query(description="cursor: a message id")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -149,17 +184,29 @@ def list_conversation_messages(
     ] = "asc",
     use_assistant_message: bool = True,
 ) -> list[dict[str, Any]]:
-    """The conversation's messages as Letta lists them, oldest first (`after`/`before`: message ids)."""
-    conversation = _visible(conversation_id, principal, service)
-    recall = service.memory.recall(conversation.agent)
+    """The conversation's messages as Letta lists them, oldest first (`after`/`before`: message ids);
+    `default` with `agent_id`: every message of the agent."""
+    agent, conversation = _thread_of(conversation_id, agent_id, principal, service)
+    recall = service.memory.recall(agent)
     newest, first, last = order == "desc", cursor(after), cursor(before)
     records = recall.list(
         limit=limit,
         newest_first=newest,
         after=last if newest else first,
         before=first if newest else last,
-        session_id=conversation_id,
+        session_id=conversation,
     )
     records.sort(key=lambda r: r.id)
     metas = recall.message_meta([r.id for r in records])
     return records_as_messages(records, metas, use_assistant_message=use_assistant_message)[:limit]
+
+
+@router.post("/v1/conversations/{conversation_id}/compact", response_model=CompactionOut, tags=_TAGS)
+async def compact_conversation(
+    conversation_id: ThreadRef, principal: Caller, service: Service, body: CompactIn | None = None
+) -> CompactionOut:
+    """Fold the conversation's context, all but its agent's last `keep_last` messages, into its
+    recursive summary now (the messages stay in recall). `default` with `agent_id`: the agent's own."""
+    named = body.agent_id if body else None
+    agent, conversation = await run_in_threadpool(_thread_of, conversation_id, named, principal, service)
+    return await compacted(service, agent, conversation)

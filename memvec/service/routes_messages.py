@@ -22,6 +22,7 @@ from memvec.agent.preview import system_prompt
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.exchange.consolidation import ConsolidationRun
 from memvec.service.auth import Principal
+from memvec.service.conversation_bodies import CompactIn, CompactionOut
 from memvec.service.deps import (
     Caller,
     ScopedAgent,
@@ -44,7 +45,7 @@ from memvec.service.schemas import (
     LettaResponseOut,
     MessagesIn,
 )
-from memvec.service.sending import answered, send, streamed
+from memvec.service.sending import answered, compacted, send, streamed
 from memvec.types import MAX_ID
 
 router = api_router()
@@ -108,6 +109,16 @@ async def stream_messages(
     """Letta's streaming route: `/messages` with `streaming: true` (retries answered once, as there)."""
     in_scope(agent_id, principal)
     return await streamed(service, request, agent_id, principal, body)
+
+
+@router.post("/v1/agents/{agent_id}/summarize", response_model=CompactionOut, tags=["messages"])
+async def compact_messages(
+    agent_id: ScopedAgent, principal: Caller, service: Service, body: CompactIn | None = None
+) -> CompactionOut:
+    """Fold the agent's context, all but its last `keep_last` messages, into its recursive summary
+    now, with its model (Letta's `messages.compact`); the messages stay in recall, searchable."""
+    await run_in_threadpool(visible_agent, agent_id, principal, service)
+    return await compacted(service, agent_id)
 
 
 @router.post("/v1/agents/{agent_id}/generate", response_model=GenerateOut, tags=["messages"])

@@ -10,11 +10,13 @@ from typing import Any
 from fastapi import Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from memvec.agent.compact import compact
 from memvec.agent.events import Event
 from memvec.agent.identity import new_otid
 from memvec.agent.trace import Reply
 from memvec.errors import InvalidInputError
 from memvec.service.auth import Principal
+from memvec.service.conversation_bodies import CompactionOut
 from memvec.service.deps import ServiceState, visible_agent
 from memvec.service.letta_messages import event_message, record_message, shown, stop_message, usage_message
 from memvec.service.retries import (
@@ -236,3 +238,13 @@ async def answered(
             return await run_in_threadpool(partial(send, service, agent, principal, body, conversation=conversation))
 
     return await answered_once(service, request, agent, ticket_of(request, principal, agent, body), run)
+
+
+async def compacted(service: ServiceState, agent: str, conversation: str | None = None) -> CompactionOut:
+    """Compact the agent's context (or its conversation's) in the agent's slot, as a send would hold it."""
+    timeout = service.memory.config.llm_timeout_s
+    async with service.agent_slot(agent):
+        done = await run_in_threadpool(
+            partial(compact, service.memory, agent, conversation=conversation, timeout_s=timeout)
+        )
+    return CompactionOut(num_messages_before=done.before, num_messages_after=done.after, summary=done.summary)
