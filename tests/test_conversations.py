@@ -126,6 +126,8 @@ def test_a_scoped_key_sees_only_its_agents_conversations(server: Server) -> None
             scoped.conversations.retrieve(hidden.id)
         with pytest.raises(letta_client.NotFoundError):
             scoped.conversations.create(agent_id=theirs.id)
+    with letta_for(server, ADMIN) as admin:  # an unscoped key lists every agent's
+        assert {hidden.id, mine.id} <= {c.id for c in admin.conversations.list(limit=1000)}
 
 
 def test_the_default_conversation_is_the_agent_itself(server: Server) -> None:

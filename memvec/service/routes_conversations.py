@@ -105,11 +105,11 @@ def list_conversations(
     summary_search: Annotated[str | None, Query(max_length=256, description="words its summary holds")] = None,
 ) -> list[ConversationOut]:
     """The conversations the caller may see (of one agent, with `agent_id`)."""
-    agents = (
-        [_agent(agent_id, principal, service)]
-        if agent_id
-        else [handle for handle in service.memory.agents() if principal.may_see(handle)]
-    )
+    agents: list[str] | None = None  # an unscoped key without agent_id: every agent's, in one read
+    if agent_id:
+        agents = [_agent(agent_id, principal, service)]
+    elif principal.agents is not None:
+        agents = sorted(principal.agents)
     found = service.memory.conversations().list(agents, newest_first=order == "desc")
     if summary_search:
         found = [c for c in found if summary_search.casefold() in (c.summary or "").casefold()]

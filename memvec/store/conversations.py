@@ -63,15 +63,15 @@ class ConversationStore:
         rows = self._query(f"SELECT {_COLUMNS} FROM conversations WHERE id = ?", (conversation_id,))
         return _conversation(rows[0]) if rows else None
 
-    def conversations(self: _SQL, agents: Sequence[str], *, newest_first: bool = False) -> list[Conversation]:
-        """The conversations of these agents, oldest first (or newest)."""
-        if not agents:
+    def conversations(self: _SQL, agents: Sequence[str] | None, *, newest_first: bool = False) -> list[Conversation]:
+        """The conversations of these agents (None: of every agent), oldest first (or newest)."""
+        if agents is not None and not agents:
             return []
         order = "DESC" if newest_first else "ASC"
+        where = "" if agents is None else f"WHERE agent IN ({marks(len(agents))}) "
         rows = self._query(
-            f"SELECT {_COLUMNS} FROM conversations WHERE agent IN ({marks(len(agents))}) "
-            f"ORDER BY created_at {order}, id {order}",
-            list(agents),
+            f"SELECT {_COLUMNS} FROM conversations {where}ORDER BY created_at {order}, id {order}",
+            list(agents or ()),
         )
         return [_conversation(r) for r in rows]
 

@@ -48,7 +48,8 @@ class Conversations:
             raise NotFoundError(f"conversation {conversation_id!r} not found")
         return found
 
-    def list(self, agents: builtins.list[str], *, newest_first: bool = False) -> builtins.list[Conversation]:
+    def list(self, agents: builtins.list[str] | None, *, newest_first: bool = False) -> builtins.list[Conversation]:
+        """The conversations of these agents (None: of every agent)."""
         return self._store.conversations(agents, newest_first=newest_first)
 
     def describe(self, conversation_id: str, *, summary: str | None, model: str | None) -> Conversation:
