@@ -12,6 +12,7 @@ from memvec.exchange.export import AgentExport, ImportReport
 from memvec.memory.names import validate_agent, validate_display_name
 from memvec.store.base import Store
 from memvec.store.identities import is_agent_id, new_agent_id
+from memvec.tiers.conversations import Thread
 from memvec.tiers.core import CoreMemory
 from memvec.tiers.shared import SharedBlocks
 from memvec.types import (
@@ -94,8 +95,7 @@ class AgentMethods:
     def update_agent_state(self, settings: AgentSettings, state: AgentState) -> None:
         """Write the agent's conversation state only: its settings stay as they are in the store,
         whatever changed them since `settings` were read (an agent with no settings yet gets these)."""
-        if not self._store.put_agent_state(validate_agent(settings.name), state):
-            self._store.put_agent(settings, state)
+        Thread(self._store, validate_agent(settings.name)).write(settings, state)
 
     def delete_agent(self, agent: str) -> int:
         """Delete an agent, its blocks and all its records; returns how many records went."""

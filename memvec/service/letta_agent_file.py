@@ -33,10 +33,10 @@ def letta_agent_file(memory: Memory, agent: str, *, scrub_messages: bool = False
     tools = [ToolOut.of(t).model_dump(mode="json", by_alias=True) for t in agent_tools(memory, settings)]
     folders = memory.folders().of_agent(agent)
     messages = [] if scrub_messages else _messages(memory, agent)
-    kept = {m["record_id"] for m in messages}
+    in_context = set(state.in_context)
     agent_part = _agent(settings, identity.name, blocks, tools, folders)
     agent_part["messages"] = [{k: v for k, v in m.items() if k != "record_id"} for m in messages]
-    agent_part["in_context_message_ids"] = [m["id"] for m in messages if m["record_id"] in set(state.in_context) & kept]
+    agent_part["in_context_message_ids"] = [m["id"] for m in messages if m["record_id"] in in_context]
     return {
         "agents": [agent_part],
         "groups": [],

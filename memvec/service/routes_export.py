@@ -37,7 +37,16 @@ IMPORT_BODY: dict[str, Any] = {
                 "schema": {
                     "type": "object",
                     "required": ["file"],
-                    "properties": {"file": {"type": "string", "format": "binary"}, "override_name": {"type": "string"}},
+                    "properties": {
+                        "file": {"type": "string", "format": "binary"},
+                        "name": {"type": "string", "description": "the imported agent's name (an agent file's)"},
+                        "override_name": {"type": "string", "description": "Letta's older word for `name`"},
+                        "append_copy_suffix": {
+                            "type": "boolean",
+                            "default": True,
+                            "description": "an agent file's agents are named as in the file with `_copy` added",
+                        },
+                    },
                 }
             },
         },

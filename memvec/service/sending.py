@@ -214,7 +214,7 @@ async def streamed(
     if (replayed := await claimed_stream(service, agent, ticket)) is not None:
         return replayed
     sending = partial(send, service, agent, principal, body, conversation=conversation)
-    reply = recorded_reply(service, ticket, lambda emit: sending(emit))
+    reply = recorded_reply(service, ticket, sending)
     stream = await run_or_drop(service, ticket, lambda: stream_reply(service, agent, reply, request=request))
     # None: the client left while the agent was busy
     return nobody_listening() if stream is None else stream
