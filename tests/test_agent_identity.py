@@ -109,7 +109,9 @@ def test_postgresql_homes_give_their_agents_ids_once(tmp_path: Path, pg_url: str
         mem.archival("ana").insert("on PostgreSQL")
         mem.create_agent(mem.get_agent("ana")[0].model_copy(update={"name": "bob"}))
     with psycopg.connect(pg_url, autocommit=True) as db:
-        db.execute("DROP TABLE agent_identities")  # as a home of the previous release left it
+        # as a home of the previous release left it: no identities, and no digest of this schema
+        db.execute("DROP TABLE agent_identities")
+        db.execute("DELETE FROM memvec_meta WHERE key = 'schema_sha256'")
     with open_pg(tmp_path / "b", pg_url) as mem:
         made = {h: i.id for h, i in mem.agent_identities().items()}
         assert set(made) == {"ana", "bob"} and all(re.fullmatch(AGENT_ID_PATTERN, i) for i in made.values())

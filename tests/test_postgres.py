@@ -357,3 +357,34 @@ def test_conversations_on_postgres(tmp_path: Path, pg_url: str) -> None:
         mem.delete_agent("bot")
         with pytest.raises(NotFoundError):
             mem.conversations().get(made.id)
+
+
+def test_a_server_starting_on_a_current_schema_waits_for_no_lock_a_running_server_holds(pg_url: str) -> None:
+    """A rolling restart: a running server's write holds a lock on `records` while another server starts.
+    Re-running the schema's `ALTER TABLE`s would queue behind it (and deadlock with its next statement)."""
+    import psycopg
+
+    PostgresStore(pg_url).close()  # the first server migrated
+    opened: list[PostgresStore] = []
+    starting = threading.Thread(target=lambda: opened.append(PostgresStore(pg_url)), daemon=True)
+    with psycopg.connect(pg_url) as running:
+        running.execute("LOCK TABLE records IN ROW EXCLUSIVE MODE")  # what an insert's transaction holds
+        starting.start()
+        starting.join(timeout=15)
+        assert opened, "the starting server waited for the running server's transaction"
+        running.rollback()
+    opened[0].close()
+
+
+def test_a_schema_recorded_by_another_release_is_migrated_again(pg_url: str) -> None:
+    import psycopg
+
+    PostgresStore(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        db.execute("DROP INDEX records_by_session")
+        db.execute("UPDATE memvec_meta SET value = 'an older schema' WHERE key = 'schema_sha256'")
+    PostgresStore(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        assert db.execute("SELECT to_regclass('records_by_session')").fetchone() == ("records_by_session",)
+        digest = db.execute("SELECT value FROM memvec_meta WHERE key = 'schema_sha256'").fetchone()
+    assert digest is not None and digest[0] != "an older schema"

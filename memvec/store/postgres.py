@@ -11,6 +11,7 @@ either committed or not), except inserts, which the dedup key makes safe to repe
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -125,6 +126,8 @@ ON CONFLICT DO NOTHING
 """
 
 MIGRATION_LOCK, WRITE_LOCK = 7406153, 7406154  # advisory lock keys
+SCHEMA_DIGEST = hashlib.sha256(SCHEMA.encode()).hexdigest()
+SCHEMA_DIGEST_KEY = "schema_sha256"  # in memvec_meta: what the last migration applied
 POOL_SIZE = 8
 log = logging.getLogger("memvec.store")
 T = TypeVar("T")
@@ -174,10 +177,31 @@ class PostgresStore(SQLStore):
         }
 
     def _migrate(self) -> None:
+        """Brings the schema up to this release's once. A server starting on a current schema runs no DDL:
+        `ALTER TABLE ... IF NOT EXISTS` takes the table's exclusive lock even when it changes nothing, and
+        a running server's write waiting behind it (a foreign-key check on `records`) while holding a lock
+        the next ALTER wants made PostgreSQL break a deadlock by failing that write, in a rolling restart."""
+        if self._schema_digest() == SCHEMA_DIGEST:
+            return
         with self._connection() as db, db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))  # one migrator at a time
+            # writers wait for the write lock before they touch a table, so none holds a lock the DDL needs
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             for statement in filter(str.strip, SCHEMA.split(";")):
                 db.execute(statement)
+            db.execute(
+                f"INSERT INTO {self.META_TABLE} (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (SCHEMA_DIGEST_KEY, SCHEMA_DIGEST),
+            )
+
+    def _schema_digest(self) -> str | None:
+        """The digest of the schema text the last migration applied (None on a new database)."""
+        with self._connection() as db:
+            if db.execute("SELECT to_regclass(%s) AS t", (self.META_TABLE,)).fetchone()["t"] is None:
+                return None
+            row = db.execute(f"SELECT value FROM {self.META_TABLE} WHERE key = %s", (SCHEMA_DIGEST_KEY,)).fetchone()
+            return None if row is None else str(row["value"])
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
