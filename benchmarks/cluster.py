@@ -159,14 +159,17 @@ def running_cluster(pg_url: str, size: int = 3, drain_s: float = 1.0) -> Iterato
             cluster.stop()
 
 
-def server_loss(pg_url: str = DEFAULT_PG, agents: int = 9, seconds: float = 6.0, servers: int = 3) -> dict[str, Any]:
-    """SIGKILL the server that serves the most agents a third of the way into the load."""
+def server_loss(
+    pg_url: str = DEFAULT_PG, agents: int = 9, seconds: float = 6.0, servers: int = 3, pause_s: float = 0.0
+) -> dict[str, Any]:
+    """SIGKILL the server that serves the most agents a third of the way into the load (each client
+    `pause_s` between requests)."""
     with running_cluster(pg_url, size=servers) as cluster:
         names = setup_agents(cluster.url, agents)
         owners = {a: cluster.owner(a) for a in names}
         victim = max(cluster.members, key=lambda m: sum(1 for o in owners.values() if o is m))
         moved = [a for a, o in owners.items() if o is victim]
-        with Load(cluster.url, names) as load:
+        with Load(cluster.url, names, pause_s=pause_s) as load:
             time.sleep(seconds / 3)
             assert victim.process is not None
             killed_at = time.monotonic()
@@ -208,7 +211,7 @@ def _recovery(calls: list[Call], moved: list[str], killed_at: float) -> dict[str
 
 
 def rolling_restart(
-    pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 1.0, servers: int = 3
+    pg_url: str = DEFAULT_PG, agents: int = 9, drain_s: float = 1.0, servers: int = 3, pause_s: float = 0.0
 ) -> dict[str, Any]:
     """SIGTERM each server in turn under load, wait for it to exit, start it again and, once nginx
     routes requests to it again, the next (with two servers, stopping the other one while nginx still
@@ -217,7 +220,7 @@ def rolling_restart(
     with running_cluster(pg_url, size=servers, drain_s=drain_s) as cluster:
         names = setup_agents(cluster.url, agents)
         started = time.monotonic()
-        with Load(cluster.url, names) as load:
+        with Load(cluster.url, names, pause_s=pause_s) as load:
             time.sleep(1.0)
             for member in cluster.members:
                 drained.append(_restart(cluster, member))

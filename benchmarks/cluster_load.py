@@ -28,10 +28,11 @@ class Call:
 
 
 class Load:
-    """Client threads through the router, one agent each, mixing inserts, searches and messages."""
+    """Client threads through the router, one agent each, mixing inserts, searches and messages, each
+    `pause_s` apart (0: as fast as the servers answer)."""
 
-    def __init__(self, url: str, agents: list[str]) -> None:
-        self.url, self.agents = url, agents
+    def __init__(self, url: str, agents: list[str], *, pause_s: float = 0.0) -> None:
+        self.url, self.agents, self.pause_s = url, agents, pause_s
         self.calls: list[Call] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -54,6 +55,7 @@ class Load:
                 kind = ("insert", "search", "insert", "message")[n % 4]
                 self._one(api, agent, kind, f"{agent} fact {n}: the code word is w{n}x{agent}")
                 n += 1
+                self._stop.wait(self.pause_s)
 
     def _one(self, api: httpx.Client, agent: str, kind: str, text: str) -> None:
         started = time.monotonic()

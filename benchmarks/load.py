@@ -82,16 +82,17 @@ def start_server(
 def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path | None = None, timeout: float = 120) -> None:
     """Until `url`/v1/health answers 200; an error naming the end of `log` if the process exits first."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            said = log.read_text(errors="replace")[-2000:] if log is not None else ""
-            raise RuntimeError(f"{url} exited: {said}")
-        try:
-            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
+    with httpx.Client(timeout=1) as api:  # one client: making one per poll costs more than the poll
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                said = log.read_text(errors="replace")[-2000:] if log is not None else ""
+                raise RuntimeError(f"{url} exited: {said}")
+            try:
+                if api.get(f"{url}/v1/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
     raise TimeoutError(f"{url} did not become healthy")
 
 

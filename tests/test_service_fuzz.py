@@ -34,12 +34,23 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv.stop()
 
 
-def ensure_agent(url: str) -> None:
+@pytest.fixture(scope="module")
+def client() -> Iterator[httpx.Client]:
+    """One client for the whole module: making an httpx client parses the CA bundle (~20 ms of CPU),
+    which a client per generated case would spend hundreds of times."""
+    with httpx.Client(timeout=60) as http:
+        yield http
+
+
+def ensure_agent(url: str, client: httpx.Client) -> None:
     """A real agent with data, re-created if a generated DELETE removed it."""
-    with httpx.Client(base_url=url, headers=AUTH) as api:
-        if api.get("/v1/agents/ana").status_code == 404:
-            api.post("/v1/agents", json={"name": "ana", "memory_blocks": [{"label": "human", "value": "x"}]})
-            api.post("/v1/agents/ana/archival-memory", json={"text": "Ana likes tea", "tags": ["food"]})
+    if client.get(f"{url}/v1/agents/ana", headers=AUTH).status_code == 404:
+        client.post(
+            f"{url}/v1/agents", headers=AUTH, json={"name": "ana", "memory_blocks": [{"label": "human", "value": "x"}]}
+        )
+        client.post(
+            f"{url}/v1/agents/ana/archival-memory", headers=AUTH, json={"text": "Ana likes tea", "tags": ["food"]}
+        )
 
 
 # examples per (mode, key): the scoped key mostly meets agents it may not see, so it needs fewer
@@ -52,7 +63,9 @@ EXAMPLES = {
 }
 
 
-def fuzz(operation: Any, mode: GenerationMode, url: str, statuses: Counter[int], key: str) -> None:
+def fuzz(
+    operation: Any, mode: GenerationMode, url: str, statuses: Counter[int], key: str, client: httpx.Client
+) -> None:
     agent_may_be_gone = [True]  # checked before an operation's first case and after each DELETE
 
     @given(case=operation.as_strategy(generation_mode=mode))
@@ -65,7 +78,7 @@ def fuzz(operation: Any, mode: GenerationMode, url: str, statuses: Counter[int],
     )
     def check(case: Any) -> None:
         if agent_may_be_gone[0]:
-            ensure_agent(url)
+            ensure_agent(url, client)
         agent_may_be_gone[0] = case.method.upper() == "DELETE"
         if "agent_id" in (case.path_parameters or {}) and len(str(case.path_parameters["agent_id"])) % 2:
             case.path_parameters["agent_id"] = "ana"  # about half the cases reach the real agent
@@ -75,13 +88,13 @@ def fuzz(operation: Any, mode: GenerationMode, url: str, statuses: Counter[int],
         )
         statuses[response.status_code] += 1
         if case.media_type == "application/json" and case.body is not None:
-            for status in resent_as_hostile_bodies(case, url, key):
+            for status in resent_as_hostile_bodies(case, url, key, client):
                 statuses[status] += 1
 
     check()
 
 
-def resent_as_hostile_bodies(case: Any, url: str, key: str) -> list[int]:
+def resent_as_hostile_bodies(case: Any, url: str, key: str, client: httpx.Client) -> list[int]:
     """The generated body again, sent chunked (no Content-Length), then nested past the depth limit:
     neither may be a 5xx, and the deep one must be refused."""
     kwargs = case.as_transport_kwargs(
@@ -93,14 +106,13 @@ def resent_as_hostile_bodies(case: Any, url: str, key: str) -> list[int]:
         return []
     deep = b'{"a": ' * 70 + body + b"}" * 70
     statuses = []
-    with httpx.Client(timeout=60) as client:
-        for content, refused in ((iter([body[:7], body[7:]]), False), (iter([deep]), True)):
-            response = client.request(
-                kwargs["method"], kwargs["url"], params=kwargs.get("params"), headers=kwargs["headers"], content=content
-            )
-            assert response.status_code < 500, (kwargs["method"], kwargs["url"], response.text)
-            assert not refused or response.status_code in {401, 404, 413, 422}, response.text
-            statuses.append(response.status_code)
+    for content, refused in ((iter([body[:7], body[7:]]), False), (iter([deep]), True)):
+        response = client.request(
+            kwargs["method"], kwargs["url"], params=kwargs.get("params"), headers=kwargs["headers"], content=content
+        )
+        assert response.status_code < 500, (kwargs["method"], kwargs["url"], response.text)
+        assert not refused or response.status_code in {401, 404, 413, 422}, response.text
+        statuses.append(response.status_code)
     return statuses
 
 
@@ -116,7 +128,9 @@ EXPECTED = {
 @pytest.mark.parametrize(
     ("mode", "key"), list(EXPECTED), ids=["valid-admin", "invalid-admin", "valid-scoped", "invalid-scoped"]
 )
-def test_no_server_error_on_any_generated_request(live_server: Server, mode: GenerationMode, key: str) -> None:
+def test_no_server_error_on_any_generated_request(
+    live_server: Server, client: httpx.Client, mode: GenerationMode, key: str
+) -> None:
     spec = schemathesis.openapi.from_url(f"{live_server.url}/openapi.json")
     results = list(spec.get_all_operations())
     assert [r for r in results if not isinstance(r, Ok)] == []  # every operation of the schema parses
@@ -125,7 +139,7 @@ def test_no_server_error_on_any_generated_request(live_server: Server, mode: Gen
     statuses: Counter[int] = Counter()
     for operation in operations:
         try:
-            fuzz(operation, mode, live_server.url, statuses, key)
+            fuzz(operation, mode, live_server.url, statuses, key, client)
         except Unsatisfiable:  # nothing invalid to generate (e.g. GET /v1/health has no inputs)
             assert mode is GenerationMode.NEGATIVE
     wanted, at_least = EXPECTED[mode, key]
