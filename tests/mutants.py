@@ -357,6 +357,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_postgres.py",
     ),
     (
+        "every PostgreSQL server start runs the schema's DDL again",
+        "memvec/store/postgres.py",
+        "        if self._schema_digest() == SCHEMA_DIGEST:\n            return\n",
+        "",
+        "tests/test_postgres.py",
+    ),
+    (
+        "a schema recorded by another release is not migrated",
+        "memvec/store/postgres.py",
+        "        if self._schema_digest() == SCHEMA_DIGEST:\n",
+        "        if self._schema_digest() is not None:\n",
+        "tests/test_postgres.py",
+    ),
+    (
         "PostgreSQL's period index misses a column the scope reads",
         "memvec/store/postgres.py",
         "    INCLUDE (valid_to, superseded_by, id);",
