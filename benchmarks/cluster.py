@@ -13,6 +13,7 @@ twice shows.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import subprocess
@@ -136,7 +137,7 @@ class Cluster:
         """The member that serves `agent` through the router: the one whose loaded indexes grow
         when the agent is searched through the router (asked one agent at a time)."""
         before = [_loaded(m) for m in self.members]
-        httpx.get(
+        _http().get(
             f"{self.url}/v1/agents/{agent}/recall-memory/search", params={"query": "which server"}, timeout=30
         ).raise_for_status()
         grown = [m for m, b in zip(self.members, before, strict=True) if _loaded(m) > b]
@@ -144,8 +145,15 @@ class Cluster:
         return grown[0]
 
 
+@functools.cache
+def _http() -> httpx.Client:
+    """One client for the checker's own requests: making one parses the CA bundle (~20 ms of CPU), which
+    a client per poll would spend thousands of times in a run."""
+    return httpx.Client()
+
+
 def _loaded(member: Member) -> int:
-    loaded: int = httpx.get(f"{member.url}/v1/health", timeout=10).json()["indexes_loaded"]
+    loaded: int = _http().get(f"{member.url}/v1/health", timeout=10).json()["indexes_loaded"]
     return loaded
 
 
@@ -243,7 +251,7 @@ def _restart(cluster: Cluster, member: Member) -> dict[str, Any]:
     assert member.process is not None
     stopping = time.monotonic()
     member.process.send_signal(signal.SIGTERM)
-    health = httpx.get(f"{member.url}/v1/health", timeout=10)
+    health = _http().get(f"{member.url}/v1/health", timeout=10)
     member.process.wait(timeout=60)
     exited = time.monotonic() - stopping
     cluster.start_member(member)
@@ -268,7 +276,7 @@ def wait_routed(cluster: Cluster, member: Member, timeout: float = 120) -> float
 
 def _routed_requests(member: Member) -> float:
     """Requests `member` answered other than health and metrics (which only this checker asks it)."""
-    families = text_string_to_metric_families(httpx.get(f"{member.url}/metrics", timeout=10).text)
+    families = text_string_to_metric_families(_http().get(f"{member.url}/metrics", timeout=10).text)
     return sum(
         sample.value
         for family in families

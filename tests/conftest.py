@@ -46,14 +46,16 @@ SERVER_PROCESS = re.compile(r"\bServer\b")  # tests.service_helpers.Server: a re
 LONGEST_MODULES = (
     "test_cluster",
     "test_bench_smoke",
-    "test_postgres_faults",
     "test_service_fuzz",
-    "test_onnx",
+    "test_postgres_faults",
     "test_chaos",
-    "test_real_model",
+    "test_stable_top_k",
     "test_service",
-    "test_quality_profile",
-    "test_agent",
+    "test_trust",
+    "test_browser",
+    "test_onnx",
+    "test_index_budget",
+    "test_vector",
 )
 
 
