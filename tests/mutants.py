@@ -371,6 +371,20 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_postgres.py",
     ),
     (
+        "a heading line alone is a chunk again",
+        "memvec/documents/chunking.py",
+        "    if not block.headings:\n        return False\n",
+        "    if block.headings:\n        return False\n",
+        "tests/test_documents.py",
+    ),
+    (
+        "an HTML page's navigation and frame are chunked",
+        "memvec/documents/html.py",
+        "        if self.keep_frame:\n            return False\n",
+        "        if not self.frames:\n            return False\n",
+        "tests/test_documents.py",
+    ),
+    (
         "PostgreSQL's period index misses a column the scope reads",
         "memvec/store/postgres.py",
         "    INCLUDE (valid_to, superseded_by, id);",

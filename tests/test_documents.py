@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from memvec.cli import cli, run
 from memvec.documents import formats
-from memvec.documents.chunking import ChunkSettings, chunk_document, word_spans
-from memvec.documents.formats import parse
+from memvec.documents.chunking import ChunkSettings, chunk_document, heads_section, word_spans
+from memvec.documents.formats import Block, parse
 from memvec.embed.hashing import HashingEmbedder
 from memvec.errors import InvalidInputError, NotFoundError, UnreadableDocumentError
 from memvec.memory import Memory
@@ -67,22 +67,41 @@ def chunks_of(memory: Memory, agent: str, document_id: int) -> list[tuple[int, s
 
 def test_markdown_chunks_carry_their_heading_path_and_slice_the_file(memory: Memory) -> None:
     report = memory.add_document("ana", "manual.md", MANUAL)
-    assert report.created and report.document.media_type == "text/markdown" and report.document.chunks == 4
+    assert report.created and report.document.media_type == "text/markdown" and report.document.chunks == 3
     text = memory.documents("ana").text(report.document.id)
     assert text == MANUAL
     for record in memory.documents("ana").chunks(report.document.id):
         cited = record.citation.document
         assert cited is not None and text[cited.start : cited.end] == record.text
         assert cited.file_name == "manual.md" and cited.content_hash == report.document.content_hash
-    headings = [c[2] for c in chunks_of(memory, "ana", report.document.id)]
-    assert headings == [
+    rows = chunks_of(memory, "ana", report.document.id)
+    assert [c[2] for c in rows] == [
         ["Pump manual"],
         ["Pump manual", "Installation"],
-        ["Pump manual", "Maintenance"],
-        ["Pump manual", "Maintenance", "Filters"],
+        ["Pump manual", "Maintenance", "Filters"],  # a heading alone is no chunk: it opens the next one
     ]
-    fenced = chunks_of(memory, "ana", report.document.id)[1][1]
+    assert rows[2][1] == "## Maintenance\n\n### Filters\n\nReplace the mesh filter every ninety days."
+    fenced = rows[1][1]
     assert "# not a heading" in fenced and "still the fence" in fenced
+
+
+@pytest.mark.parametrize(
+    ("text", "chunks"),
+    [
+        ("# Pump P-200\n\n## Specs\n\nIt moves 200 litres a minute.\n", ["# Pump P-200\n\n## Specs\n\nIt moves"]),
+        ("Intro text.\n\n## References\n", ["Intro text.\n\n## References"]),
+        ("# Only a title\n", ["# Only a title"]),
+        ("# A\n\n## B\n\n### C\n\n" + "word " * 60 + "\n", ["# A\n\n## B\n\n### C\n\nword", "word word"]),
+    ],
+    ids=["heading-then-subheading", "trailing-heading", "title-only", "headings-before-a-long-paragraph"],
+)
+def test_a_heading_line_is_never_a_chunk_of_its_own(text: str, chunks: list[str]) -> None:
+    doc = parse("p.md", text.encode())
+    cut = chunk_document(doc, word_spans, ChunkSettings(max_tokens=40, overlap=4))
+    assert len(cut) == len(chunks)
+    for chunk, opening in zip(cut, chunks, strict=True):
+        assert doc.text[chunk.start : chunk.end].startswith(opening)
+    assert not [c for c in cut[:-1] if heads_section(doc.text, Block(c.start, c.end, c.page, c.headings))]
 
 
 def test_html_keeps_headings_and_drops_what_is_not_text(memory: Memory) -> None:
@@ -99,6 +118,44 @@ def test_html_keeps_headings_and_drops_what_is_not_text(memory: Memory) -> None:
     rows = chunks_of(memory, "ana", report.document.id)
     assert [r[2] for r in rows] == [["Pump manual"], ["Pump manual", "Filters"]]
     assert rows[1][1] == "Filters\n\nReplace the mesh filter.\n\nRinse it."
+
+
+SITE = (
+    "<html><head><title>P-200</title></head><body>"
+    "<header><a href='/'>Acme pumps</a> <a href='/shop'>Shop</a></header>"
+    "<nav><a href='/'>Home</a> | <a href='/p'>Products</a> | <a href='/s'>Support</a></nav>"
+    "<div role='navigation'><a href='/a'>Account</a></div>"
+    "<main><article><header><h1>Pump P-200</h1></header>"
+    "<nav><a href='#specs'>Specs</a></nav>"
+    "<h2>Specs</h2><div><div><p>The P-200 moves 200 litres a minute.</p></div></div>"
+    "<footer>Last checked in May.</footer></article></main>"
+    "<footer>Copyright Acme <div>Imprint</div></footer></body></html>"
+)
+
+
+def test_html_leaves_out_the_page_frame_and_keeps_the_article(memory: Memory) -> None:
+    report = memory.add_document("ana", "p200.html", SITE)
+    text = memory.documents("ana").text(report.document.id)
+    assert text == "Pump P-200\n\nSpecs\n\nThe P-200 moves 200 litres a minute.\n\nLast checked in May."
+    rows = chunks_of(memory, "ana", report.document.id)
+    assert [(r[1].split("\n")[0], r[2]) for r in rows] == [("Pump P-200", ["Pump P-200", "Specs"])]
+    only_navigation = "<html><body><nav><a href='/'>Home</a> | <a href='/p'>Products</a></nav></body></html>"
+    assert memory.documents("ana").text(memory.add_document("ana", "nav.html", only_navigation).document.id) == (
+        "Home | Products"
+    )
+
+
+def test_with_the_real_model_a_file_is_found_by_its_content_not_its_frame_or_title(real_memory: Memory) -> None:
+    real_memory.add_document("ana", "p200.html", SITE)
+    real_memory.add_document(
+        "ana",
+        "pumps.md",
+        "# Pump P-200\n\n## Specs\n\nThe P-200 moves 200 litres a minute.\n\n## Support\n\nCall us on weekdays.\n",
+    )
+    archival = real_memory.archival("ana")
+    hits = archival.search("How many litres a minute does the P-200 pump move?", k=5, per_document=True)
+    assert len(hits) == 2 and all("200 litres a minute" in h.text for h in hits), [h.text for h in hits]
+    assert not [h for h in archival.search("Home Products Support Account", k=10) if "Products" in h.text]
 
 
 def test_a_pdf_is_read_page_by_page_and_each_chunk_names_its_page(memory: Memory) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memvec.documents.formats import Block, ParsedDocument
 from memvec.errors import InvalidInputError
@@ -16,6 +16,7 @@ from memvec.errors import InvalidInputError
 Span = tuple[int, int]
 TokenSpans = Callable[[Sequence[str]], list[list[Span]]]  # each text's tokens as character spans
 _WORD = re.compile(r"\S{1,64}")
+_SPACE = re.compile(r"\s+")
 MAX_CHUNK_CHARS = 8_000  # a window of tokens can span more (a long unbroken string is one unknown token)
 
 
@@ -46,7 +47,9 @@ def word_spans(texts: Sequence[str]) -> list[list[Span]]:
 
 
 def chunk_document(doc: ParsedDocument, spans_of: TokenSpans, settings: ChunkSettings) -> list[Chunk]:
-    """The document's chunks in text order (one tokenizer call for all its blocks)."""
+    """The document's chunks in text order (one tokenizer call for all its blocks). A heading line is
+    never a chunk of its own: it opens the chunk of the content under it, deeper headings between them
+    included (a title alone answers nothing and would still be found for its words)."""
     spans = spans_of([doc.text[block.start : block.end] for block in doc.blocks])
     out: list[Chunk] = []
     pending: list[Block] = []
@@ -55,22 +58,22 @@ def chunk_document(doc: ParsedDocument, spans_of: TokenSpans, settings: ChunkSet
     def flush() -> None:
         nonlocal pending, pending_tokens
         if pending:
-            first = pending[0]
-            out.append(Chunk(len(out), first.start, pending[-1].end, first.page, first.headings))
+            first, last = pending[0], pending[-1]
+            out.append(Chunk(len(out), first.start, last.end, first.page, last.headings))
         pending, pending_tokens = [], 0
 
     for block, block_spans in zip(doc.blocks, spans, strict=True):
         tokens = max(1, len(block_spans))
-        same_section = bool(pending) and (block.page, block.headings) == (pending[0].page, pending[0].headings)
-        if pending and (not same_section or pending_tokens + tokens > settings.max_tokens):
-            if tokens > settings.max_tokens and same_section and pending_tokens <= settings.max_tokens // 2:
-                # a heading (or a short lead-in) opens the first window of the long paragraph after it
+        leading = bool(pending) and all(heads_section(doc.text, b) for b in pending)
+        joins = leading or (bool(pending) and (block.page, block.headings) == (pending[-1].page, pending[-1].headings))
+        lead, lead_tokens = None, 0
+        if pending and (not joins or pending_tokens + tokens > settings.max_tokens):
+            if tokens > settings.max_tokens and joins and pending_tokens <= settings.max_tokens // 2:
+                # headings (or a short lead-in) open the first window of the long paragraph after them
                 lead, lead_tokens = pending[0].start, pending_tokens
                 pending, pending_tokens = [], 0
             else:
                 flush()
-        else:
-            lead, lead_tokens = None, 0
         if tokens > settings.max_tokens:
             for number, (start, end) in enumerate(windows(block_spans, settings, first=lead_tokens)):
                 begin = lead if number == 0 and lead is not None else block.start + start
@@ -78,8 +81,21 @@ def chunk_document(doc: ParsedDocument, spans_of: TokenSpans, settings: ChunkSet
             continue
         pending.append(block)
         pending_tokens += tokens
+    if out and pending and all(heads_section(doc.text, b) for b in pending):
+        out[-1] = replace(out[-1], end=pending[-1].end)  # headings with nothing under them close the text
+        pending = []
     flush()
     return _bounded(out)
+
+
+def heads_section(text: str, block: Block) -> bool:
+    """Whether the block is only its section's heading line (Markdown's `## Title`, HTML's h1..h6):
+    read from the text and the heading path, so a stored document is cut again the same way."""
+    if not block.headings:
+        return False
+    line = _SPACE.sub(" ", text[block.start : block.end].strip().strip("#").strip())
+    title = block.headings[-1]
+    return line == title or (title.endswith("…") and line.startswith(title[:-1]))
 
 
 def _bounded(chunks: list[Chunk]) -> list[Chunk]:

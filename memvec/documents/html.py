@@ -1,4 +1,6 @@
-"""HTML to text with its headings, by the standard library's tolerant parser."""
+"""HTML to text with its headings, by the standard library's tolerant parser. A page's navigation, and
+its banner and footer outside the article, are left out: `Home | Products | Support` answers nothing,
+yet its words would make it a chunk found for them (a page that is nothing else keeps them)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,9 @@ _BLOCKS = {
     "caption",
 }
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
+_CONTENT = {"article", "main"}  # a header or footer inside one heads or closes the content, and stays
+_PAGE_FRAME = {"header": "banner", "footer": "contentinfo"}
+_FRAME_ROLES = {"navigation", "banner", "contentinfo"}
 _SPACE = re.compile(r"\s+")
 
 
@@ -49,8 +54,11 @@ class _Walker(HTMLParser):
     """Collects paragraphs of visible text; a heading element becomes its own block and sets the
     heading path of what follows it (kept while deeper headings come and go)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_frame: bool = False) -> None:
         super().__init__(convert_charrefs=True)
+        self.keep_frame = keep_frame
+        self.frames: list[str] = []  # the open elements being left out as page frame, innermost last
+        self.content = 0
         self.parts: list[str] = []
         self.length = 0
         self.blocks: list[Block] = []
@@ -62,10 +70,23 @@ class _Walker(HTMLParser):
         self.title: list[str] = []
         self.in_title = False
 
+    def _is_frame(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+        if self.keep_frame:
+            return False
+        role = (dict(attrs).get("role") or "").strip().lower()
+        if tag == "nav" or role == "navigation":
+            return True
+        return not self.content and (tag in _PAGE_FRAME or role in _FRAME_ROLES)
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "title":
             self.in_title = True
-        if tag in _SKIPPED:
+        self.content += tag in _CONTENT
+        if (self.frames and tag == self.frames[-1]) or (not self.frames and self._is_frame(tag, attrs)):
+            self.frames.append(tag)  # nested elements of the frame's own tag are counted to find its end
+            self.flush()
+            self.skipping += 1
+        elif tag in _SKIPPED:
             self.skipping += 1
         elif tag in _HEADINGS:
             self.flush()
@@ -77,7 +98,13 @@ class _Walker(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "title":
             self.in_title = False
-        if tag in _SKIPPED:
+        self.content = max(0, self.content - (tag in _CONTENT))
+        if self.frames and tag == self.frames[-1]:
+            self.frames.pop()
+            self.skipping = max(0, self.skipping - 1)
+            if not self.frames:
+                self.current = []
+        elif tag in _SKIPPED:
             self.skipping = max(0, self.skipping - 1)
         elif tag in _HEADINGS and self.in_heading is not None:
             title = heading_title(_SPACE.sub(" ", "".join(self.current)))
@@ -111,9 +138,16 @@ class _Walker(HTMLParser):
 
 
 def parse_html(markup: str) -> ParsedDocument:
-    walker = _Walker()
+    walker = _walk(markup, keep_frame=False)
+    if not walker.blocks:  # a page that is only navigation (or a banner) keeps it
+        walker = _walk(markup, keep_frame=True)
+    title = _SPACE.sub(" ", "".join(walker.title)).strip() or None
+    return ParsedDocument(text="".join(walker.parts), media_type="text/html", blocks=walker.blocks, title=title)
+
+
+def _walk(markup: str, *, keep_frame: bool) -> _Walker:
+    walker = _Walker(keep_frame=keep_frame)
     walker.feed(markup)
     walker.close()
     walker.flush()
-    title = _SPACE.sub(" ", "".join(walker.title)).strip() or None
-    return ParsedDocument(text="".join(walker.parts), media_type="text/html", blocks=walker.blocks, title=title)
+    return walker
