@@ -134,8 +134,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "paragraphs are packed past the model's window",
         "memvec/documents/chunking.py",
-        "(not same_section or pending_tokens + tokens > settings.max_tokens):",
-        "(not same_section):",
+        "(not joins or pending_tokens + tokens > settings.max_tokens):",
+        "(not joins):",
         "tests/test_documents.py",
     ),
     (
@@ -383,6 +383,34 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "        if self.keep_frame:\n            return False\n",
         "        if not self.frames:\n            return False\n",
         "tests/test_documents.py",
+    ),
+    (
+        "a hit outside any session shows session parts again",
+        "memvec/search/hybrid.py",
+        "    return np.where(rows >= 0, scores, np.float32(np.nan)).astype(np.float32)",
+        "    return scores",
+        "tests/test_search_responses.py",
+    ),
+    (
+        "the model reads a chunk's full citation with its hash",
+        "memvec/tools/results.py",
+        '        "citation": record.citation.for_model(),\n    }',
+        '        "citation": record.citation.model_dump(exclude_none=True),\n    }',
+        "tests/test_tools.py",
+    ),
+    (
+        "the CLI prints a citation as a dict",
+        "memvec/cli/records.py",
+        "hit.citation.one_line()",
+        "str(hit.citation.model_dump())",
+        "tests/test_documents.py",
+    ),
+    (
+        "LangChain documents lose the loader's page",
+        "memvec/integrations/langchain.py",
+        '        shown |= {"page": page - 1, "page_label": str(page)}',
+        '        shown |= {"page_label": str(page)}',
+        "tests/test_integrations.py",
     ),
     (
         "PostgreSQL's period index misses a column the scope reads",

@@ -63,7 +63,7 @@ def test_add_then_search_json_carries_the_citation(memvec: Cli) -> None:
     assert hit["citation"] == {"session_id": "S3", "turn_id": "D3:7", "source_url": "https://chat/3", "document": None}
     assert (hit["tags"], hit["role"]) == (["pets"], "Ana")
     code, out, _ = memvec("search", "beagle", "--agent", "a", "--tier", "recall")
-    assert code == 0 and "turn_id=D3:7" in out and "Ana: Ana adopted" in out
+    assert code == 0 and "session S3, turn D3:7 · https://chat/3" in out and "Ana: Ana adopted" in out
 
 
 def test_ingest_validates_the_whole_file_before_writing(memvec: Cli, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -381,6 +382,23 @@ def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path, caps
         tracemalloc.stop()
     assert code == 2 and "big.txt: 209,715,200 bytes; the limit is" in err
     assert peak < 20 * 1024 * 1024, f"{peak:,} bytes allocated: the file was read"
+
+
+def test_search_prints_a_chunk_cited_on_one_line_and_the_hash_only_as_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "manual.md").write_text(MANUAL)
+    memvec = Cli(tmp_path / "home", capsys)
+    assert memvec("add-file", str(tmp_path / "manual.md"), "--agent", "ana")[0] == 0
+    code, out, _ = memvec("search", "mesh filter every ninety days", "--agent", "ana", "--tier", "archival", "-k", "1")
+    head, text, cited = out.rstrip("\n").split("\n")
+    assert code == 0 and "vector=" in head and "session_vector" not in head and "session_bm25" not in head
+    assert text.strip() == "## Maintenance ### Filters Replace the mesh filter every ninety days."
+    assert re.fullmatch(
+        r"manual\.md, § Pump manual > Maintenance > Filters, chars \d+-\d+ · \d{4}-\d\d-\d\d \d\d:\d\d", cited.strip()
+    )
+    code, out, _ = memvec("search", "mesh filter", "--agent", "ana", "--tier", "archival", "-k", "1", "--json")
+    assert len(json.loads(out)[0]["citation"]["document"]["content_hash"]) == 64
 
 
 def test_add_file_refuses_an_empty_file_and_a_corrupt_pdf_with_exit_2_and_writes_nothing(

@@ -151,5 +151,28 @@ def test_framework_documents_go_in_as_cited_chunks_and_come_out_with_their_metad
     found = LangChainRetriever(memory=real_memory, agent="app", k=1).invoke("when is the filter rinsed?")
     cited = found[0].metadata["citation"]["document"]
     assert cited["metadata"] == {"source": "pump.pdf", "page": 2} and cited["file_name"] == "pump.pdf (page 2)"
+    assert (found[0].metadata["source"], found[0].metadata["page"]) == ("pump.pdf", 2)  # as the loader gave them
     node = LlamaIndexRetriever(memory=real_memory, agent="app", k=1).retrieve("how big is the tank?")[0].node
     assert node.metadata["citation"]["document"]["metadata"] == {"file_name": "tank.txt"}
+    assert node.metadata["file_name"] == "tank.txt"
+
+
+def test_hits_carry_the_loaders_source_and_page_keys(real_memory: Memory, tmp_path: Path) -> None:
+    """What a LangChain or LlamaIndex app reads of a document it loaded itself, for a file memvec read."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    for text in ("Cover page of the pump manual.", "The P-200 pump is primed every Monday morning."):
+        pdf.add_page()
+        pdf.multi_cell(0, 8, text)
+    real_memory.add_document("kb", "pump.pdf", bytes(pdf.output()))
+    real_memory.archival("kb").insert("Tank sizes are listed online.", source_url="https://wiki.example/tanks")
+    question = "when is the pump primed?"
+    [doc] = LangChainRetriever(memory=real_memory, agent="kb", k=1).invoke(question)
+    assert (doc.metadata["source"], doc.metadata["page"], doc.metadata["page_label"]) == ("pump.pdf", 1, "2")
+    [found] = LlamaIndexRetriever(memory=real_memory, agent="kb", k=1).retrieve(question)
+    assert (found.node.metadata["file_name"], found.node.metadata["page_label"]) == ("pump.pdf", "2")
+    assert "page_label: 2" in found.node.get_content(metadata_mode=MetadataMode.LLM)
+    [url] = LangChainRetriever(memory=real_memory, agent="kb", k=1).invoke("where are tank sizes listed?")
+    assert url.metadata["source"] == "https://wiki.example/tanks" and "page" not in url.metadata

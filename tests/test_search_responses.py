@@ -32,3 +32,14 @@ def test_the_search_routes_still_document_their_answer(memory: Memory) -> None:
     for route in ROUTES:
         schema = paths[route.replace("/ana/", "/{agent_id}/")]["get"]["responses"]["200"]["content"]
         assert schema["application/json"]["schema"] == {"$ref": "#/components/schemas/SearchOut"}
+
+
+def test_a_hit_shows_session_parts_only_when_it_is_in_a_session(memory: Memory) -> None:
+    archival = memory.archival("ana")
+    archival.insert("the heron nests by the reeds", session_id="walk-1")
+    archival.insert("a heron stood in the marsh")
+    for rerank in (False, None):
+        hits = {h.citation.session_id: h.scores for h in archival.search("heron", k=5, rerank=rerank)}
+        assert hits["walk-1"].session_vector is not None and hits["walk-1"].session_bm25 is not None
+        assert hits[None].session_vector is None and hits[None].session_bm25 is None
+        assert hits[None].vector is not None and hits[None].bm25 is not None

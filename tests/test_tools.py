@@ -113,3 +113,20 @@ def test_conversation_search_spreads_its_first_results_over_sessions_when_asked(
     assert "boat" in sessions(spread_sessions=True)
     assert "boat" in sessions(query="how many times did we have tea")  # a count spreads by itself
     assert sessions(query="how many times did we have tea", spread_sessions=False) == ["cafe"] * 5
+
+
+def test_the_model_reads_a_chunk_by_its_file_and_place_not_its_hash(memory: Memory) -> None:
+    report = memory.add_document("ana", "manual.md", "# Pump manual\n\n## Filters\n\nRinse the mesh filter weekly.\n")
+    outcome = ToolBox(memory, "ana", session_id="loop", turn=1).run(
+        "archival_memory_search", json.dumps({"query": "mesh filter"})
+    )
+    [row] = json.loads(outcome.content)["results"]
+    assert row["citation"] == {
+        "document": {
+            "document_id": report.document.id,
+            "file_name": "manual.md",
+            "headings": ["Pump manual", "Filters"],
+            "chunk": 0,
+        }
+    }
+    assert report.document.content_hash not in outcome.content and "text/markdown" not in outcome.content

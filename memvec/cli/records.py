@@ -173,11 +173,15 @@ def ingest(obj: Context, file: Path, agent: str, tier: str, role: str | None, as
 
 
 def _format_hit(rank: int, hit: Hit) -> str:
-    cite = ", ".join(f"{k}={v}" for k, v in hit.citation.model_dump().items() if v is not None)
+    """Three lines for people: rank, id, score and the parts the hit has; its text; where it came from
+    and when (the file's hash and the full citation only with --json)."""
     scores = " ".join(f"{k}={v:.3f}" for k, v in hit.scores.model_dump().items() if v is not None)
-    text = hit.text if len(hit.text) <= 200 else hit.text[:197] + "..."
+    text = " ".join(hit.text.split())  # a chunk's paragraphs on the one line of its text
+    text = text if len(text) <= 200 else text[:197] + "..."
     who = f"{hit.role}: " if hit.role else ""
-    return f"{rank:>3}. [{hit.id}] score={hit.score:.3f} ({scores}) {cite}\n     {who}{text}"
+    flag = " untrusted" if hit.untrusted else ""
+    cited = " · ".join(filter(None, [hit.citation.one_line(), hit.created_at.strftime("%Y-%m-%d %H:%M")]))
+    return f"{rank:>3}. [{hit.id}] score={hit.score:.3f} ({scores}){flag}\n     {who}{text}\n     {cited}"
 
 
 def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:

@@ -14,7 +14,7 @@ add_documents(memory, "my-app", PyPDFLoader("manual.pdf").load())   # Documents 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -22,9 +22,16 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from memvec.errors import MemvecError
-from memvec.integrations.source import HitSource, SearchOptions, framework_documents, hit_metadata, hit_text
+from memvec.integrations.source import (
+    HitSource,
+    SearchOptions,
+    framework_documents,
+    hit_metadata,
+    hit_origin,
+    hit_text,
+)
 from memvec.memory import Memory
-from memvec.types import DocumentReport, SearchMode, Tier
+from memvec.types import DocumentReport, Hit, SearchMode, Tier
 
 
 def add_documents(memory: Memory, agent: str, documents: list[Document]) -> list[DocumentReport | MemvecError]:
@@ -76,7 +83,21 @@ class MemvecRetriever(BaseRetriever):
         hits = source.search(self._options(), query)
         return [
             Document(
-                page_content=hit_text(h, fence_untrusted=self.fence_untrusted), metadata=hit_metadata(h), id=str(h.id)
+                page_content=hit_text(h, fence_untrusted=self.fence_untrusted),
+                metadata={**loader_metadata(h), **hit_metadata(h)},
+                id=str(h.id),
             )
             for h in hits
         ]
+
+
+def loader_metadata(hit: Hit) -> dict[str, Any]:
+    """`source` and `page` at the top level, as LangChain's loaders set them: the page a Document came in
+    with, else PyPDFLoader's (0-based `page`, the printed `page_label`) for a PDF memvec read."""
+    given, source, page = hit_origin(hit)
+    shown: dict[str, Any] = {"source": source} if source else {}
+    if given.get("page") is not None:
+        shown["page"] = given["page"]
+    elif page is not None:
+        shown |= {"page": page - 1, "page_label": str(page)}
+    return shown

@@ -19,9 +19,16 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from memvec.errors import MemvecError
-from memvec.integrations.source import HitSource, SearchOptions, framework_documents, hit_metadata, hit_text
+from memvec.integrations.source import (
+    HitSource,
+    SearchOptions,
+    framework_documents,
+    hit_metadata,
+    hit_origin,
+    hit_text,
+)
 from memvec.memory import Memory
-from memvec.types import DocumentReport
+from memvec.types import DocumentReport, Hit
 
 
 def add_nodes(memory: Memory, agent: str, nodes: list[BaseNode]) -> list[DocumentReport | MemvecError]:
@@ -35,7 +42,7 @@ def add_nodes(memory: Memory, agent: str, nodes: list[BaseNode]) -> list[Documen
 
 
 # shown to the LLM with the text; the rest of the metadata stays for the app (and the embedder)
-_LLM_METADATA = {"citation", "created_at", "role", "untrusted"}
+_LLM_METADATA = {"citation", "created_at", "role", "untrusted", "file_name", "page_label", "source"}
 
 
 class MemvecRetriever(BaseRetriever):
@@ -62,7 +69,7 @@ class MemvecRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         found = []
         for hit in self.source.search(self.options, query_bundle.query_str):
-            metadata = hit_metadata(hit)
+            metadata = {**reader_metadata(hit), **hit_metadata(hit)}
             text = hit_text(hit, fence_untrusted=self.fence_untrusted)
             node = TextNode(
                 id_=f"memvec:{hit.agent}:{hit.id}",
@@ -73,3 +80,17 @@ class MemvecRetriever(BaseRetriever):
             )
             found.append(NodeWithScore(node=node, score=hit.score))
         return found
+
+
+def reader_metadata(hit: Hit) -> dict[str, Any]:
+    """`file_name`, `file_path` and `page_label` at the top level, as LlamaIndex's readers set them (the
+    ones a node came in with first), and `source` for a record cited by its URL."""
+    given, source, page = hit_origin(hit)
+    cited = hit.citation.document
+    if cited is None:
+        return {"source": source} if source else {}
+    shown: dict[str, Any] = {"file_name": str(given.get("file_name") or cited.file_name)}
+    if given.get("file_path"):
+        shown["file_path"] = str(given["file_path"])
+    label = given.get("page_label") or (str(page) if page is not None else None)
+    return shown | ({"page_label": str(label)} if label else {})

@@ -134,6 +134,18 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
     }
 
 
+def hit_origin(hit: Hit) -> tuple[dict[str, Any], str | None, int | None]:
+    """Where a hit came from, for the metadata keys the frameworks' own loaders set: the metadata a file
+    came in with, its name for people (the name it came in with, else folder/file, else the record's
+    source URL) and its 1-based page."""
+    cited = hit.citation.document
+    if cited is None:
+        return {}, hit.citation.source_url, None
+    given = dict(cited.metadata)
+    named = next((str(given[k]) for k in ("source", "file_path", "file_name") if given.get(k)), None)
+    return given, named or (f"{cited.folder}/{cited.file_name}" if cited.folder else cited.file_name), cited.page
+
+
 def hit_text(hit: Hit, *, fence_untrusted: bool) -> str:
     """The text a prompt gets: directive-like text fenced as quoted data (as the agent loop does)."""
     return fence(hit.text, record_id=hit.id) if fence_untrusted and hit.untrusted else hit.text

@@ -153,9 +153,15 @@ def _hybrid(
         np.minimum.accumulate(found.fused[order]) if spread and len(order) else found.fused[order],
         vector=found.vector[order],
         bm25=found.bm25[order],
-        session_vector=found.session_vector[order],
-        session_bm25=found.session_bm25[order],
+        session_vector=_shown_session(found.session_vector[order], found.sessions[order]),
+        session_bm25=_shown_session(found.session_bm25[order], found.sessions[order]),
     )
+
+
+def _shown_session(scores: Scores, rows: Ids) -> Scores:
+    """A session part only for hits in a session: a record without one is its own session, so its part
+    would repeat its own score as if it were another (NaN: no such part)."""
+    return np.where(rows >= 0, scores, np.float32(np.nan)).astype(np.float32)
 
 
 def _session_weight(request: SearchRequest, settings: SearchSettings, ranker: Ranker | None) -> float:
@@ -285,8 +291,8 @@ def _rerank(
         bm25=found.bm25[top][order],
         fused=found.fused[top][order],
         ranker=learned[order],
-        session_vector=found.session_vector[top][order],
-        session_bm25=found.session_bm25[top][order],
+        session_vector=_shown_session(found.session_vector[top][order], found.sessions[top][order]),
+        session_bm25=_shown_session(found.session_bm25[top][order], found.sessions[top][order]),
     )
 
 

@@ -31,7 +31,7 @@ def _record_row(record: Record, max_chars: int) -> dict[str, Any]:
         "untrusted": record.untrusted,
         "created_at": record.created_at.isoformat(timespec="seconds"),
         **_validity(record),
-        "citation": record.citation.model_dump(exclude_none=True),
+        "citation": record.citation.for_model(),
     }
 
 
@@ -73,7 +73,7 @@ def saved(record: Record, created: bool, **more: Any) -> str:
             "duplicate": not created,
             **({} if created else {"duplicate_of": record.id}),
             "untrusted": record.untrusted,
-            "citation": record.citation.model_dump(exclude_none=True),
+            "citation": record.citation.for_model(),
             **more,
         }
     )

@@ -4,7 +4,7 @@ position included), documents, folders, and what an insert returns."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -65,6 +65,32 @@ class Citation(BaseModel):
     turn_id: IdText | None = None
     source_url: MetaText | None = None
     document: DocumentCitation | None = Field(default=None, description="the file, page and offsets of a chunk")
+
+    def one_line(self) -> str:
+        """The citation for people, on one line: a chunk's file (folder, page, heading path, characters),
+        a message's session and turn, the source URL; '' for a record cited by nothing."""
+        parts = []
+        if (cited := self.document) is not None:
+            where = f"{cited.folder}/{cited.file_name}" if cited.folder else cited.file_name
+            where += f", p. {cited.page}" if cited.page is not None else ""
+            where += f", § {' > '.join(cited.headings)}" if cited.headings else ""
+            parts.append(f"{where}, chars {cited.start}-{cited.end}")
+        turn = [f"session {self.session_id}"] * bool(self.session_id) + [f"turn {self.turn_id}"] * bool(self.turn_id)
+        parts += [", ".join(turn)] if turn else []
+        parts += [self.source_url] if self.source_url else []
+        return " · ".join(parts)
+
+    def for_model(self) -> dict[str, Any]:
+        """What a model reads of the citation: where the memory came from, without the file's hash, media
+        type or offsets (context spent on nothing it can use)."""
+        shown = self.model_dump(exclude_none=True, exclude={"document"})
+        if (cited := self.document) is not None:
+            shown["document"] = cited.model_dump(
+                exclude_none=True, include={"document_id", "file_name", "folder", "page", "headings", "chunk"}
+            )
+            if not cited.headings:
+                del shown["document"]["headings"]
+        return shown
 
 
 class NewRecord(BaseModel):
