@@ -35,7 +35,7 @@ from memvec.types import Record
 
 # memvec's tool names by their naming scheme (`memvec.tools`, and the loop's send_message), so
 # a tool added there is covered here without a second list
-_TOOL_CALL = r"\b(\w*memory_\w+|conversation_\w+|send_message|(?:open|grep|semantic_search)_files)\s*\("
+_TOOL_CALL = r"\b(\w*memory_\w+|conversation_\w+|send_message|(?:open|grep|semantic_search)_files|add_file)\s*\("
 
 # memvec's fence tag in any spelling: case, spaces, a slash anywhere, attributes (`</ Untrusted_Memory >`)
 FENCE_TAG = re.compile(r"<\s*/?\s*untrusted[\s_-]*memory\b[^>]*>?", re.I)
@@ -83,7 +83,7 @@ WORDS_OF_SIGNALS = (
     *("developer mode", "jailbreak"),  # role-hijack
     *("<|im_", "inst]", "<<sys>>", "system", "assistant"),  # prompt-markup
     "untrusted",  # fence-break
-    *("tool_calls", "function_call", "arguments", "memory_", "conversation_", "send_message", "_files"),  # tool-call
+    *("tool_calls", "function_call", "arguments", "memory_", "conversation_", "send_message", "_file"),  # tool-call
     *("api key", "password", "the user", "http"),  # exfiltration
 )
 

@@ -413,6 +413,27 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_integrations.py",
     ),
     (
+        "MCP over HTTP reads a file by its path on the server",
+        "memvec/tools/add_file.py",
+        "        if not ctx.local_files:\n",
+        "        if False:\n",
+        "tests/test_mcp.py",
+    ),
+    (
+        "the plain MCP tool set serves Letta's overlapping editors",
+        "memvec/mcp_server/tools.py",
+        '    "plain": {name: tool for name, tool in MCP_TOOLS.items() if name not in LETTA_ONLY},',
+        '    "plain": {name: tool for name, tool in MCP_TOOLS.items()},',
+        "tests/test_mcp.py",
+    ),
+    (
+        "the printed MCP host config names a command the host's PATH may lack",
+        "memvec/cli/mcp.py",
+        '{"command": str(Path(sys.executable).absolute()), "args": args',
+        '{"command": "memvec", "args": args[2:]',
+        "tests/test_mcp.py",
+    ),
+    (
         "PostgreSQL's period index misses a column the scope reads",
         "memvec/store/postgres.py",
         "    INCLUDE (valid_to, superseded_by, id);",

@@ -31,7 +31,8 @@ from memvec.types import AgentSettings, Tier
 from tests.letta_tool_schemas import LETTA_TOOLS
 from tests.service_helpers import Server
 
-TOOLS = {
+LETTA_SET = {
+    "add_file",
     "core_memory_read",
     "core_memory_append",
     "core_memory_replace",
@@ -48,6 +49,7 @@ TOOLS = {
     "archival_memory_delete",
     "memory_forget",
 }
+TOOLS = LETTA_SET - {"memory_insert", "memory_replace", "memory_finish_edits"}  # the default, plain set
 REAL_MODEL = "onnx-int8:all-MiniLM-L6-v2"
 
 
@@ -59,9 +61,9 @@ def run_client(server: Any, session: Callable[[Client], Awaitable[Any]]) -> Any:
     return anyio.run(main)
 
 
-async def call(client: Client, name: str, **arguments: Any) -> tuple[bool, str]:
-    """(is_error, text) of one tool call."""
-    result = await client.call_tool(name, arguments)
+async def call(client: Client, tool: str, /, **arguments: Any) -> tuple[bool, str]:
+    """(is_error, text) of one tool call (`tool` positional only: add_file takes a `name`)."""
+    result = await client.call_tool(tool, arguments)
     return bool(result.is_error), result.content[0].text  # type: ignore[union-attr]
 
 
@@ -79,6 +81,10 @@ def test_tools_are_listed_with_typed_schemas(mcp_memory: Memory) -> None:
 
     tools = {t.name: t for t in run_client(build_server(mcp_memory, "alice"), session)}
     assert set(tools) == TOOLS
+    assert all(t.title and t.title[0].isupper() and "_" not in t.title for t in tools.values())
+    assert tools["add_file"].title == "Add a file to memory"
+    letta = {t.name for t in run_client(build_server(mcp_memory, "alice", tools="letta"), session)}
+    assert letta == LETTA_SET
     search = tools["archival_memory_search"].input_schema
     assert search["required"] == ["query"] and search["properties"]["top_k"]["maximum"] == 50
     assert tools["archival_memory_search"].annotations.read_only_hint is True
@@ -195,7 +201,7 @@ def test_the_tools_take_lettas_arguments_by_name_and_type(mcp_memory: Memory) ->
     async def session(client: Client) -> Any:
         return (await client.list_tools()).tools
 
-    tools = {t.name: t.input_schema for t in run_client(build_server(mcp_memory, "alice"), session)}
+    tools = {t.name: t.input_schema for t in run_client(build_server(mcp_memory, "alice", tools="letta"), session)}
     for name, letta in LETTA_TOOLS.items():
         schema = tools[name]
         assert set(schema.get("required", [])) <= set(letta["required"]), name
@@ -213,7 +219,7 @@ def test_an_unknown_argument_is_a_tool_error_that_names_the_right_one(mcp_memory
             await call(client, "memory_finish_edits", verbose=True),
         ]
 
-    (typo, old_name, extra) = run_client(build_server(mcp_memory, "alice"), session)
+    (typo, old_name, extra) = run_client(build_server(mcp_memory, "alice", tools="letta"), session)
     assert typo[0] and "'tag' (did you mean 'tags'?)" in typo[1]
     assert old_name[0] and "did you mean 'start_datetime'?" in old_name[1]
     assert extra[0] and "takes no argument 'verbose'" in extra[1]
@@ -254,6 +260,33 @@ def test_time_range_search_tag_modes_list_delete_and_forget(mcp_memory: Memory) 
     assert texts["forget"] == {"ok": True, "deleted": 1}
     assert [r.text for r in archival.list()] == ["Rex is a dog"]
     assert len(recall.list()) == 3, "forgetting archival passages leaves the conversation"
+
+
+def test_add_file_reads_a_path_only_where_the_host_is_local(mcp_memory: Memory, tmp_path: Path) -> None:
+    notes = tmp_path / "pump.md"
+    notes.write_text("# Pump\n\n## Filters\n\nRinse the mesh filter every Friday.\n")
+
+    async def session(client: Client) -> dict[str, tuple[bool, str]]:
+        return {
+            "path": await call(client, "add_file", path=str(notes), tags=["manuals"]),
+            "relative": await call(client, "add_file", path="pump.md"),
+            "both": await call(client, "add_file", path=str(notes), name="a.md", content="x"),
+            "content": await call(client, "add_file", name="tea.md", content="Ana drinks green tea."),
+            "found": await call(client, "archival_memory_search", query="when is the filter rinsed", tags=["manuals"]),
+        }
+
+    local = run_client(build_server(mcp_memory, "alice", local_files=True), session)
+    added = json.loads(local["path"][1])
+    assert not local["path"][0] and added["file_name"] == "pump.md" and added["chunks"] == 1 and added["added"]
+    assert local["relative"][0] and "not an absolute path" in local["relative"][1]
+    assert local["both"][0] and "either path, or name and content" in local["both"][1]
+    assert not local["content"][0] and json.loads(local["content"][1])["file_name"] == "tea.md"
+    [hit] = json.loads(local["found"][1])["results"]
+    assert hit["citation"]["document"]["file_name"] == "pump.md" and "Friday" in hit["text"]
+    remote = run_client(build_server(mcp_memory, "bob"), session)  # as over HTTP
+    assert remote["path"][0] and "reads no files by path" in remote["path"][1]
+    assert not remote["content"][0]
+    assert [d.name for d in mcp_memory.documents("bob").list()] == ["tea.md"]
 
 
 def test_destructive_tools_say_so(mcp_memory: Memory) -> None:
@@ -399,6 +432,7 @@ def test_http_transport_applies_the_service_keys(tmp_path: Path) -> None:
                 ),
                 "found": await call(client, "archival_memory_search", query="deploy window Friday"),
                 "bad": await call(client, "archival_memory_search", query="deploy", top_k=500),
+                "by_path": await call(client, "add_file", path="/etc/hostname"),
             }
 
         for key in ("alice-key-1", "admin-key-1"):
@@ -406,6 +440,7 @@ def test_http_transport_applies_the_service_keys(tmp_path: Path) -> None:
             assert out["names"] == TOOLS
             assert json.loads(out["found"][1])["results"][0]["citation"]["source_url"] == "https://ops.example/deploy"
             assert out["bad"][0] and "less than or equal to 50" in out["bad"][1]
+            assert out["by_path"][0] and "reads no files by path" in out["by_path"][1]
         initialize = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         for headers, status in (
             ({"Authorization": "Bearer bob-key-12"}, 403),
@@ -423,19 +458,32 @@ def test_http_transport_applies_the_service_keys(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_readme_host_config_starts_a_working_server(tmp_path: Path) -> None:
-    """The JSON a host needs, as printed in docs/integrations.md, spawns a server that answers."""
-    readme = (Path(__file__).resolve().parents[1] / "docs" / "integrations.md").read_text()
-    config = json.loads(re.findall(r"```json\n(.*?)```", readme, flags=re.S)[0])["mcpServers"]["memvec"]
-    args = [str(tmp_path / "home") if a == "/home/me/.memvec" else a for a in config["args"]]
-    command = str(Path(sys.executable).with_name(config["command"]))  # the entry point pip installed
-    params = StdioServerParameters(command=command, args=args, env={**os.environ, **config["env"]})
+def test_the_printed_host_config_starts_a_working_server_that_adds_a_file(tmp_path: Path) -> None:
+    """`memvec mcp --print-config`, pasted into a host, spawns a server from any working directory;
+    the documented example has the same shape."""
+    checkout = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # this memvec, from any folder
+    printed = subprocess.run(
+        [sys.executable, "-m", "memvec", "--home", "home", "mcp", "--agent", "me", "--print-config"],
+        cwd=tmp_path,
+        env=checkout,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    config = json.loads(printed)["mcpServers"]["memvec"]
+    assert Path(config["command"]).is_absolute() and str(tmp_path / "home") in config["args"]
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "integrations.md").read_text()
+    documented = json.loads(re.findall(r"```json\n(.*?)```", docs, flags=re.S)[0])["mcpServers"]["memvec"]
+    assert set(documented) == set(config) and documented["args"][-3:] == config["args"][-3:]
+    manual = tmp_path / "manual.md"
+    manual.write_text("# Kettle\n\nDescale the kettle with vinegar every month.\n")
+    params = StdioServerParameters(command=config["command"], args=config["args"], env={**checkout, **config["env"]})
 
-    async def session(client: Client) -> tuple[set[str], tuple[bool, str]]:
+    async def session(client: Client) -> tuple[set[str], tuple[bool, str], tuple[bool, str]]:
         names = {t.name for t in (await client.list_tools()).tools}
-        return names, await call(client, "core_memory_append", label="human", content="Likes tea")
+        added = await call(client, "add_file", path=str(manual))
+        return names, added, await call(client, "archival_memory_search", query="how do I descale the kettle?")
 
-    names, appended = run_client(params, session)
-    assert names == TOOLS and not appended[0]
-    with Memory.open(tmp_path / "home") as mem:
-        assert mem.core("me").get("human").value == "Likes tea"
+    names, added, found = run_client(params, session)
+    assert names == TOOLS and not added[0] and json.loads(added[1])["chunks"] == 1
+    assert json.loads(found[1])["results"][0]["citation"]["document"]["file_name"] == "manual.md"

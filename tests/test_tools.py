@@ -33,7 +33,7 @@ def test_the_loop_and_the_mcp_server_offer_the_same_schemas(memory: Memory) -> N
     async def session(client: Any) -> Any:
         return (await client.list_tools()).tools
 
-    mcp = {t.name: t for t in run_client(build_server(memory, "ana"), session)}
+    mcp = {t.name: t for t in run_client(build_server(memory, "ana", tools="letta"), session)}
     loop = {s["function"]["name"]: s["function"] for s in tool_schemas()}
     assert set(mcp) == set(MCP_TOOLS) and set(loop) == {*LOOP_TOOLS, "send_message"}
     assert set(MCP_TOOLS) == set(TOOLS) - FILE_TOOL_NAMES  # the file tools show files in the loop's prompt

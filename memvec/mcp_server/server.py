@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp, Scope
 
 from memvec.errors import MemvecError
-from memvec.mcp_server.tools import agent_context, tool_function
+from memvec.mcp_server.tools import TITLES, TOOL_SETS, ToolSet, agent_context, tool_function
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing
 from memvec.service.front import ADMITTED, Admission, FrontDoor, Gate, Refusal, header
@@ -56,25 +56,28 @@ class MemoryServer(MCPServer):
     error instead, as in the agent loop (a typo like `tag` for `tags` would store the passage untagged)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        tool = MCP_TOOLS.get(name)
+        tool = MCP_TOOLS.get(name)  # a tool of no set served here is the SDK's own "unknown tool" error
         problem = unknown_arguments(tool, arguments) if tool is not None else None
         if problem is not None:
             raise ToolError(problem)
         return await super().call_tool(name, arguments, context)
 
 
-def build_server(memory: Memory, agent: str) -> MCPServer:
-    context = agent_context(memory, agent)
+def build_server(memory: Memory, agent: str, *, tools: ToolSet = "plain", local_files: bool = False) -> MCPServer:
+    """`tools`: "plain", one tool per job, or "letta", with Letta's overlapping core-block editors too;
+    `local_files`: add_file may read a path (stdio, where the host is the user's own program)."""
+    context = agent_context(memory, agent, local_files=local_files)
     server: MCPServer = MemoryServer(
         name="memvec",
         version=VERSION,
         instructions=INSTRUCTIONS,
         description=f"memvec memory of agent {context.agent!r}",
     )
-    for name, tool in MCP_TOOLS.items():
+    for name, tool in TOOL_SETS[tools].items():
         server.add_tool(
             _as_tool_error(tool_function(tool, context)),
             name=name,
+            title=TITLES[name],
             description=tool.description,
             annotations=ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=tool.destructive),
             structured_output=False,

@@ -17,6 +17,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from memvec.memory import Memory
+from memvec.tools.add_file import ADD_FILE, AddFileArgs, add_file
 from memvec.tools.arguments import (
     ArchivalDeleteArgs,
     ArchivalInsertArgs,
@@ -60,6 +61,7 @@ class ToolContext:
     in_context: Sequence[int] = ()  # messages already in the model's context: not paged in again
     default_roles: Sequence[str] = ()  # conversation_search without `roles` (empty: every role)
     result_chars: int = 8_000  # search results are cut to fit this share of the context window
+    local_files: bool = False  # add_file may read a path on this machine (an MCP host over stdio: its user)
 
 
 @dataclass(frozen=True)
@@ -401,6 +403,7 @@ TOOLS: dict[str, MemoryTool] = {
             conversation_record,
             in_agent_loop=False,
         ),
+        MemoryTool("add_file", ADD_FILE, AddFileArgs, add_file, in_agent_loop=False),
         MemoryTool(
             "open_files",
             OPEN_FILES,
