@@ -152,7 +152,7 @@ def test_an_mcp_host_edits_blocks_with_the_letta_tools(memory: Memory) -> None:
             await call(client, "memory_insert", label="persona", new_str="x", insert_line=5),
         ]
 
-    (rethink_error, _), (insert_error, message) = run_client(build_server(memory, "ana"), session)
+    (rethink_error, _), (insert_error, message) = run_client(build_server(memory, "ana", tools="letta"), session)
     assert not rethink_error and insert_error and "outside block" in message
     assert memory.core("ana").get("persona").value == "I answer in one line."
     assert memory.core("ana").history("persona")[-1].actor == "tool:memory_rethink"
