@@ -49,8 +49,12 @@ SIGNALS: dict[str, re.Pattern[str]] = {
     ),
     "role-hijack": re.compile(
         r"\byou are now\b|\bfrom now on,? you\b"
-        r"|\b(act as|pretend to be|roleplay as|role-play as)\b|\bdeveloper mode\b|\bjailbreak",
-        re.I,
+        # "act as" only as an instruction: opening a sentence or a clause, or said to "you"; science and
+        # plain prose use it of things ("A20 can act as a tumor suppressor": 0.7% of SciFact's abstracts)
+        r"|(?:^|[.!?:;,]\s*|\byou(?:'re| are)?\s+(?:going to\s+|to\s+|will\s+|must\s+|should\s+|shall\s+|now\s+)?"
+        r"|\b(?:please|now|just)\s+)(?:act as|pretend to be|roleplay as|role-play as)\b"
+        r"|\bdeveloper mode\b|\bjailbreak",
+        re.I | re.M,
     ),
     "prompt-markup": re.compile(
         r"<\|im_start\|>|<\|im_end\|>|\[/?INST\]|<<SYS>>|</?system>"

@@ -434,6 +434,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_mcp.py",
     ),
     (
+        "the guard flags every 'act as', instructions or prose",
+        "memvec/guard.py",
+        '        r"|\\b(?:please|now|just)\\s+)(?:act as|pretend to be|roleplay as|role-play as)\\b"',
+        '        r"|\\b(?:please|now|just)\\s+|\\b)(?:act as|pretend to be|roleplay as|role-play as)\\b"',
+        "tests/test_guard.py",
+    ),
+    (
         "PostgreSQL's period index misses a column the scope reads",
         "memvec/store/postgres.py",
         "    INCLUDE (valid_to, superseded_by, id);",
