@@ -51,27 +51,31 @@ def chunk_document(doc: ParsedDocument, spans_of: TokenSpans, settings: ChunkSet
     never a chunk of its own: it opens the chunk of the content under it, deeper headings between them
     included (a title alone answers nothing and would still be found for its words)."""
     spans = spans_of([doc.text[block.start : block.end] for block in doc.blocks])
+    heading_lines = [heads_section(doc.text, block) for block in doc.blocks]
     out: list[Chunk] = []
     pending: list[Block] = []
     pending_tokens = 0
+    only_headings = False  # every pending block is a heading line
 
     def flush() -> None:
-        nonlocal pending, pending_tokens
+        nonlocal pending, pending_tokens, only_headings
+        only_headings = False
         if pending:
             first, last = pending[0], pending[-1]
             out.append(Chunk(len(out), first.start, last.end, first.page, last.headings))
         pending, pending_tokens = [], 0
 
-    for block, block_spans in zip(doc.blocks, spans, strict=True):
+    for block, block_spans, heading_line in zip(doc.blocks, spans, heading_lines, strict=True):
         tokens = max(1, len(block_spans))
-        leading = bool(pending) and all(heads_section(doc.text, b) for b in pending)
-        joins = leading or (bool(pending) and (block.page, block.headings) == (pending[-1].page, pending[-1].headings))
+        joins = only_headings or (
+            bool(pending) and (block.page, block.headings) == (pending[-1].page, pending[-1].headings)
+        )
         lead, lead_tokens = None, 0
         if pending and (not joins or pending_tokens + tokens > settings.max_tokens):
             if tokens > settings.max_tokens and joins and pending_tokens <= settings.max_tokens // 2:
                 # headings (or a short lead-in) open the first window of the long paragraph after them
                 lead, lead_tokens = pending[0].start, pending_tokens
-                pending, pending_tokens = [], 0
+                pending, pending_tokens, only_headings = [], 0, False
             else:
                 flush()
         if tokens > settings.max_tokens:
@@ -79,9 +83,10 @@ def chunk_document(doc: ParsedDocument, spans_of: TokenSpans, settings: ChunkSet
                 begin = lead if number == 0 and lead is not None else block.start + start
                 out.append(Chunk(len(out), begin, block.start + end, block.page, block.headings))
             continue
+        only_headings = heading_line and (only_headings or not pending)
         pending.append(block)
         pending_tokens += tokens
-    if out and pending and all(heads_section(doc.text, b) for b in pending):
+    if out and only_headings:
         out[-1] = replace(out[-1], end=pending[-1].end)  # headings with nothing under them close the text
         pending = []
     flush()

@@ -45,7 +45,7 @@ _BLOCKS = {
 }
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
 _CONTENT = {"article", "main"}  # a header or footer inside one heads or closes the content, and stays
-_PAGE_FRAME = {"header": "banner", "footer": "contentinfo"}
+_PAGE_FRAME = {"header", "footer"}
 _FRAME_ROLES = {"navigation", "banner", "contentinfo"}
 _SPACE = re.compile(r"\s+")
 

@@ -108,7 +108,7 @@ def framework_documents(items: list[tuple[str, str | None, dict[str, Any]]]) -> 
     named: list[tuple[str, str, dict[str, Any]]] = []
     seen: dict[str, int] = {}
     for position, (text, item_id, metadata) in enumerate(items):
-        origin = next((str(metadata[k]) for k in ("source", "file_path", "file_name") if metadata.get(k)), None)
+        origin = origin_name(metadata)
         name = origin or item_id or f"document {position + 1}"
         if origin and metadata.get("page") is not None:
             name += f" (page {metadata['page']})"
@@ -142,8 +142,12 @@ def hit_origin(hit: Hit) -> tuple[dict[str, Any], str | None, int | None]:
     if cited is None:
         return {}, hit.citation.source_url, None
     given = dict(cited.metadata)
-    named = next((str(given[k]) for k in ("source", "file_path", "file_name") if given.get(k)), None)
-    return given, named or (f"{cited.folder}/{cited.file_name}" if cited.folder else cited.file_name), cited.page
+    return given, origin_name(given) or cited.path(), cited.page
+
+
+def origin_name(metadata: dict[str, Any]) -> str | None:
+    """The name a framework's document gives its file: its `source`, `file_path` or `file_name`."""
+    return next((str(metadata[k]) for k in ("source", "file_path", "file_name") if metadata.get(k)), None)
 
 
 def hit_text(hit: Hit, *, fence_untrusted: bool) -> str:

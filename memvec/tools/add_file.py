@@ -47,9 +47,10 @@ def add_file(ctx: ToolContext, args: AddFileArgs) -> str:
     if args.path is not None:
         if not ctx.local_files:
             raise ValueError("this server reads no files by path (MCP over HTTP): send name and content instead")
-        if not Path(args.path).expanduser().is_absolute():
+        path = Path(args.path).expanduser()
+        if not path.is_absolute():
             raise ValueError(f"{args.path!r} is not an absolute path; give the file's full path")
-        report = ctx.memory.add_document(ctx.agent, Path(args.path).expanduser(), tags=args.tags or ())
+        report = ctx.memory.add_document(ctx.agent, path, tags=args.tags or ())
     else:
         assert args.name is not None and args.content is not None  # the validator's promise
         report = ctx.memory.add_document(ctx.agent, args.name, args.content, tags=args.tags or ())

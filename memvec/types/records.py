@@ -55,6 +55,10 @@ class DocumentCitation(BaseModel):
         description="the source's own metadata, kept as given (a LangChain Document's, a LlamaIndex node's)",
     )
 
+    def path(self) -> str:
+        """The file as people name it: folder/file for a folder's file, else its name."""
+        return f"{self.folder}/{self.file_name}" if self.folder else self.file_name
+
 
 class Citation(BaseModel):
     """Where a memory came from; every field optional, every field returned with every hit."""
@@ -71,7 +75,7 @@ class Citation(BaseModel):
         a message's session and turn, the source URL; '' for a record cited by nothing."""
         parts = []
         if (cited := self.document) is not None:
-            where = f"{cited.folder}/{cited.file_name}" if cited.folder else cited.file_name
+            where = cited.path()
             where += f", p. {cited.page}" if cited.page is not None else ""
             where += f", § {' > '.join(cited.headings)}" if cited.headings else ""
             parts.append(f"{where}, chars {cited.start}-{cited.end}")
@@ -86,10 +90,10 @@ class Citation(BaseModel):
         shown = self.model_dump(exclude_none=True, exclude={"document"})
         if (cited := self.document) is not None:
             shown["document"] = cited.model_dump(
-                exclude_none=True, include={"document_id", "file_name", "folder", "page", "headings", "chunk"}
+                exclude_none=True,
+                exclude_defaults=True,  # no empty heading path
+                include={"document_id", "file_name", "folder", "page", "headings", "chunk"},
             )
-            if not cited.headings:
-                del shown["document"]["headings"]
         return shown
 
 
