@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-unseen bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods bench-search-profile bench-documents letta-suite train-ranker screenshots
+.PHONY: install test test-fast lint check clean mutants bench bench-quick bench-full bench-unseen bench-ablation bench-headroom bench-peers bench-compact bench-cluster bench-chaos bench-transfer bench-periods bench-search-profile bench-documents letta-suite train-ranker fit-relevance screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -103,6 +103,12 @@ bench-ablation: install
 train-ranker: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.train_ranker $(BENCH_ARGS)
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.train_ranker --model onnx-int8:all-mpnet-base-v2 --families locomo $(BENCH_ARGS)
+
+# Refit each hit's relevance (a logistic over its cosine and BM25 coverage) and the default min_score on the
+# dev half, report them on the held half, write memvec/search/relevance.json (~35 min on a fresh machine,
+# seconds once benchmarks/relevance_data.py has cached the questions' hits).
+fit-relevance: install
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.relevance --write $(BENCH_ARGS)
 
 # Does the second stage transfer? Fitted on each family, on the others and on all, each held out by group
 # (benchmarks/results/transfer.md; shares train-ranker's cached candidates).

@@ -23,12 +23,15 @@ from benchmarks import (
     datasets,
     documents,
     families,
+    guard,
     load,
     longmemeval,
     near_duplicates,
     observability,
     profiles,
     quality,
+    relevance,
+    relevance_data,
     report,
     scifact,
     speed,
@@ -40,11 +43,12 @@ from benchmarks import (
 )
 from benchmarks.harness import MeasuredEmbedder
 from memvec.embed import DEFAULT_MODEL_NAME, load_embedder, qualified_model_id
+from memvec.search.relevance import shipped_calibration
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-SECTIONS = ("quality", "families", "documents", "lifecycle", "speed", "backends", "profiles")
+SECTIONS = ("quality", "families", "documents", "trust", "lifecycle", "speed", "backends", "profiles")
 
 
 def _sections(value: str) -> tuple[str, ...]:
@@ -145,6 +149,22 @@ def run_documents(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqd
     return found
 
 
+def run_trust(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
+    """The poisoning check's false positives and catches; the shipped relevance threshold on the held half
+    (LoCoMo conversations 2 and 4, LongMemEval_S's reported and abstention questions, SciFact fold 0)."""
+    bar.set_description("trust: poisoning check and the relevance threshold")
+    data = args.locomo.parents[1]
+    result: dict[str, Any] = {"guard": guard.run(data, per_corpus=500 if args.quick else None), "relevance": None}
+    calibration = shipped_calibration(embedder.model_id)
+    if calibration is not None:
+        paths = (args.locomo, args.longmemeval, args.longmemeval.with_name(relevance_data.EXTRA_FILE), args.scifact)
+        held = relevance_data.half("held", *paths)
+        rows = relevance_data.collect(relevance_data.quick(held) if args.quick else held, embedder, bar.set_description)
+        result["relevance"] = relevance.measure(rows, calibration)
+    bar.update(1)
+    return result
+
+
 def run_lifecycle(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -> dict[str, Any]:
     bar.set_description("lifecycle: changing facts, versioned vs append-only")
     changed = changing.run(embedder, people=5 if args.quick else len(changing.PEOPLE))
@@ -242,6 +262,7 @@ def _run(args: argparse.Namespace) -> int:
         "quality": lambda: run_quality(args, embedder, bar),
         "families": lambda: run_families(args, embedder, bar),
         "documents": lambda: run_documents(args, embedder, bar),
+        "trust": lambda: run_trust(args, embedder, bar),
         "lifecycle": lambda: run_lifecycle(args, embedder, bar),
         "speed": lambda: run_speed(args, embedder, bar),
         "backends": lambda: run_backends(args, bar),
@@ -251,6 +272,7 @@ def _run(args: argparse.Namespace) -> int:
         "quality": 4,
         "families": 1,
         "documents": 1,
+        "trust": 1,
         "lifecycle": 1,
         "speed": 1 + (1 if args.quick else 3 + int(args.full)) + 3,
         "backends": 2,

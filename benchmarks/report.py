@@ -13,7 +13,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from benchmarks import documents, families, profiles, speed_report
+from benchmarks import documents, families, guard, profiles, relevance, speed_report
 from benchmarks.metrics import hit_at_k
 from benchmarks.tables import markdown_table
 from memvec.embed import Embedder
@@ -224,6 +224,15 @@ def write_report(out: Path, stem: str, data: dict[str, Any], text: str) -> None:
     print(text)
 
 
+def trust_markdown(trust: dict[str, Any]) -> list[str]:
+    """What memvec tells the model to trust: the poisoning check's table, and the relevance threshold's."""
+    out = ["## What a result can be trusted with", "", "### The poisoning check", ""]
+    out += [*guard.markdown(trust["guard"]), "", "### Nothing relevant: the default min_score", ""]
+    if trust.get("relevance") is None:
+        return [*out, "No relevance calibration ships for this model: hits have no relevance.", ""]
+    return out + relevance.markdown(trust["relevance"]) + [""]
+
+
 def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
@@ -250,6 +259,8 @@ def markdown(results: dict[str, Any]) -> str:
         out += families.markdown(results["families"])
     if "documents" in results:
         out += documents.markdown(results["documents"])
+    if "trust" in results:
+        out += trust_markdown(results["trust"])
     if "lifecycle" in results:
         out += _changing_section(results["lifecycle"]["changing facts"])
         out += _near_duplicates_section(results["lifecycle"]["near duplicates"])

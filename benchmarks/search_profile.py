@@ -40,7 +40,7 @@ PARTS: dict[str, tuple[str, str]] = {
     "BM25 scoring of the query": ("memvec/index/lexical.py", "query_scores"),
     "the ranker's features": ("memvec/search/hybrid.py", "_featured"),
     "the ranker's trees": ("memvec/search/rerank.py", "score"),
-    "reading the hits from the store": ("memvec/search/hybrid.py", "to_hits"),
+    "reading the hits from the store": ("memvec/search/hits.py", "to_hits"),
     "the filters' scope (a store read)": ("memvec/engine/searching.py", "_scope"),
     "whether the period divides the records": ("memvec/engine/searching.py", "_divides"),
     "merging a period's two rankings": ("memvec/search/period.py", "with_period"),

@@ -9,7 +9,8 @@ What it catches (case-insensitive, anywhere in the text):
 - role hijacks: "you are now ...", "from now on you ...", "act as / pretend to be / roleplay as ...",
   "developer mode", "jailbreak";
 - prompt markup: chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>``), ``<system>`` tags,
-  a line starting with ``system:`` / ``### system``, "system prompt";
+  a line starting with ``system:`` / ``### system``, a system prompt being given ("new system prompt",
+  "system prompt:");
 - tool-call look-alikes: JSON with ``"tool_calls"`` / ``"function_call"`` / ``"name": ... "arguments"``,
   or a memvec tool name followed by ``(`` (any ``*memory_*`` or ``conversation_*`` name, ``send_message``,
   the file tools);
@@ -58,7 +59,10 @@ SIGNALS: dict[str, re.Pattern[str]] = {
     ),
     "prompt-markup": re.compile(
         r"<\|im_start\|>|<\|im_end\|>|\[/?INST\]|<<SYS>>|</?system>"
-        r"|^\s*#{0,3}\s*(system|assistant)\s*:|\bsystem prompt\b",
+        # "system prompt" only where one is given ("new system prompt", "system prompt:"): docs and chats
+        # about LLMs name it as a thing ("change the agent's system prompt")
+        r"|^\s*#{0,3}\s*(system|assistant)\s*:|\b(?:new|updated|real|actual|true|hidden)\s+system prompt\b"
+        r"|\bsystem prompt\s*(?:is\s*)?:",
         re.I | re.M,
     ),
     "fence-break": FENCE_TAG,

@@ -2468,6 +2468,41 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "        folded = list(state.in_context)",
         "tests/test_conversations.py",
     ),
+    (
+        "min_score keeps every hit",
+        "memvec/engine/searching.py",
+        "    return [hit for hit in _search(engine, request) if (hit.relevance or 0.0) >= request.min_score]",
+        "    return _search(engine, request)",
+        "tests/test_relevance.py",
+    ),
+    (
+        "a query word no record holds is left out of the coverage ceiling",
+        "memvec/index/lexical.py",
+        "            ceiling += float(idf) * (self.k1 + 1.0)\n",
+        "            ceiling += float(idf) * (self.k1 + 1.0) if len(slots) else 0.0\n",
+        "tests/test_relevance.py",
+    ),
+    (
+        "the memory tools hand the model noise: no default relevance threshold",
+        "memvec/tools/__init__.py",
+        "    return asked if asked is not None else ctx.memory.default_min_score",
+        "    return asked",
+        "tests/test_relevance.py",
+    ),
+    (
+        "passages of several agents merge by each agent's own score scale",
+        "memvec/service/routes_passages.py",
+        "    found.sort(key=lambda pair: -(pair[0].score if pair[0].relevance is None else pair[0].relevance))",
+        "    found.sort(key=lambda pair: -pair[0].score)",
+        "tests/test_relevance.py",
+    ),
+    (
+        "every mention of a system prompt is flagged as prompt markup",
+        "memvec/guard.py",
+        '        r"|\\bsystem prompt\\s*(?:is\\s*)?:",',
+        '        r"|\\bsystem prompt\\b",',
+        "tests/test_guard.py",
+    ),
 ]
 
 

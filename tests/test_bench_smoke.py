@@ -71,6 +71,18 @@ def test_quick_families_and_documents(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgres  # its store and staleness measures use PostgreSQL: never while a test stops it
+def test_quick_trust(tmp_path: Path) -> None:
+    report, results = quick_run(tmp_path, "trust")
+    guard = results["trust"]["guard"]
+    assert guard["benign"]["SciFact abstracts"]["texts"] == 500, "quick: the first 500 of each corpus"
+    assert all(row["caught"] == row["cases"] for row in guard["injections"].values())
+    held = results["trust"]["relevance"]["held"]
+    assert set(held) == {"LoCoMo recall", "LoCoMo archival", "LongMemEval_S", "SciFact"}
+    assert held["LongMemEval_S"]["abstention"]["questions"] == 1
+    assert held["SciFact"]["foreign"]["questions"] == 5 + 1, "5 LoCoMo questions and the one LongMemEval question"
+    assert "### The poisoning check" in report and "| SciFact | 10 |" in report
+
+
 def test_quick_speed_stores_http_and_pages(tmp_path: Path) -> None:
     postgres_problem = start_postgres(DEFAULT_PG)
     assert not (postgres_problem and os.environ.get("CI", "").lower() == "true"), postgres_problem

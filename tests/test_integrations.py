@@ -54,7 +54,7 @@ def _check_llamaindex(found: list[NodeWithScore]) -> None:
     top = found[0]
     assert top.node.get_content() == PASSAGES[0][0]
     assert top.node.metadata["citation"] == {"source_url": "https://wiki.example/offsite"}
-    assert top.score == top.node.metadata["score"] and top.node.node_id == f"memvec:kb:{top.node.metadata['id']}"
+    assert top.score == top.node.metadata["relevance"] and top.node.node_id == f"memvec:kb:{top.node.metadata['id']}"
     assert "https://wiki.example/offsite" in top.node.get_content(
         metadata_mode=MetadataMode.LLM
     )  # the citation reaches the LLM

@@ -28,6 +28,7 @@ def test_three_line_example_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "Hold the red button" in result.stdout and "file_name='manual.md'" in result.stdout
     assert "headings=['Pump P-200', 'Reset']" in result.stdout
+    assert result.stdout.rstrip().endswith("[]"), "a question the file does not answer finds nothing relevant"
     assert (tmp_path / "indexes" / "store.sqlite3").exists()
 
 

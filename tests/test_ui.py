@@ -295,6 +295,9 @@ def test_score_bars_show_each_part_on_its_scale() -> None:
     assert [bar.value for bar in reranked[0] if bar.name == "fused"] == [0.7]
     lifted = score_bars([hit(1, 0.03, None, vector=0.5, bm25=1.0, fused=0.6, period=0.016)])
     assert {bar.name: bar.value for bar in lifted[0]} == {"vector": 0.5, "BM25": 1.0, "fused": 0.6, "period": 0.016}
+    judged = hit(1, 1.0, None, vector=0.5, bm25=2.0, coverage=0.3).model_copy(update={"relevance": 0.7})
+    shown = {bar.name: (bar.value, bar.length) for bar in score_bars([judged])[0]}
+    assert shown["relevance"] == (0.7, 0.7) and shown["BM25 coverage"] == (0.3, 0.3), "both on their own 0-1 scale"
 
 
 def test_the_health_page_lists_a_page_of_agents_at_a_time(memory: Memory) -> None:

@@ -181,7 +181,8 @@ def _format_hit(rank: int, hit: Hit) -> str:
     who = f"{hit.role}: " if hit.role else ""
     flag = " untrusted" if hit.untrusted else ""
     cited = " · ".join(filter(None, [hit.citation.one_line(), hit.created_at.strftime("%Y-%m-%d %H:%M")]))
-    return f"{rank:>3}. [{hit.id}] score={hit.score:.3f} ({scores}){flag}\n     {who}{text}\n     {cited}"
+    relevance = "" if hit.relevance is None else f" relevance={hit.relevance:.2f}"
+    return f"{rank:>3}. [{hit.id}] score={hit.score:.3f}{relevance} ({scores}){flag}\n     {who}{text}\n     {cited}"
 
 
 def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
@@ -246,6 +247,12 @@ def _search_queries(file: Path) -> Iterator[tuple[Any, str]]:
     "asks for a count or a total: 'how many', 'how much', 'in total').",
 )
 @click.option(
+    "--min-score",
+    type=click.FloatRange(0.0, 1.0),
+    help="Only hits whose relevance (a probability of relevance, comparable across queries) is at least "
+    "this; none may come back: the memory holds nothing relevant. hybrid and vector modes.",
+)
+@click.option(
     "--queries",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help='Batch mode: JSONL of {"id", "query"}; prints one {"id", "hits"} line per query.',
@@ -275,6 +282,7 @@ def search(
     reference_time: datetime | None,
     per_document: bool,
     spread_sessions: bool | None,
+    min_score: float | None,
     queries: Path | None,
     as_json: bool,
 ) -> None:
@@ -311,6 +319,7 @@ def search(
                 "reference_time": reference_time,
                 "per_document": per_document,
                 "spread_sessions": spread_sessions,
+                "min_score": min_score,
             }
         )
 
@@ -326,7 +335,7 @@ def search(
     if as_json:
         print_json([dump(h) for h in hits])
     elif not hits:
-        click.echo("no hits")
+        click.echo("no hits" if min_score is None else f"no relevant memory (no hit reached --min-score {min_score})")
     else:
         click.echo("\n".join(_format_hit(rank, hit) for rank, hit in enumerate(hits, start=1)))
 

@@ -21,6 +21,7 @@ from memvec.engine.rows import prepared_rows
 from memvec.errors import NotFoundError, VersionConflictError
 from memvec.exchange.reports import IndexUsage
 from memvec.guard import checked_on_read
+from memvec.search.relevance import Calibration
 from memvec.search.rerank import Matrix, Ranker
 from memvec.store.base import PreparedRecord, Store
 from memvec.store.forget_log import record_tombstones
@@ -50,6 +51,7 @@ class Engine:
         search_settings: SearchSettings,
         max_loaded_indexes: int | None = None,
         ranker: Ranker | None = None,
+        calibration: Calibration | None = None,
         retention: Mapping[Tier, timedelta] | None = None,
         dedup: DedupSettings | None = None,
     ) -> None:
@@ -60,6 +62,7 @@ class Engine:
         self.index_settings = index_settings
         self.search_settings = search_settings
         self.ranker = ranker  # the second ranking stage; used only for the models it was fitted with
+        self.calibration = calibration  # each hit's relevance (memvec.search.relevance); None: none for this model
         self.indexes = IndexCache(
             store=store, embedder=embedder, root=index_root, settings=index_settings, budget=max_loaded_indexes
         )

@@ -10,7 +10,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memvec.engine.partition_index import PartitionIndex
-from memvec.search.hybrid import Ranked, Scope, candidate_table, needs_query_vector, rank, to_hits
+from memvec.errors import InvalidInputError
+from memvec.search.hits import to_hits
+from memvec.search.hybrid import Ranked, Scope, candidate_table, needs_query_vector, rank
 from memvec.search.per_document import best_per_document, widened
 from memvec.search.period import boost_period, with_period
 from memvec.search.rerank import Matrix, Ranker
@@ -25,9 +27,20 @@ if TYPE_CHECKING:
 
 def search(engine: Engine, request: SearchRequest) -> list[Hit]:
     """The request's hits: ranked once, or twice and merged when its query names a period that
-    divides the records it may see."""
+    divides the records it may see; those below its `min_score` dropped."""
+    if request.min_score is None:
+        return _search(engine, request)
+    if engine.calibration is None:
+        raise InvalidInputError(
+            f"min_score: no relevance calibration for the model {engine.embedder.model_id!r} "
+            "(memvec.search.relevance); search without it, or use a model memvec ships one for"
+        )
+    return [hit for hit in _search(engine, request) if (hit.relevance or 0.0) >= request.min_score]
+
+
+def _search(engine: Engine, request: SearchRequest) -> list[Hit]:
     if request.per_document:
-        return best_per_document(search(engine, widened(request)), request.k)
+        return best_per_document(_search(engine, widened(request)), request.k)
     if request.reference_time is None:  # relative time words ("yesterday") read against the store's clock
         request = request.model_copy(update={"reference_time": engine.store.clock()})
     narrowed = dated(request)  # the period a time expression in the query names, when asked
@@ -37,7 +50,7 @@ def search(engine: Engine, request: SearchRequest) -> list[Hit]:
     inside = None if period is None else narrowed_to(narrowed, period)
     if inside is None or not _divides(engine, narrowed, inside):
         index, (ranked,) = _rank(engine, narrowed)
-        return to_hits(index, ranked)
+        return to_hits(index, ranked, engine.calibration)
     return _with_period(engine, narrowed, inside)
 
 
@@ -58,7 +71,9 @@ def _with_period(engine: Engine, request: SearchRequest, inside: SearchRequest) 
     only the merged first k are read from the store."""
     depth = {"k": max(request.k, engine.search_settings.candidate_pool)}
     index, (everything, in_period) = _rank(engine, request.model_copy(update=depth), inside.model_copy(update=depth))
-    return to_hits(index, with_period(everything, in_period, request.k, engine.search_settings.rrf_k))
+    return to_hits(
+        index, with_period(everything, in_period, request.k, engine.search_settings.rrf_k), engine.calibration
+    )
 
 
 def _rank(engine: Engine, request: SearchRequest, *also: SearchRequest) -> tuple[PartitionIndex, list[Ranked]]:

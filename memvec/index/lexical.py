@@ -69,6 +69,11 @@ class QueryScores:
     ids: Ids
     scores: Scores
     groups: Slots
+    # The most any record could score for these tokens (each at the limit tf -> infinity, a token
+    # the index lacks at its largest idf): a record's score over it says how much of the query it
+    # covers, on a scale that does not depend on the other records' scores.
+    ceiling: float = 0.0
+    unseen: float = 0.0  # the part of the ceiling from tokens no record holds: words this memory never saw
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -237,7 +242,8 @@ class BM25Index:
         """BM25 scores of the documents that contain a query token (a token repeated in the query
         counts again, as in the formula); the cost is the length of those posting lists."""
         n = len(self)
-        parts = self._term_scores(query, n) if n else []
+        tokens = self._tokenize(query)
+        parts, ceiling, unseen = self._term_scores(tokens, n) if n else ([], 0.0, 0.0)
         slots = np.zeros(0, dtype=np.int32)
         scores = np.zeros(0, dtype=np.float32)
         if len(parts) == 1:
@@ -256,32 +262,39 @@ class BM25Index:
             scores = np.zeros(len(slots), dtype=np.float32)
             for term_slots, contribution in parts:
                 scores[np.searchsorted(slots, term_slots)] += contribution
-        return self._scored(slots, scores)
+        return self._scored(slots, scores, ceiling, unseen)
 
-    def _term_scores(self, query: str, n: int) -> list[tuple[Slots, npt.NDArray[np.float64]]]:
-        """(live slots, score contribution) for each query token found in the index."""
+    def _term_scores(
+        self, tokens: list[str], n: int
+    ) -> tuple[list[tuple[Slots, npt.NDArray[np.float64]]], float, float]:
+        """(live slots, score contribution) for each query token found in the index; and the
+        query's ceiling: each token's idf times (k1 + 1), summed, what a record holding every
+        token infinitely often would score (a token no record holds at the largest idf); and the
+        part of it from tokens no record holds."""
         slot_ids = np.frombuffer(self._slot_ids, dtype=np.int64)
         lens = np.frombuffer(self._slot_lens, dtype=np.float32)
         any_dead = len(slot_ids) > n
-        parts = []
-        for token in self._tokenize(query):
+        parts, ceiling, unseen = [], 0.0, 0.0
+        for token in tokens:
             slots, tfs = self._postings(term_hash(token))
             if any_dead:
                 live = slot_ids[slots] >= 0
                 slots, tfs = slots[live], tfs[live]
+            idf = np.log1p((n - len(slots) + 0.5) / (len(slots) + 0.5))  # float64: scores as always
+            ceiling += float(idf) * (self.k1 + 1.0)
             if len(slots) == 0:
+                unseen += float(idf) * (self.k1 + 1.0)
                 continue
-            idf = np.log1p((n - len(slots) + 0.5) / (len(slots) + 0.5))
             norm = self.k1 * (1.0 - self.b + self.b * lens[slots] / self.avgdl)
             parts.append((slots, idf * tfs * (self.k1 + 1.0) / (tfs + norm)))
-        return parts
+        return parts, ceiling, unseen
 
-    def _scored(self, slots: Slots, scores: Scores) -> QueryScores:
+    def _scored(self, slots: Slots, scores: Scores, ceiling: float, unseen: float) -> QueryScores:
         positive = scores > 0
         slots = slots[positive].astype(np.int32)
         ids = np.frombuffer(self._slot_ids, dtype=np.int64)[slots].copy()
         groups = np.frombuffer(self._slot_groups, dtype=np.int32)[slots].copy()
-        return QueryScores(slots, ids, scores[positive].astype(np.float32), groups)
+        return QueryScores(slots, ids, scores[positive].astype(np.float32), groups, ceiling, unseen)
 
     def scores_for(self, scored: QueryScores, ids: Sequence[int] | Ids) -> Scores:
         """The scores of `ids` in a :meth:`query_scores` result (0 for ids it does not hold)."""

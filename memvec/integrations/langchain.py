@@ -3,9 +3,9 @@
 from memvec import Memory
 from memvec.integrations.langchain import MemvecRetriever
 
-retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
+retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4, min_score=0.2)
 # or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
-docs = retriever.invoke("where did we meet?")
+docs = retriever.invoke("where did we meet?")   # [] when nothing stored is relevant enough
 docs[0].metadata["citation"]   # {"session_id": ..., "turn_id": ..., "source_url": ..., "document": ...}
 
 add_documents(memory, "my-app", PyPDFLoader("manual.pdf").load())   # Documents in, as cited chunks
@@ -62,6 +62,9 @@ class MemvecRetriever(BaseRetriever):
     session_id: str | None = None
     start: datetime | None = None
     end: datetime | None = None
+    min_score: float | None = Field(
+        default=None, description="only hits at least this likely to be relevant (0-1): none may come back"
+    )
     fence_untrusted: bool = Field(default=True, description="wrap directive-like text as quoted data")
 
     def _options(self) -> SearchOptions:
@@ -76,6 +79,7 @@ class MemvecRetriever(BaseRetriever):
             session_id=self.session_id,
             start=self.start,
             end=self.end,
+            min_score=self.min_score,
         )
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:

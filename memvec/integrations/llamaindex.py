@@ -3,10 +3,10 @@
 from memvec import Memory
 from memvec.integrations.llamaindex import MemvecRetriever
 
-retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4)
+retriever = MemvecRetriever(memory=Memory.open("./indexes"), agent="my-app", k=4, min_score=0.2)
 # or against a running server: MemvecRetriever(url="http://127.0.0.1:8283", api_key=KEY, agent="my-app")
 for found in retriever.retrieve("where did we meet?"):
-    print(found.score, found.node.metadata["citation"], found.node.get_content())
+    print(found.score, found.node.metadata["citation"], found.node.get_content())  # score: the relevance
 
 add_nodes(memory, "my-app", SimpleDirectoryReader("docs").load_data())   # nodes in, as cited chunks
 """
@@ -49,7 +49,9 @@ class MemvecRetriever(BaseRetriever):
     """Hybrid (BM25 + vector) search of a memvec tier; each node carries its citation.
 
     Give `memory` (an open `memvec.Memory`) or `url` (+ `api_key`) of a `memvec serve`; the other
-    keywords are `SearchOptions` (agent, tier, k, mode, tags, tag_match, roles, session_id, start, end)."""
+    keywords are `SearchOptions` (agent, tier, k, mode, tags, tag_match, roles, session_id, start, end,
+    min_score). A node's score is the hit's relevance (a probability, so LlamaIndex's similarity
+    cutoffs mean the same on every query), its rank score where there is none (bm25 mode)."""
 
     def __init__(
         self,
@@ -78,7 +80,7 @@ class MemvecRetriever(BaseRetriever):
                 excluded_llm_metadata_keys=[k for k in metadata if k not in _LLM_METADATA],
                 excluded_embed_metadata_keys=list(metadata),
             )
-            found.append(NodeWithScore(node=node, score=hit.score))
+            found.append(NodeWithScore(node=node, score=hit.score if hit.relevance is None else hit.relevance))
         return found
 
 

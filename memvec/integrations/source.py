@@ -37,6 +37,13 @@ class SearchOptions(BaseModel):
     session_id: str | None = Field(default=None, description="recall: only this session")
     start: datetime | None = None
     end: datetime | None = None
+    min_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="only hits whose relevance (a probability of relevance) is at least this: none may come "
+        "back, so the app can say it does not know (`Memory.default_min_score` is the calibrated default)",
+    )
 
     def request(self, query: str) -> SearchRequest:
         filters = SearchFilters(
@@ -47,7 +54,15 @@ class SearchOptions(BaseModel):
             session_id=self.session_id,
             roles=self.roles,
         )
-        return SearchRequest(agent=self.agent, tier=self.tier, query=query, k=self.k, mode=self.mode, filters=filters)
+        return SearchRequest(
+            agent=self.agent,
+            tier=self.tier,
+            query=query,
+            k=self.k,
+            mode=self.mode,
+            filters=filters,
+            min_score=self.min_score,
+        )
 
     def query_params(self, query: str) -> list[tuple[str, str]]:
         params = [("query", query), ("top_k", str(self.k)), ("mode", self.mode.value)]
@@ -58,6 +73,7 @@ class SearchOptions(BaseModel):
             params += [("session_id", self.session_id)] if self.session_id else []
         params += [("start_datetime", self.start.isoformat())] if self.start else []
         params += [("end_datetime", self.end.isoformat())] if self.end else []
+        params += [("min_score", str(self.min_score))] if self.min_score is not None else []
         return params
 
 
@@ -131,6 +147,7 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
         "citation": hit.citation.model_dump(exclude_none=True),
         "score": hit.score,
         "scores": hit.scores.model_dump(exclude_none=True),
+        "relevance": hit.relevance,
     }
 
 

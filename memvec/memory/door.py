@@ -30,6 +30,7 @@ from memvec.memory.agents import AgentMethods
 from memvec.memory.maintenance import MaintenanceMethods
 from memvec.memory.names import validate_agent
 from memvec.memory.tools import ToolMethods
+from memvec.search.relevance import shipped_calibration
 from memvec.search.rerank import shipped_ranker
 from memvec.store import STORE_FILE, open_store
 from memvec.store.backup import restore_store
@@ -88,6 +89,7 @@ class Memory(AgentMethods, MaintenanceMethods, ToolMethods):
             search_settings=config.search,
             max_loaded_indexes=config.max_loaded_indexes,
             ranker=shipped_ranker(self.model_id) if config.search.rerank else None,
+            calibration=shipped_calibration(self.model_id),
             dedup=config.dedup,
             retention={tier: timedelta(days=days) for tier, days in config.retention_days.items()},
         )
@@ -178,6 +180,13 @@ class Memory(AgentMethods, MaintenanceMethods, ToolMethods):
 
     def search(self, request: SearchRequest) -> list[Hit]:
         return self._engine.search(request)
+
+    @property
+    def default_min_score(self) -> float | None:
+        """The relevance below which a hit is "no relevant memory" for the home's model (what the
+        agent's memory tools pass as `min_score`); None when memvec ships no calibration for it."""
+        calibration = self._engine.calibration
+        return calibration.min_score if calibration else None
 
     def tier(self, agent: str, tier: Tier) -> ArchivalMemory | RecallMemory:
         return self.archival(agent) if tier is Tier.ARCHIVAL else self.recall(agent)

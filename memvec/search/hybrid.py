@@ -7,7 +7,7 @@ sparse scores), and fuses: a document that only one method found can still win.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -19,7 +19,7 @@ from memvec.search.fuse import convex, rrf
 from memvec.search.parts import SearchableTier
 from memvec.search.rerank import Candidates, Matrix, Ranker, candidate_context, feature_matrix
 from memvec.search.spread import spread_sessions, spreads
-from memvec.types import Fusion, Hit, MethodScores, SearchMode, SearchRequest
+from memvec.types import Fusion, MethodScores, SearchMode, SearchRequest
 
 Ids = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
@@ -41,6 +41,8 @@ class Ranked:
     session_vector: npt.NDArray[np.float32] | None = None
     session_bm25: npt.NDArray[np.float32] | None = None
     period: npt.NDArray[np.float32] | None = None  # NaN where a row has no such part
+    coverage: npt.NDArray[np.float32] | None = None
+    known: float = 1.0  # the share of the query's BM25 ceiling from words some record holds (relevance reads it)
 
     def method_scores(self) -> list[MethodScores]:
         """Each row's score parts: those it has (not NaN), read as Python floats once per column."""
@@ -51,7 +53,7 @@ class Ranked:
         ]
 
 
-SCORE_PARTS = ("vector", "bm25", "token", "fused", "ranker", "session_vector", "session_bm25", "period")
+SCORE_PARTS = ("vector", "bm25", "token", "fused", "ranker", "session_vector", "session_bm25", "period", "coverage")
 
 
 def needs_query_vector(request: SearchRequest) -> bool:
@@ -89,14 +91,28 @@ def rank(
     reads only their places."""
     if request.mode is SearchMode.TOKEN:
         return _token(index, request)
+    lexical = index.lexical.query_scores(request.query) if lexical is None else lexical
     if request.mode is SearchMode.BM25:
-        ids, scores = index.lexical.search(request.query, request.k, scope.allowed, scope.excluded)
-        return Ranked(ids, scores, bm25=scores)
+        ids, scores = index.lexical.search_scored(lexical, request.k, scope.allowed, scope.excluded)
+        return Ranked(ids, scores, bm25=scores, coverage=coverage(scores, lexical), known=known(lexical))
     if query_vector is None:
         query_vector = index.embedder.embed_query(request.query)
     if request.mode is SearchMode.VECTOR:
-        return _vector(index, request.k, settings, scope, query_vector)
+        ranked = _vector(index, request.k, settings, scope, query_vector)
+        shares = coverage(index.lexical.scores_for(lexical, ranked.ids), lexical)
+        return replace(ranked, coverage=shares, known=known(lexical))
     return _hybrid(index, request, settings, scope, query_vector, ranker, lexical, score_tail)
+
+
+def coverage(bm25: Scores, lexical: QueryScores) -> Scores:
+    """Each BM25 score over the query's ceiling: how much of the query a record covers, weighted by
+    each word's rarity, on a 0-1 scale that no other record moves (0 for a query without words)."""
+    return (bm25 / lexical.ceiling if lexical.ceiling > 0 else np.zeros_like(bm25)).astype(np.float32)
+
+
+def known(lexical: QueryScores) -> float:
+    """The share of the query's ceiling from words the index holds (0 for a query without words)."""
+    return 1.0 - lexical.unseen / lexical.ceiling if lexical.ceiling > 0 else 0.0
 
 
 def _vector(
@@ -155,6 +171,8 @@ def _hybrid(
         bm25=found.bm25[order],
         session_vector=_shown_session(found.session_vector[order], found.sessions[order]),
         session_bm25=_shown_session(found.session_bm25[order], found.sessions[order]),
+        coverage=coverage(found.bm25[order], found.lexical),
+        known=known(found.lexical),
     )
 
 
@@ -293,6 +311,8 @@ def _rerank(
         ranker=learned[order],
         session_vector=_shown_session(found.session_vector[top][order], found.sessions[top][order]),
         session_bm25=_shown_session(found.session_bm25[top][order], found.sessions[top][order]),
+        coverage=coverage(found.bm25[top][order], found.lexical),
+        known=known(found.lexical),
     )
 
 
@@ -379,16 +399,3 @@ def _token(index: SearchableTier, request: SearchRequest) -> Ranked:
     keep = counts > 0
     ids, counts = top_k(ids[keep], counts[keep], request.k)
     return Ranked(ids, counts, token=counts)
-
-
-def to_hits(index: SearchableTier, ranked: Ranked) -> list[Hit]:
-    records = {r.id: r for r in index.records(ranked.ids.tolist())}
-    hits = []
-    parts = ranked.method_scores()
-    for record_id, score, scores in zip(ranked.ids.tolist(), ranked.score.tolist(), parts, strict=True):
-        record = records.get(record_id)
-        if record is None:  # deleted between ranking and fetching
-            continue
-        # vars(): the record's fields as they are (model_dump and dict(record) rebuild them: thrice the time)
-        hits.append(Hit(**vars(record), score=score, scores=scores))
-    return hits

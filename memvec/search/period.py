@@ -39,7 +39,8 @@ def with_period(everything: Ranked, in_period: Ranked, k: int, rrf_k: int) -> Ra
     sources = ((everything, place[order]), (in_period, inside[order]))
     parts = {name: _part(name, len(order), *sources) for name in SCORE_PARTS if name != "period"}
     period = np.where(inside[order] >= 0, _share(inside[order], rrf_k), np.nan)
-    return Ranked(records[order], fused[order].astype(np.float32), **parts, period=period.astype(np.float32))
+    merged = fused[order].astype(np.float32)
+    return Ranked(records[order], merged, **parts, period=period.astype(np.float32), known=everything.known)
 
 
 def _ranks(size: int, positions: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

@@ -93,6 +93,15 @@ def ranking(
             "(default: when the query asks for a count or a total, 'how many', 'how much', 'in total')"
         ),
     ] = None,
+    min_score: Annotated[
+        float | None,
+        Query(
+            ge=0.0,
+            le=1.0,
+            description="only hits whose relevance (a probability of relevance, comparable across queries) is "
+            "at least this; none may come back: the memory holds nothing relevant (hybrid and vector modes)",
+        ),
+    ] = None,
 ) -> dict[str, object]:
     """Search options shared by both search endpoints (None: the server's defaults)."""
     return {
@@ -105,6 +114,7 @@ def ranking(
         "reference_time": reference_time,
         "per_document": per_document,
         "spread_sessions": spread_sessions,
+        "min_score": min_score,
     }
 
 

@@ -27,6 +27,12 @@ class PassageSearchIn(Lenient):
     start_date: datetime | None = None
     end_date: datetime | None = None
     limit: int = Field(default=50, ge=1, le=100)
+    min_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="memvec: only passages whose relevance (a probability of relevance) is at least this",
+    )
 
 
 class PassageHitOut(BaseModel):
@@ -36,6 +42,9 @@ class PassageHitOut(BaseModel):
     passage: PassageOut
     score: float
     metadata: dict[str, Any]
+    relevance: float | None = Field(
+        default=None, description="memvec: the probability that the passage is relevant (comparable across agents)"
+    )
 
 
 def _searched_agents(body: PassageSearchIn, principal: Caller, service: Service) -> dict[str, str]:
@@ -53,17 +62,21 @@ def _searched_agents(body: PassageSearchIn, principal: Caller, service: Service)
 @router.post("/v1/passages/search", response_model=list[PassageHitOut], tags=["archival memory"])
 def search_all_passages(body: PassageSearchIn, principal: Caller, service: Service) -> list[PassageHitOut]:
     """The best `limit` passages for `query`. Across agents, each agent's search ranks its own
-    passages and the results are merged by those scores, which are on one scale (fused 0-1, or the
-    ranker's) but come from separate indexes."""
+    passages and the results are merged by relevance, which no other hit moves (by score where the
+    home's model has no relevance calibration: fused 0-1 or the ranker's, scaled per agent)."""
     filters = SearchFilters(
         tags=body.tags or [], tag_match=body.tag_match_mode, start=body.start_date, end=body.end_date
     )
     found: list[tuple[Hit, str]] = []
     for handle, agent_id in _searched_agents(body, principal, service).items():
-        request = SearchRequest(agent=handle, tier=Tier.ARCHIVAL, query=body.query, k=body.limit, filters=filters)
+        request = SearchRequest(
+            agent=handle, tier=Tier.ARCHIVAL, query=body.query, k=body.limit, filters=filters, min_score=body.min_score
+        )
         found += [(hit, agent_id) for hit in service.memory.search(request)]
-    found.sort(key=lambda pair: -pair[0].score)
+    found.sort(key=lambda pair: -(pair[0].score if pair[0].relevance is None else pair[0].relevance))
     return [
-        PassageHitOut(passage=PassageOut.of(hit), score=hit.score, metadata={"agent_id": agent_id})
+        PassageHitOut(
+            passage=PassageOut.of(hit), score=hit.score, metadata={"agent_id": agent_id}, relevance=hit.relevance
+        )
         for hit, agent_id in found[: body.limit]
     ]

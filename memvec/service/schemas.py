@@ -381,8 +381,13 @@ class SearchResult(BaseModel):
     valid_from: datetime | None = Field(default=None, description="event time since when it holds")
     valid_to: datetime | None = Field(default=None, description="event time until when it held (None: still)")
     untrusted: bool
-    score: float
+    score: float = Field(description="orders this result list (its scale depends on the other hits)")
     scores: MethodScores
+    relevance: float | None = Field(
+        default=None,
+        description="the probability that the hit is relevant, from its own scores only: comparable across "
+        "queries, what min_score cuts at (None in bm25 and token modes)",
+    )
 
     @classmethod
     def of(cls, hit: Hit) -> SearchResult:
@@ -399,6 +404,7 @@ class SearchResult(BaseModel):
             untrusted=hit.untrusted,
             score=hit.score,
             scores=hit.scores,
+            relevance=hit.relevance,
         )
 
 

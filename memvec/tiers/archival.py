@@ -96,6 +96,7 @@ class ArchivalMemory(TierView):
         reference_time: datetime | None = None,
         per_document: bool = False,
         spread_sessions: bool | None = None,
+        min_score: float | None = None,
     ) -> list[Hit]:
         """`start`/`end` filter record time (created_at); `as_of` searches the versions that held at
         that event time (default: current versions only). `rerank=False` ranks hybrid hits by fusion
@@ -104,7 +105,8 @@ class ArchivalMemory(TierView):
         otherwise that period's records rise (`boost_dates_in_query`, memvec.search.period).
         `per_document`: the best chunk of each document only (`k` documents). `spread_sessions`: the
         first hits spread over sessions (memvec.search.spread); None: when the query asks for a count
-        or a total."""
+        or a total. `min_score`: only hits whose relevance (a probability, comparable across queries)
+        is at least this: none may come back (`Memory.default_min_score` is the calibrated default)."""
         filters = {"tags": list(tags), "tag_match": tag_match, "start": start, "end": end, "as_of": as_of}
         return self._search(
             query,
@@ -119,6 +121,7 @@ class ArchivalMemory(TierView):
             reference_time=reference_time,
             per_document=per_document,
             spread_sessions=spread_sessions,
+            min_score=min_score,
         )
 
     def list(

@@ -72,6 +72,7 @@ class RecallMemory(TierView):
         boost_dates_in_query: bool = True,
         reference_time: datetime | None = None,
         spread_sessions: bool | None = None,
+        min_score: float | None = None,
     ) -> list[Hit]:
         """`rerank=False` ranks hybrid hits by fusion alone (default: the learned ranker, when the
         home's model has one). `dates_in_query`: only messages from the period the query names
@@ -79,7 +80,9 @@ class RecallMemory(TierView):
         period's messages rise (`boost_dates_in_query`, memvec.search.period).
         `spread_sessions`: the first hits come from as many conversations as earn a place (a
         question about several sessions; memvec.search.spread); None: when the query asks for a
-        count or a total ("how many times did I ...")."""
+        count or a total ("how many times did I ..."). `min_score`: only hits whose relevance (a
+        probability, comparable across queries) is at least this (`Memory.default_min_score` is the
+        calibrated default)."""
         filters = {"roles": list(roles), "start": start, "end": end, "session_id": session_id}
         return self._search(
             query,
@@ -91,6 +94,7 @@ class RecallMemory(TierView):
             boost_dates_in_query=boost_dates_in_query,
             reference_time=reference_time,
             spread_sessions=spread_sessions,
+            min_score=min_score,
         )
 
     def list(

@@ -178,8 +178,14 @@ def archival_memory_search(ctx: ToolContext, args: ArchivalSearchArgs) -> str:
         start=day_bound(args.start_datetime, end=False),
         end=day_bound(args.end_datetime, end=True),
         as_of=day_bound(args.as_of, end=True),
+        min_score=_threshold(ctx, args.min_score),
     )
     return hits_for_model(hits, ctx.result_chars)
+
+
+def _threshold(ctx: ToolContext, asked: float | None) -> float | None:
+    """The model's own min_score, else the calibrated default (None where the home's model has none)."""
+    return asked if asked is not None else ctx.memory.default_min_score
 
 
 def conversation_search(ctx: ToolContext, args: ConversationSearchArgs) -> str:
@@ -203,6 +209,7 @@ def conversation_search(ctx: ToolContext, args: ConversationSearchArgs) -> str:
         start=start,
         end=end,
         spread_sessions=args.spread_sessions,
+        min_score=_threshold(ctx, args.min_score),
     )
     return hits_for_model([h for h in hits if h.id not in visible][: args.limit], ctx.result_chars)
 
@@ -269,7 +276,9 @@ def semantic_search_files(ctx: ToolContext, args: SemanticSearchFilesArgs) -> st
     labels = {v.document_id: v.label for v in ctx.memory.open_files(ctx.agent).list()}
     if not labels:
         return "No files are currently attached to search"
-    hits = ctx.memory.archival(ctx.agent).search(args.query, k=min(100, 10 * args.limit))
+    hits = ctx.memory.archival(ctx.agent).search(
+        args.query, k=min(100, 10 * args.limit), min_score=ctx.memory.default_min_score
+    )
     found = [
         (labels[cited.document_id], hit.score, hit.text)
         for hit in hits

@@ -19,6 +19,15 @@ Day = Annotated[date | datetime | None, Field(description="ISO date (whole day) 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="What to look for, in words.")]
 SessionId = Annotated[IdText | None, Field(description="Conversation/session the turn belongs to.")]
 Count = Annotated[int, Field(ge=1, le=50, description="How many results.")]
+MinScore = Annotated[
+    float | None,
+    Field(
+        ge=0.0,
+        le=1.0,
+        description="Only results at least this likely to be relevant (0-1). Leave it out for the calibrated "
+        "default, below which a result is noise; 0 returns the best matches whatever they are.",
+    ),
+]
 OldText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="Exact text to replace.")]
 NewText = Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="Replacement (may be empty).")]
 
@@ -99,6 +108,7 @@ class ArchivalSearchArgs(ToolArguments):  # Letta's argument names: start_dateti
         date | datetime | None,
         Field(description="What held at this date (ISO date: its end), old versions included; default: current."),
     ] = None
+    min_score: MinScore = None
 
 
 class ConversationSearchArgs(ToolArguments):  # Letta's names; without a query, the newest messages the filters allow
@@ -117,6 +127,7 @@ class ConversationSearchArgs(ToolArguments):  # Letta's names; without a query, 
     end_date: Day = None
     session_id: SessionId = None
     limit: Count = 5
+    min_score: MinScore = None
     spread_sessions: Annotated[
         bool | None,
         Field(

@@ -10,11 +10,23 @@ from typing import Any
 from memvec.guard import fence
 from memvec.types import CoreBlock, Hit, Record
 
+NOTHING_RELEVANT = "No relevant memory found: nothing stored matches this query well enough."
+
 
 def hits_for_model(hits: list[Hit], max_chars: int = 8_000) -> str:
-    """Search results as the model sees them: citations included, untrusted text fenced, and the
-    lowest-ranked hits dropped until the result fits `max_chars` (a share of the context window)."""
-    return _fitted([{**_record_row(h, max_chars), "score": round(h.score, 3)} for h in hits], max_chars)
+    """Search results as the model sees them: citations included, untrusted text fenced, each hit's
+    relevance where the home's model has one, and the lowest-ranked hits dropped until the result
+    fits `max_chars` (a share of the context window). No hit: a sentence that says so."""
+    if not hits:
+        return json.dumps({"count": 0, "message": NOTHING_RELEVANT, "results": []})
+    return _fitted([{**_record_row(h, max_chars), **_scored(h)} for h in hits], max_chars)
+
+
+def _scored(hit: Hit) -> dict[str, float]:
+    shown = {"score": round(hit.score, 3)}
+    if hit.relevance is not None:
+        shown["relevance"] = round(hit.relevance, 2)
+    return shown
 
 
 def records_for_model(records: Sequence[Record], max_chars: int = 8_000) -> str:

@@ -53,11 +53,22 @@ class MethodScores(BaseModel):
         description="hybrid, a query naming a period: the reciprocal rank the period's own ranking added "
         "(the hit's score is then both rankings fused)",
     )
+    coverage: float | None = Field(
+        default=None,
+        description="the hit's BM25 score over the most any record could score for the query's words: how much "
+        "of the query it covers, weighted by each word's rarity (0-1, whatever the other hits score)",
+    )
 
 
 class Hit(Record):
-    score: float
+    score: float = Field(description="orders this result list (its scale depends on the other hits)")
     scores: MethodScores = Field(default_factory=MethodScores)
+    relevance: float | None = Field(
+        default=None,
+        description="the probability that the hit is relevant to the query, from its own cosine and BM25 coverage "
+        "only (memvec.search.relevance): comparable across queries, what min_score cuts at; None in bm25 and "
+        "token modes and for a model without a fitted calibration",
+    )
 
 
 class SearchFilters(BaseModel):
@@ -129,9 +140,26 @@ class SearchRequest(BaseModel):
         default=False,
         description="the best chunk of each document only (a record that is no document's chunk stands for itself)",
     )
+    min_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="only hits whose relevance (a probability of relevance, whatever the other hits score) is at "
+        "least this; none may come back, which says the memory holds nothing relevant. The memory tools use "
+        "the calibrated default (`Memory.default_min_score`). hybrid and vector modes",
+    )
     spread_sessions: bool | None = Field(
         default=None,
         description="hybrid: the first 5 hits spread over sessions (each further turn of a session picked there "
         "scores session_spread less), for a question about several conversations; past them, score order. "
         "None: when the query asks for a count or a total ('how many', 'how much', 'in total')",
     )
+
+    @model_validator(mode="after")
+    def _relevance_needs_vectors(self) -> SearchRequest:
+        if self.min_score is not None and self.mode not in (SearchMode.HYBRID, SearchMode.VECTOR):
+            raise ValueError(
+                f"min_score needs mode hybrid or vector (relevance is read from each hit's cosine), "
+                f"not {self.mode.value}"
+            )
+        return self

@@ -1,6 +1,6 @@
-"""Search an agent's memory and see why each hit ranked where it did: the hit's score and its parts
-as bars (vector, BM25, the session's share, fused, and the learned ranker when it re-ordered), the
-citation, and untrusted text fenced as the agent would see it."""
+"""Search an agent's memory and see why each hit ranked where it did: the hit's relevance, its score
+and its parts as bars (vector, BM25 and its coverage of the query, the session's share, fused, and
+the learned ranker when it re-ordered), the citation, and untrusted text fenced as the agent would see it."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ class Bar:
 
 # (label, MethodScores field, scaled against the best hit shown rather than absolute)
 PARTS = (
+    ("relevance", "relevance", False),  # a probability: comparable across queries
     ("vector", "vector", False),
+    ("BM25 coverage", "coverage", False),
     ("BM25", "bm25", True),
     ("session (vector)", "session_vector", False),
     ("session (BM25)", "session_bm25", True),
@@ -54,7 +56,7 @@ def score_bars(hits: list[Hit]) -> list[list[Bar]]:
     # a record outside any session is its own session: its "session" parts would repeat its own scores
     values = [
         {
-            field: getattr(hit.scores, field)
+            field: hit.relevance if field == "relevance" else getattr(hit.scores, field)
             for _, field, _ in PARTS
             if hit.citation.session_id or not field.startswith("session")
         }
