@@ -815,8 +815,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "a key with an empty scope is unscoped",
         "memvec/service/auth.py",
-        "_scope(where, scope) if scoped else None, key_id=",
-        "_scope(where, scope) if scope.strip() else None, key_id=",
+        "                _scope(where, scope) if scoped else None,\n",
+        "                _scope(where, scope) if scope.strip() else None,\n",
         "tests/test_hardening.py",
     ),
     (
@@ -2502,6 +2502,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         '        r"|\\bsystem prompt\\s*(?:is\\s*)?:",',
         '        r"|\\bsystem prompt\\b",',
         "tests/test_guard.py",
+    ),
+    (
+        "a named key's edits are credited to its hash",
+        "memvec/service/auth.py",
+        "        who = self.name or self.key_id",
+        "        who = self.key_id",
+        "tests/test_block_history.py",
     ),
 ]
 

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from memvec import CoreBlock, CoreMemoryError, Memory, NotFoundError
 from memvec.embed import HashingEmbedder
-from memvec.errors import NameTakenError
+from memvec.errors import InvalidInputError, NameTakenError
 from memvec.service.app import create_app
 from memvec.service.auth import KeyRing
 from memvec.store import STORE_FILE
@@ -100,6 +100,21 @@ def test_over_http_each_key_is_named_in_the_history_and_undo_is_served(memory: M
         assert api.get("/v1/agents/bob/core-memory/blocks/human/history", headers=scoped).status_code == 404
         assert api.post("/v1/agents/bob/core-memory/blocks/human/undo", headers=scoped).status_code == 404
         assert api.get(f"{path}/history", headers=admin).json()[-1]["actor"] == edited_by  # the undo, by ana's key
+
+
+def test_a_named_key_is_credited_by_its_name(memory: Memory) -> None:
+    keys = KeyRing.parse([("test", "admin-key-0123456789 # ops"), ("test", "ana-key-0123456789 = ana #Ana's laptop")])
+    with TestClient(create_app(memory, keys)) as api:
+        admin = {"Authorization": "Bearer admin-key-0123456789"}
+        assert api.post("/v1/agents", json={"name": "ana"}, headers=admin).status_code == 201
+        path = "/v1/agents/ana/core-memory/blocks/human"
+        scoped = {"Authorization": "Bearer ana-key-0123456789"}
+        assert api.patch(path, json={"value": "Name: Ana"}, headers=scoped).status_code == 200
+        history = api.get(f"{path}/history", headers=admin).json()
+        assert [c["actor"] for c in history] == ["http:ops", "http:Ana's laptop"]
+        assert api.get("/v1/agents/bob", headers=scoped).status_code == 404, "the name leaves the scope as it was"
+    with pytest.raises(InvalidInputError, match="a key's name is 1-40"):
+        KeyRing.parse([("MEMVEC_API_KEYS entry 1", "admin-key-0123456789 # <b>me</b>")])
 
 
 def test_the_letta_block_tools_edit_and_are_recorded_as_tool_calls(memory: Memory) -> None:

@@ -4,7 +4,9 @@ Keys come from MEMVEC_API_KEYS (comma-separated) and/or a keys file (one key per
 A key may be scoped: `KEY=agent1|agent2` can only see and touch those agents; a scoped key asking
 for another agent gets 404, exactly as if the agent did not exist. An entry whose scope is empty or
 names no valid agent (`KEY=`, `KEY=|`, as a template with an unset variable writes) is refused at
-start: it must never widen into an unscoped key. With no keys configured the service is open
+start: it must never widen into an unscoped key. A name for people may follow after ` #`
+(`KEY=ana # Ana's laptop`): block histories and the memory browser credit the key's edits to it
+(`http:Ana's laptop`) instead of the key's hash. With no keys configured the service is open
 (meant for 127.0.0.1).
 """
 
@@ -21,22 +23,26 @@ from memvec.errors import InvalidInputError
 from memvec.types import AGENT_PATTERN
 
 MIN_KEY_CHARS = 8
+KEY_NAME = re.compile(r"[\w .'@()-]{1,40}")  # what a key's name may be: shown in histories, one line
 
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: None agents means every agent. `key_id` names the key in block histories
-    without revealing it (the first 8 hex digits of its SHA-256; empty when no keys are configured)."""
+    """Who is calling: None agents means every agent. `key_id` names the key in logs without
+    revealing it (the first 8 hex digits of its SHA-256; empty when no keys are configured); `name`,
+    the name the keys list gave it, names it in block histories (its key_id where it has none)."""
 
     agents: frozenset[str] | None = None
     key_id: str = field(default="", compare=False)
+    name: str = field(default="", compare=False)
 
     def may_see(self, agent: str) -> bool:
         return self.agents is None or agent in self.agents
 
     @property
     def actor(self) -> str:
-        return f"http:{self.key_id}" if self.key_id else "http"
+        who = self.name or self.key_id
+        return f"http:{who}" if who else "http"
 
 
 @dataclass(frozen=True)
@@ -71,9 +77,12 @@ class KeyRing:
             entry = raw.strip()
             if not entry or entry.startswith("#"):
                 continue
-            key, scoped, scope = (part.strip() for part in entry.partition("="))
+            granted, _, name = entry.partition(" #")  # a key holds no space, a scope no '#': a name may follow
+            key, scoped, scope = (part.strip() for part in granted.partition("="))
             principal = Principal(
-                _scope(where, scope) if scoped else None, key_id=hashlib.sha256(key.encode()).hexdigest()[:8]
+                _scope(where, scope) if scoped else None,
+                key_id=hashlib.sha256(key.encode()).hexdigest()[:8],
+                name=_name(where, name.strip()),
             )
             if len(key) < MIN_KEY_CHARS or re.search(r"\s", key):
                 raise InvalidInputError(
@@ -100,6 +109,14 @@ class KeyRing:
                 raise InvalidInputError(f"cannot read the keys file {path}: {exc}") from exc
             entries += [(f"{path} line {n}", line) for n, line in enumerate(lines, start=1)]
         return cls.parse(entries)
+
+
+def _name(where: str, name: str) -> str:
+    if name and not KEY_NAME.fullmatch(name):
+        raise InvalidInputError(
+            f"{where}: a key's name is 1-40 letters, digits, spaces or . ' @ ( ) _ - (it is shown in histories)"
+        )
+    return name
 
 
 def _scope(where: str, scope: str) -> frozenset[str]:
