@@ -54,8 +54,8 @@ lint: install
 	# the layers and the one door (contracts in pyproject.toml [tool.importlinter])
 	$(VENV)/bin/lint-imports
 
-# The benchmark (~65 min on 2 cores, 25 of them LongMemEval_S and SciFact): writes
-# benchmarks/results/latest.{md,json} and plots.
+# The benchmark (~80 min on 2 cores, 25 of them LongMemEval_S and SciFact, 15 the trust section's
+# relevance threshold over held-out memories): writes benchmarks/results/latest.{md,json} and plots.
 bench: install
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks $(BENCH_ARGS)
 

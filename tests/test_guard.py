@@ -85,22 +85,18 @@ def test_prose_that_says_act_as_of_things_is_not(text: str) -> None:
 
 
 def test_benign_text_it_never_saw_is_flagged_at_most_half_a_percent() -> None:
-    """LoCoMo's turns and SciFact's abstracts: data the patterns were not written from."""
-    import json
-
+    """The first 5,000 texts of each corpus of `make bench`'s table (which reads them all): LoCoMo's
+    turns, LongMemEval's user and assistant turns, SciFact's abstracts, data the patterns were not
+    written from. memvec's own docs are flagged only where they quote the patterns."""
+    from benchmarks.guard import benign_texts
     from memvec.guard import looks_untrusted
-    from tests.conftest import LOCOMO, SHARED_DATA, require_data
+    from tests.conftest import SHARED_DATA, require_data
 
-    conversations = json.loads(require_data(LOCOMO).read_text())
-    turns = [
-        t["text"]
-        for c in conversations
-        for k, v in c["conversation"].items()
-        if k.startswith("session_") and isinstance(v, list)
-        for t in v
-    ]
-    corpus = require_data(SHARED_DATA / "scifact" / "corpus.jsonl").read_text().splitlines()
-    abstracts = [(d := json.loads(line))["title"] + " " + d["text"] for line in corpus]
-    for name, texts in (("LoCoMo turns", turns), ("SciFact abstracts", abstracts)):
+    corpora = benign_texts(require_data(SHARED_DATA))
+    docs = corpora.pop("memvec's README and docs (paragraphs)")
+    for name, every in corpora.items():
+        texts = every[:5_000]
         flagged = [t for t in texts if looks_untrusted(t)]
         assert len(texts) > 2_000 and len(flagged) <= 0.005 * len(texts), (name, len(flagged), flagged[:3])
+    quoting = [p for p in docs if looks_untrusted(p)]
+    assert all("untrusted_memory>" in p for p in quoting) and len(quoting) <= 2, quoting
