@@ -66,7 +66,9 @@ def table(rows: list[Asked]) -> Table:
         e += [float(x) for x in row.evidence]
         q += [number] * len(row.vector)
     arrays = [np.asarray(x, dtype=np.float64) for x in (v, c, k, n)]
-    columns = np.column_stack([INPUTS[name](*arrays) for name in FITTED_INPUTS]) if v else np.zeros((0, 5))
+    columns = (
+        np.column_stack([INPUTS[name](*arrays) for name in FITTED_INPUTS]) if v else np.zeros((0, len(FITTED_INPUTS)))
+    )
     return Table(columns, np.asarray(e), np.asarray(q, dtype=np.int64), rows)
 
 
@@ -157,10 +159,10 @@ def top_relevance(calibration: Calibration, row: Asked) -> float:
     return float(relevance_of(calibration, row).max()) if row.vector else 0.0
 
 
-def judged(rows: list[Asked], calibration: Calibration, min_score: float | None = None) -> dict[str, dict[str, Any]]:
-    """Per family of memory: evidence kept (of the questions whose evidence is in the first ten),
-    wrong-memory questions answered with nothing, and how well relevance is calibrated."""
-    threshold = calibration.min_score if min_score is None else min_score
+def judged(rows: list[Asked], calibration: Calibration) -> dict[str, dict[str, Any]]:
+    """Per family of memory, at the calibration's min_score: evidence kept (of the questions whose
+    evidence is in the first ten) and wrong-memory questions answered with nothing."""
+    threshold = calibration.min_score
     out: dict[str, dict[str, Any]] = {}
     for family in sorted({row.family for row in rows}):
         mine = [row for row in rows if row.family == family]

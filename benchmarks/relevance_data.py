@@ -33,6 +33,7 @@ from benchmarks.datasets import Query, Task, load_locomo, locomo_archival_task, 
 from benchmarks.harness import load_task
 from memvec import SearchRequest
 from memvec.embed import Embedder
+from memvec.search.hybrid import known
 
 K = 10
 EXTRA_FILE = "longmemeval-s-extra.jsonl"  # beside the dev file
@@ -166,7 +167,7 @@ def asked_of(task: Task, family: str, group: str, kind: str, extra: list[Query],
                         [h.scores.vector or 0.0 for h in hits],
                         [h.scores.coverage or 0.0 for h in hits],
                         [by_id[h.id] in query.evidence for h in hits],
-                        1.0 - scored.unseen / scored.ceiling if scored.ceiling > 0 else 0.0,
+                        known(scored),
                         lexical.lengths_for([h.id for h in hits]).tolist(),
                     )
                 )
