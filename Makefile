@@ -57,6 +57,9 @@ lint: install
 # The benchmark (~80 min on 2 cores, 25 of them LongMemEval_S and SciFact, 15 the trust section's
 # relevance threshold over held-out memories): writes benchmarks/results/latest.{md,json} and plots.
 bench: install
+	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk (Debian) for the 'against the ceiling' section"; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks $(BENCH_ARGS)
 
 bench-quick: install

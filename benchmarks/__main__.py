@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from tqdm import tqdm
 
 from benchmarks import (
     backends,
+    ceiling,
     changing,
     cli_runs,
     datasets,
@@ -48,7 +50,7 @@ from memvec.search.relevance import shipped_calibration
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-SECTIONS = ("quality", "families", "documents", "trust", "lifecycle", "speed", "backends", "profiles")
+SECTIONS = ("quality", "families", "documents", "trust", "lifecycle", "speed", "ceiling", "backends", "profiles")
 
 
 def _sections(value: str) -> tuple[str, ...]:
@@ -207,6 +209,18 @@ def run_speed(args: argparse.Namespace, embedder: MeasuredEmbedder, bar: tqdm) -
     return {"ingest": ingest, "growth": growth, "stores": backends, "http": http, "ui": ui}
 
 
+def run_ceiling(args: argparse.Namespace, bar: tqdm) -> dict[str, Any] | None:
+    """Served and in-process searches against one core's rate times the cores; ingest against the model."""
+    bar.set_description("against the ceiling: wrk on memvec serve, ingest vs the model")
+    if shutil.which("wrk") is None:  # make bench installs it; a bare `python -m benchmarks` may lack it
+        print("against the ceiling: skipped, wrk is missing (apt-get install wrk)", file=sys.stderr)
+        bar.update(1)
+        return None
+    found = ceiling.measure(args.locomo, args.longmemeval, seconds=1.0 if args.quick else 8.0, quick=args.quick)
+    bar.update(1)
+    return found
+
+
 def run_backends(args: argparse.Namespace, bar: tqdm) -> dict[str, Any]:
     """Torch vs ONNX vs ONNX int8 in this run: agreement, LoCoMo quality, CLI on real turns."""
     samples = datasets.load_locomo(args.locomo)
@@ -258,13 +272,14 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     embedder = MeasuredEmbedder(load_embedder(args.model))
-    sections: dict[str, Callable[[], dict[str, Any]]] = {
+    sections: dict[str, Callable[[], dict[str, Any] | None]] = {
         "quality": lambda: run_quality(args, embedder, bar),
         "families": lambda: run_families(args, embedder, bar),
         "documents": lambda: run_documents(args, embedder, bar),
         "trust": lambda: run_trust(args, embedder, bar),
         "lifecycle": lambda: run_lifecycle(args, embedder, bar),
         "speed": lambda: run_speed(args, embedder, bar),
+        "ceiling": lambda: run_ceiling(args, bar),
         "backends": lambda: run_backends(args, bar),
         "profiles": lambda: run_profiles(args, bar),
     }
@@ -275,6 +290,7 @@ def _run(args: argparse.Namespace) -> int:
         "trust": 1,
         "lifecycle": 1,
         "speed": 1 + (1 if args.quick else 3 + int(args.full)) + 3,
+        "ceiling": 1,
         "backends": 2,
         "profiles": 1,
     }

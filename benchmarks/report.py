@@ -13,7 +13,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from benchmarks import documents, families, guard, profiles, relevance, speed_report
+from benchmarks import ceiling, documents, families, guard, profiles, relevance, speed_report
 from benchmarks.metrics import hit_at_k
 from benchmarks.tables import markdown_table
 from memvec.embed import Embedder
@@ -266,6 +266,8 @@ def markdown(results: dict[str, Any]) -> str:
         out += _near_duplicates_section(results["lifecycle"]["near duplicates"])
     if "speed" in results:
         out += speed_report.speed_sections(results["speed"])
+    if results.get("ceiling"):
+        out += ceiling.markdown(results["ceiling"])
     if "backends" in results:
         out += speed_report.backends_section(results["backends"])
     if "profiles" in results:

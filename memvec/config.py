@@ -239,6 +239,7 @@ ENVIRONMENT = {
     "embed_backend": "MEMVEC_EMBED_BACKEND",
     "store": "MEMVEC_STORE",
     "max_loaded_indexes": "MEMVEC_MAX_LOADED_INDEXES",
+    "query_cache_size": "MEMVEC_QUERY_CACHE_SIZE",  # 0: every search embeds its query (benchmarks)
     "llm_timeout_s": "MEMVEC_LLM_TIMEOUT_S",
     "tool_execution": "MEMVEC_TOOL_EXECUTION",
     "lease_ttl_s": "MEMVEC_LEASE_TTL_S",

@@ -46,6 +46,7 @@ SERVER_PROCESS = re.compile(r"\bServer\b")  # tests.service_helpers.Server: a re
 LONGEST_MODULES = (
     "test_cluster",
     "test_bench_smoke",
+    "test_bench_ceiling",
     "test_service_fuzz",
     "test_postgres_faults",
     "test_chaos",

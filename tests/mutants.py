@@ -20,6 +20,48 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTANTS: list[tuple[str, str, str, str, str]] = [
     # (name, file, original, replacement, tests to run first)
     (
+        "a search answered directly reports a bad parameter without its place",
+        "memvec/service/direct.py",
+        '            errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors(include_url=False)]',
+        "            errors = exc.errors(include_url=False)",
+        "tests/test_search_responses.py",
+    ),
+    (
+        "a search answered directly takes one value of a list parameter",
+        "memvec/service/direct.py",
+        "            lists = {name for name, field in kind.model_fields.items() if _is_list(field.annotation)}",
+        "            lists = set()",
+        "tests/test_search_responses.py",
+    ),
+    (
+        "a search answered directly reports only its first invalid parameter",
+        "memvec/service/direct.py",
+        "                invalid += exc.errors()",
+        "                raise",
+        "tests/test_search_responses.py",
+    ),
+    (
+        "searches run on FastAPI's shared thread pool",
+        "memvec/service/lanes.py",
+        "        return await asyncio.get_running_loop().run_in_executor(self._pool, call)",
+        "        return await asyncio.get_running_loop().run_in_executor(None, call)",
+        "tests/test_search_responses.py",
+    ),
+    (
+        "every route goes through FastAPI's dependency solving",
+        "memvec/service/deps.py",
+        "        direct = None if self.dependencies else direct_handler(self.endpoint, DIRECT_RESOLVERS)",
+        "        direct = None",
+        "tests/test_search_responses.py",
+    ),
+    (
+        "each worker's model takes every core",
+        "memvec/cli/serve.py",
+        "    return max(1, thread_count() // workers)",
+        "    return thread_count()",
+        "tests/test_cli.py",
+    ),
+    (
         "a search asked to spread sessions ranks by fusion alone as usual",
         "memvec/search/hybrid.py",
         "    order = _first_k(index, found.union, order, found.fused, spread, request.k)",
@@ -1511,8 +1553,8 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "an agent in a route's path skips the key's scope",
         "memvec/service/deps.py",
-        "    in_scope(handle, principal)\n    return handle\n\n\nScopedAgent",
-        "    return handle\n\n\nScopedAgent",
+        "    in_scope(handle, principal)\n    return handle\n\n\nasync def scoped_agent",
+        "    return handle\n\n\nasync def scoped_agent",
         "tests/test_scopes.py",
     ),
     (
@@ -1582,7 +1624,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     (
         "routes parse and validate bodies themselves, on the event loop",
         "memvec/service/deps.py",
-        "    return APIRouter(route_class=OffLoopBodyRoute, responses=ERROR_RESPONSES, **settings)",
+        "    return APIRouter(route_class=ServiceRoute, responses=ERROR_RESPONSES, **settings)",
         "    return APIRouter(responses=ERROR_RESPONSES, **settings)",
         "tests/test_request_bodies.py",
     ),

@@ -6,10 +6,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import click
 import numpy as np
 import pytest
 
 from memvec.cli import cli, run
+from memvec.cli import serve as serve_cli
 from memvec.index.files import VECTOR_FILE
 
 
@@ -202,3 +204,15 @@ def test_session_weight_option_changes_only_the_fused_score(memvec: Cli) -> None
     assert lifted and lifted <= {"the lake trip had a tent", "the tent was green"}
     code, _, err = memvec("search", "tent", "--agent", "a", "--tier", "recall", "--session-weight", "-1")
     assert code == 2 and "session_weight" in err
+
+
+def test_serve_workers_take_a_number_or_auto_and_share_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--workers auto` is one per core, and each worker's model gets its share of the cores: two
+    workers' model threads on every core would only take turns."""
+    monkeypatch.setattr(serve_cli, "thread_count", lambda: 4)
+    count = serve_cli.WorkerCount()
+    assert [count.convert(v, None, None) for v in ("auto", "3", 2)] == [4, 3, 2]
+    assert [serve_cli.threads_per_worker(n) for n in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
+    for wrong in ("0", "65", "many"):
+        with pytest.raises(click.BadParameter):
+            count.convert(wrong, None, None)

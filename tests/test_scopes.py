@@ -5,9 +5,11 @@ route is walked without anyone adding it to a list, and one this file has no req
 
 from __future__ import annotations
 
+import asyncio
 import re
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -161,11 +163,26 @@ def test_every_route_with_an_agent_in_its_path_takes_it_through_the_scope_depend
 
 
 def test_the_scope_dependency_answers_an_agent_the_key_may_not_see_as_one_that_is_not_there() -> None:
-    handles = {"agent-0b5e3c7a-0000-4000-8000-000000000001": "ana", "bob": "bob"}
-    service = cast(ServiceState, SimpleNamespace(memory=SimpleNamespace(find_agent=handles.get)))
-    scoped, everyone = Principal(agents=frozenset({"ana"})), Principal()
     ana_id = "agent-0b5e3c7a-0000-4000-8000-000000000001"
-    assert (scoped_agent(ana_id, scoped, service), scoped_agent("bob", everyone, service)) == ("ana", "bob")
-    for absent in ("bob", "carl"):
+    service = cast(ServiceState, SimpleNamespace(memory=SimpleNamespace(find_agent=_ids_only({ana_id: "ana"}))))
+    scoped, everyone = Principal(agents=frozenset({"ana"})), Principal()
+
+    def resolve(ref: str, principal: Principal) -> str:
+        return asyncio.run(scoped_agent(ref, principal, service))
+
+    assert (resolve(ana_id, scoped), resolve("bob", everyone)) == ("ana", "bob")
+    for absent in ("bob", "carl", "agent-0b5e3c7a-0000-4000-8000-000000000002"):
         with pytest.raises(NotFoundError, match=f"'{absent}' not found"):
-            scoped_agent(absent, scoped, service)
+            resolve(absent, scoped)
+
+
+def _ids_only(handles: dict[str, str]) -> Callable[[str], str | None]:
+    """Memory.find_agent over a store of `handles` ({id: handle}): a handle names itself, and is
+    resolved on the event loop's own thread (no worker thread for it); only an id goes to one."""
+
+    def find_agent(ref: str) -> str | None:
+        on_loop = threading.current_thread() is threading.main_thread()
+        assert on_loop != ref.startswith("agent-"), f"{ref!r} resolved on {threading.current_thread().name}"
+        return handles.get(ref) if ref.startswith("agent-") else ref
+
+    return find_agent

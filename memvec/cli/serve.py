@@ -12,6 +12,7 @@ import click
 from memvec.agent.llm import litellm_module
 from memvec.agent.sleep import SleepSchedule
 from memvec.cli.common import Context, open_when_store_is_up
+from memvec.embed.threads import thread_count
 from memvec.errors import MemvecError
 from memvec.memory import Memory
 from memvec.service.server import ensure_port_free, serve_http, server_log, supervise
@@ -38,6 +39,25 @@ class ServeOptions:
     body_timeout: float = 30.0
     max_requests_per_key: int = 16
     tool_execution: str | None = None
+
+
+class WorkerCount(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """A number of workers (1-64), or `auto`: one per core this process may use."""
+
+    name = "workers"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        if str(value).strip().lower() == "auto":
+            return min(64, thread_count())
+        try:
+            count = int(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is neither a number of workers nor 'auto'", param, ctx)
+        if not 1 <= count <= 64:
+            self.fail(f"{count} is not a number of workers from 1 to 64 (or 'auto')", param, ctx)
+        return count
 
 
 @click.command()
@@ -99,11 +119,14 @@ class ServeOptions:
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1, max=64),
-    default=1,
+    type=WorkerCount(),
+    default="1",
     show_default=True,
+    metavar="N|auto",
     help="Processes serving the same port (the kernel spreads connections; each loads the model "
-    "and its own indexes, all on the one store). A worker that dies is started again.",
+    "and its own indexes, all on the one store; `auto`: one per core). Each worker's model and "
+    "searches get an equal share of the cores (MEMVEC_THREADS, unless set). A worker that dies "
+    "is started again.",
 )
 @click.option(
     "--allow-host",
@@ -260,6 +283,11 @@ def _worker(obj: Context, options: ServeOptions) -> None:
     serve_one(obj, options)
 
 
+def threads_per_worker(workers: int) -> int:
+    """Each worker's share of the cores this process may use, for its model and its searches."""
+    return max(1, thread_count() // workers)
+
+
 def supervise_workers(obj: Context, options: ServeOptions, workers: int) -> None:
     """`workers` server processes on one port (service.server.supervise)."""
     from memvec.service.auth import KeyRing
@@ -267,6 +295,10 @@ def supervise_workers(obj: Context, options: ServeOptions, workers: int) -> None
     configure_logging(options.log_level, options.log_format)
     KeyRing.from_environment(options.keys_file)  # a bad key entry stops here, once, not in every worker
     ensure_port_free(options.host, options.port)
+    # workers are spawned with this environment: each one's model and search lane get their share of
+    # the cores, or two workers' model threads would take turns at every core
+    os.environ.setdefault("MEMVEC_THREADS", str(threads_per_worker(workers)))
+    server_log.info("%d workers, %s model thread(s) each", workers, os.environ["MEMVEC_THREADS"])
     # the first worker alone runs the consolidation schedule: one run per interval, not one per worker
     plans = [(obj, options if n == 0 else replace(options, consolidate_every=None)) for n in range(workers)]
     supervise(_worker, plans, where=f"{options.host}:{options.port}")

@@ -202,6 +202,11 @@ ROUTERS = (
 )
 
 
+# matched first: Starlette tries the routes in order, and a search is the request a server answers most (a
+# path only these routes match goes to them wherever they stand, so this changes no answer)
+SEARCH_PATHS = frozenset({"/v1/agents/{agent_id}/archival-memory/search", "/v1/agents/{agent_id}/recall-memory/search"})
+
+
 def add_router(app: FastAPI, router: APIRouter) -> None:
     """The router's routes, as they were built when declared. Not `include_router`: FastAPI 0.165 builds
     an included router's parameters again at the first request, and concurrent first requests race
@@ -241,4 +246,7 @@ def create_app(
     ui.install(app)
     for router in ROUTERS:
         add_router(app, router)
+    app.router.routes.sort(
+        key=lambda route: getattr(route, "path", None) not in SEARCH_PATHS
+    )  # stable: the rest keep their order
     return app

@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response
-from pydantic import BaseModel
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, StringConstraints, TypeAdapter, ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from memvec.errors import (
     AgentBusyError,
@@ -31,9 +33,11 @@ from memvec.errors import (
 from memvec.exchange.agentfile import ImportPlan
 from memvec.memory import Memory
 from memvec.service.auth import KeyRing, Principal
-from memvec.service.body import OffLoopBodyRoute
+from memvec.service.body import Handler, OffLoopBodyRoute
+from memvec.service.direct import Resolved, Resolver, direct_handler
 from memvec.service.error_schema import ERROR_RESPONSES
-from memvec.types import AGENT_PATTERN, LABEL_PATTERN, AgentSettings, AgentState
+from memvec.service.lanes import SearchLane
+from memvec.types import AGENT_ID_PATTERN, AGENT_PATTERN, LABEL_PATTERN, AgentSettings, AgentState
 
 # most specific first: handlers are looked up along the exception's class hierarchy
 ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
@@ -58,8 +62,15 @@ def error_kind(exc: MemvecError) -> str:
 
 def api_router(**settings: Any) -> APIRouter:
     """A route module's router: memvec's error body documented on every route (schemathesis holds the
-    answers to it) and bodies read off the event loop (memvec.service.body)."""
-    return APIRouter(route_class=OffLoopBodyRoute, responses=ERROR_RESPONSES, **settings)
+    answers to it), bodies read off the event loop (memvec.service.body) and the routes that qualify
+    answered directly (memvec.service.direct)."""
+    return APIRouter(route_class=ServiceRoute, responses=ERROR_RESPONSES, **settings)
+
+
+class ServiceRoute(OffLoopBodyRoute):
+    def get_route_handler(self) -> Handler:
+        direct = None if self.dependencies else direct_handler(self.endpoint, DIRECT_RESOLVERS)
+        return direct or super().get_route_handler()
 
 
 AgentId = Annotated[str, Path(pattern=AGENT_PATTERN, description="the agent's id (`agent-<uuid>`) or its handle")]
@@ -111,19 +122,23 @@ class ServiceState:
         # requests are still served until the listener closes
         self.draining = threading.Event()
         self.slots = AgentSlots(memory.config.lease_wait_s)
+        self.searches = SearchLane()
 
     def agent_slot(self, agent: str) -> AbstractAsyncContextManager[None]:
         """Hold the agent's slot in this process (see AgentSlots); the store lease is taken inside."""
         return self.slots.hold(agent)
 
 
-def state_of(request: Request) -> ServiceState:
+# The dependencies every request resolves are async: a sync one would cost a hop to a worker thread
+# and back for a dictionary lookup.
+async def state_of(request: Request) -> ServiceState:
     service: ServiceState = request.app.state.service
     return service
 
 
-def caller(request: Request) -> Principal:
-    principal = state_of(request).keys.principal_of_header(request.headers.get("authorization"))
+async def caller(request: Request) -> Principal:
+    service: ServiceState = request.app.state.service
+    principal = service.keys.principal_of_header(request.headers.get("authorization"))
     if principal is None:
         raise HTTPException(401, "missing or invalid API key", headers={"WWW-Authenticate": "Bearer"})
     return principal
@@ -139,12 +154,10 @@ def in_scope(agent_id: str, principal: Principal) -> None:
         raise NotFoundError(f"agent {agent_id!r} not found")
 
 
-def scoped_agent(agent_id: AgentId, principal: Caller, service: Service) -> str:
-    """The handle of the agent `{agent_id}` names (its Letta id, or its handle), once the caller's
-    key may see it: 404 for an id no agent has and for an agent the key may not see, the same answer
-    (a handle's agent is read by the route, which answers 404 when there is none). Every route with
-    an agent in its path takes it through here (ScopedAgent); tests/test_scopes.py fails on one
-    that does not."""
+def scoped_handle(agent_id: str, principal: Principal, service: ServiceState) -> str:
+    """The handle of the agent `agent_id` names (its Letta id, or its handle), once the caller's key
+    may see it: 404 for an id no agent has and for an agent the key may not see, the same answer (a
+    handle's agent is read by the route, which answers 404 when there is none)."""
     handle = service.memory.find_agent(agent_id)
     if handle is None:
         raise NotFoundError(f"agent {agent_id!r} not found")
@@ -152,7 +165,34 @@ def scoped_agent(agent_id: AgentId, principal: Caller, service: Service) -> str:
     return handle
 
 
+async def scoped_agent(agent_id: AgentId, principal: Caller, service: Service) -> str:
+    """`scoped_handle` as the dependency of every route with an agent in its path (ScopedAgent;
+    tests/test_scopes.py fails on one that does not). Only a Letta id is looked up in the store, on
+    a worker thread; a handle names itself (Memory.find_agent reads nothing for it)."""
+    if re.fullmatch(AGENT_ID_PATTERN, agent_id):
+        return await run_in_threadpool(scoped_handle, agent_id, principal, service)
+    return scoped_handle(agent_id, principal, service)
+
+
 ScopedAgent = Annotated[str, Depends(scoped_agent)]
+_AGENT_IN_PATH = TypeAdapter(Annotated[str, StringConstraints(pattern=AGENT_PATTERN)])
+
+
+async def _direct_agent(resolved: Resolved) -> str:
+    """`scoped_agent` for a route answered directly, its path parameter checked as FastAPI checks it."""
+    try:
+        agent_id = _AGENT_IN_PATH.validate_python(resolved.request.path_params["agent_id"])
+    except ValidationError as exc:
+        errors = [{**error, "loc": ("path", "agent_id")} for error in exc.errors(include_url=False)]
+        raise RequestValidationError(errors) from None
+    return await scoped_agent(agent_id, await resolved.value(caller), await resolved.value(state_of))
+
+
+DIRECT_RESOLVERS: dict[Callable[..., Any], Resolver] = {
+    state_of: lambda resolved: state_of(resolved.request),
+    caller: lambda resolved: caller(resolved.request),
+    scoped_agent: _direct_agent,
+}
 
 
 def visible_agent(agent_id: str, principal: Principal, service: ServiceState) -> tuple[AgentSettings, AgentState]:

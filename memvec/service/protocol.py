@@ -1,4 +1,4 @@
-"""uvicorn's HTTP/1.1 protocol with a deadline for a request's headers.
+"""uvicorn's HTTP/1.1 protocol (httptools, its C parser) with a deadline for a request's headers.
 
 uvicorn waits for a request's headers without bound: a client that connects and sends a few bytes
 (a slow-loris) holds a connection and its buffers for as long as it likes. Here every connection,
@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 HEADER_TIMEOUT_S = 10.0
 TIMEOUT_RESPONSE = (
@@ -22,7 +22,7 @@ TIMEOUT_RESPONSE = (
 )
 
 
-class HeaderDeadlineH11(H11Protocol):
+class HeaderDeadlineHTTP(HttpToolsProtocol):
     header_timeout_s = HEADER_TIMEOUT_S
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -58,6 +58,6 @@ class HeaderDeadlineH11(H11Protocol):
             self.transport.close()
 
 
-def with_header_timeout(seconds: float) -> type[HeaderDeadlineH11]:
+def with_header_timeout(seconds: float) -> type[HeaderDeadlineHTTP]:
     """The protocol class with its own deadline (uvicorn takes a class, and builds one per connection)."""
-    return type("HeaderDeadlineH11", (HeaderDeadlineH11,), {"header_timeout_s": seconds})
+    return type("HeaderDeadlineHTTP", (HeaderDeadlineHTTP,), {"header_timeout_s": seconds})

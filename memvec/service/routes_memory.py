@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import Depends, Path, Query, Response
+from fastapi import Path, Query, Response
 
+from memvec.service.auth import Principal
 from memvec.service.deps import (
     Caller,
     ScopedAgent,
@@ -28,7 +29,8 @@ from memvec.service.schemas import (
     SearchOut,
     SearchResult,
 )
-from memvec.types import MAX_ID, MAX_K, Fusion, NewRecord, SearchFilters, SearchMode, SearchRequest, Tier
+from memvec.service.search_params import MessageSearchParams, PassageSearchParams
+from memvec.types import MAX_ID, MAX_K, NewRecord, SearchFilters, SearchRequest, Tier
 
 router = api_router()
 
@@ -47,102 +49,16 @@ AsOf = Annotated[
 ]
 
 
-def ranking(
-    fusion: Annotated[Fusion | None, Query(description="hybrid fusion: convex (default) or rrf")] = None,
-    vector_weight: Annotated[
-        float | None, Query(ge=0.0, le=1.0, description="convex fusion weight of the vector side (default 0.5)")
-    ] = None,
-    session_weight: Annotated[
-        float | None,
-        Query(
-            ge=0.0,
-            le=10.0,
-            description="weight of the session-level score; 0 turns it off (default: 2.0 "
-            "with the learned ranker, else 1.0)",
-        ),
-    ] = None,
-    rerank: Annotated[
-        bool | None,
-        Query(
-            description="re-order the best candidates with the learned ranker (default: when it was fitted "
-            "for the home's model and the fusion, convex); false: fusion alone"
-        ),
-    ] = None,
-    dates_in_query: Annotated[
-        bool,
-        Query(
-            description="keep only records from the period a time expression in the query names "
-            "('yesterday', 'two weeks ago', 'last May', 'in 2023'), within start/end"
-        ),
-    ] = False,
-    boost_dates_in_query: Annotated[
-        bool,
-        Query(
-            description="hybrid: when dates_in_query is off, records from the period the query names rise "
-            "(a second ranking over that period, fused by reciprocal rank); false: the period is ignored"
-        ),
-    ] = True,
-    reference_time: Annotated[
-        datetime | None, Query(description="what relative time expressions are resolved against (default: now)")
-    ] = None,
-    per_document: Annotated[bool, Query(description="the best chunk of each document only (top_k documents)")] = False,
-    spread_sessions: Annotated[
-        bool | None,
-        Query(
-            description="the first 5 hits spread over sessions, for a question about several conversations "
-            "(default: when the query asks for a count or a total, 'how many', 'how much', 'in total')"
-        ),
-    ] = None,
-    min_score: Annotated[
-        float | None,
-        Query(
-            ge=0.0,
-            le=1.0,
-            description="only hits whose relevance (a probability of relevance, comparable across queries) is "
-            "at least this; none may come back: the memory holds nothing relevant (hybrid and vector modes)",
-        ),
-    ] = None,
-) -> dict[str, object]:
-    """Search options shared by both search endpoints (None: the server's defaults)."""
-    return {
-        "fusion": fusion,
-        "vector_weight": vector_weight,
-        "session_weight": session_weight,
-        "rerank": rerank,
-        "dates_in_query": dates_in_query,
-        "boost_dates_in_query": boost_dates_in_query,
-        "reference_time": reference_time,
-        "per_document": per_document,
-        "spread_sessions": spread_sessions,
-        "min_score": min_score,
-    }
-
-
-Ranking = Annotated[dict[str, object], Depends(ranking)]
-
-
 def _search(
     service: ServiceState,
+    principal: Principal,
     agent: str,
     tier: Tier,
-    query: str,
-    top_k: int,
-    mode: SearchMode,
-    filters: dict[str, object],
-    ranking: dict[str, object],
+    params: PassageSearchParams | MessageSearchParams,
 ) -> Response:
-    request = SearchRequest.model_validate(
-        {
-            "agent": agent,
-            "tier": tier,
-            "query": query,
-            "k": top_k,
-            "mode": mode,
-            "filters": SearchFilters.model_validate(filters),
-            **ranking,
-        }
-    )
-    results = [SearchResult.of(hit) for hit in service.memory.search(request)]
+    """One search on a lane thread (ServiceState.searches): the agent's read, the search and its JSON."""
+    visible_agent(agent, principal, service)
+    results = [SearchResult.of(hit) for hit in service.memory.search(params.request(agent, tier))]
     return json_response(SearchOut(count=len(results), results=results))
 
 
@@ -232,33 +148,15 @@ def list_passages(
 
 
 @router.get("/v1/agents/{agent_id}/archival-memory/search", response_model=SearchOut, tags=["archival memory"])
-def search_passages(
+async def search_passages(
     agent_id: ScopedAgent,
-    query: QueryText,
+    params: Annotated[PassageSearchParams, Query()],
     principal: Caller,
     service: Service,
-    ranking: Ranking,
-    top_k: TopK = 10,
-    mode: SearchMode = SearchMode.HYBRID,
-    tags: Tags = None,
-    tag_match_mode: Annotated[str, Query(pattern="^(any|all)$")] = "any",
-    start_datetime: datetime | None = None,
-    end_datetime: datetime | None = None,
-    as_of: AsOf = None,
 ) -> Response:
     """Hybrid search of current passages (or of those that held `as_of`); `start_datetime`/
     `end_datetime` filter record time (created_at)."""
-    visible_agent(agent_id, principal, service)
-    return _search(
-        service,
-        agent_id,
-        Tier.ARCHIVAL,
-        query,
-        top_k,
-        mode,
-        {"tags": tags or [], "tag_match": tag_match_mode, "start": start_datetime, "end": end_datetime, "as_of": as_of},
-        ranking,
-    )
+    return await service.searches.run(_search, service, principal, agent_id, Tier.ARCHIVAL, params)
 
 
 @router.patch(
@@ -306,31 +204,14 @@ def delete_passage(agent_id: ScopedAgent, passage_id: PassageId, principal: Call
 
 
 @router.get("/v1/agents/{agent_id}/recall-memory/search", response_model=SearchOut, tags=["messages"])
-def search_messages(
+async def search_messages(
     agent_id: ScopedAgent,
-    query: QueryText,
+    params: Annotated[MessageSearchParams, Query()],
     principal: Caller,
     service: Service,
-    ranking: Ranking,
-    top_k: TopK = 10,
-    mode: SearchMode = SearchMode.HYBRID,
-    roles: Annotated[list[str] | None, Query(max_length=16)] = None,
-    session_id: Annotated[str | None, Query(min_length=1, max_length=2048)] = None,
-    start_datetime: datetime | None = None,
-    end_datetime: datetime | None = None,
 ) -> Response:
     """memvec only: search the agent's messages (Letta has no such route), results as for passages."""
-    visible_agent(agent_id, principal, service)
-    return _search(
-        service,
-        agent_id,
-        Tier.RECALL,
-        query,
-        top_k,
-        mode,
-        {"roles": roles or [], "session_id": session_id, "start": start_datetime, "end": end_datetime},
-        ranking,
-    )
+    return await service.searches.run(_search, service, principal, agent_id, Tier.RECALL, params)
 
 
 @router.post("/v1/agents/{agent_id}/forget", response_model=Forgotten, tags=["archival memory"])

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memvec.errors import InvalidInputError
-from memvec.service.deps import Caller, Service, api_router, scoped_agent, visible_agent
+from memvec.service.deps import Caller, Service, api_router, scoped_handle, visible_agent
 from memvec.service.schemas import Lenient, PassageOut
 from memvec.types import MAX_TAGS, Hit, SearchFilters, SearchRequest, Tag, Tier
 
@@ -53,7 +53,7 @@ def _searched_agents(body: PassageSearchIn, principal: Caller, service: Service)
     if body.archive_id is not None and body.agent_id is None:
         raise InvalidInputError("memvec serves no archives: search by agent_id, or across every agent")
     if body.agent_id is not None:  # as a path's agent is taken: 404 for one the key may not see
-        handle = scoped_agent(body.agent_id, principal, service)
+        handle = scoped_handle(body.agent_id, principal, service)
         visible_agent(handle, principal, service)
         return {handle: memory.agent_identity(handle).id}
     return {h: i.id for h, i in memory.agent_identities().items() if principal.may_see(h)}

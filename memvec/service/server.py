@@ -108,6 +108,10 @@ def serve_http(
             log_level=log_level,
             log_config=None,
             access_log=False,
+            # asyncio's own loop, even where uvloop is installed: under uvloop a draining server let
+            # requests fail (tests/test_cluster.py's rolling restart), its listener not closed as
+            # memvec.service.listener closes it
+            loop="asyncio",
             http=with_header_timeout(header_timeout_s),
         )
     )
