@@ -41,6 +41,13 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
         "tests/test_search_responses.py",
     ),
     (
+        "the workers' connections wait for the client's delayed ACK",
+        "memvec/service/server.py",
+        "    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)",
+        "    sock = socket.socket(family, socket.SOCK_STREAM)",
+        "tests/test_server_sockets.py",
+    ),
+    (
         "searches run on FastAPI's shared thread pool",
         "memvec/service/lanes.py",
         "        return await asyncio.get_running_loop().run_in_executor(self._pool, call)",

@@ -135,9 +135,11 @@ def ensure_port_free(host: str, port: int) -> None:
 
 
 def _shared_socket(host: str, port: int) -> socket.socket:
-    """A listening socket that other processes may bind too (SO_REUSEPORT)."""
+    """A listening socket that other processes may bind too (SO_REUSEPORT). Made as TCP by name: asyncio
+    turns Nagle's algorithm off (TCP_NODELAY) only on connections of a socket whose protocol says TCP,
+    and with it on, a response written in two parts waited for the client's delayed ACK (~40 ms)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host.strip("[]"), port))
