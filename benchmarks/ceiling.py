@@ -418,10 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         print(json.dumps(result, indent=1))
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ceiling.json").write_text(json.dumps(result, indent=1))
-    (args.out / "ceiling.md").write_text("\n".join(markdown(result)))
-    print(f"report: {args.out / 'ceiling.md'}")
+    from benchmarks.report import write_report  # the report imports this module's markdown
+
+    write_report(args.out, "ceiling", result, "\n".join(markdown(result)))
     return 0
 
 
