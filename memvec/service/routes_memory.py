@@ -30,16 +30,13 @@ from memvec.service.schemas import (
     SearchResult,
 )
 from memvec.service.search_params import MessageSearchParams, PassageSearchParams
-from memvec.types import MAX_ID, MAX_K, NewRecord, SearchFilters, SearchRequest, Tier
+from memvec.types import MAX_ID, NewRecord, SearchFilters, SearchRequest, Tier
 
 router = api_router()
 
 PassageId = Annotated[str, Path(pattern=r"^[0-9]{1,18}$", description="a passage id as listed (digits)")]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Offset = Annotated[int, Query(ge=0, le=MAX_ID)]
-TopK = Annotated[int, Query(ge=1, le=MAX_K)]
-QueryText = Annotated[str, Query(min_length=1, max_length=4096)]
-Tags = Annotated[list[str] | None, Query(max_length=32)]
 AsOf = Annotated[
     datetime | None,
     Query(

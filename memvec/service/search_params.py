@@ -88,18 +88,8 @@ class SearchParams(BaseModel):
         )
 
 
-RANKING_FIELDS = {
-    "fusion",
-    "vector_weight",
-    "session_weight",
-    "rerank",
-    "dates_in_query",
-    "boost_dates_in_query",
-    "reference_time",
-    "per_document",
-    "spread_sessions",
-    "min_score",
-}
+# every field the engine takes as it is: the rest become its query, k, mode and filters
+RANKING_FIELDS = set(SearchParams.model_fields) - {"query", "top_k", "mode", "start_datetime", "end_datetime"}
 
 
 class PassageSearchParams(SearchParams):
