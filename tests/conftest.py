@@ -3,6 +3,7 @@ the real packaged MiniLM is loaded once per session for the tests that need mean
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -38,6 +39,13 @@ CLEAN_VERIFY: dict[str, list[object]] = {
 }
 REAL_MODEL_FIXTURES = {"minilm", "minilm_int8", "real_memory"}
 SERVER_PROCESS = re.compile(r"\bServer\b")  # tests.service_helpers.Server: a real `memvec serve` process
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The main thread has no event loop until code makes one, as in Python 3.14: left to 3.11,
+    `asyncio.get_event_loop()` (litellm's sync calls use it) makes one nobody closes, and the next
+    `asyncio.run` drops it, unclosed, into some later test (tests/test_letta_suite.py)."""
+    asyncio.set_event_loop(None)
 
 
 # The modules that take longest (pytest --durations, three workers on 2 cores), longest first: `make
