@@ -177,3 +177,40 @@ def test_compaction_through_letta_client(server: Server) -> None:
         theirs = client.conversations.messages.compact(thread.id)
         assert (theirs.num_messages_before, theirs.num_messages_after) == (6, 4)
         assert len(client.conversations.retrieve(thread.id).in_context_message_ids) == 4
+        shown = client.conversations.recompile(thread.id, dry_run=True)
+        assert theirs.summary and theirs.summary in shown, "the conversation's own summary is in its prompt"
+        assert client.conversations.recompile("default", agent_id=agent.id) == client.agents.recompile(agent.id)
+        fresh = client.conversations.create(agent_id=agent.id)
+        assert theirs.summary not in client.conversations.recompile(fresh.id), "nor another's"
+
+
+def test_messages_search_across_agents_and_conversations_within_the_keys_reach(server: Server) -> None:
+    said = [{"role": "user", "content": "Reply with the message 'The quokka ferry leaves at nine'"}]
+    with letta_for(server, ADMIN) as client:
+        ferry = client.agents.create(name="ferry-desk", model="openai/gpt-4o-mini")
+        thread = client.conversations.create(agent_id=ferry.id)
+        list(client.conversations.messages.create(thread.id, messages=said))
+        client.agents.messages.create(
+            ferry.id, messages=[{"role": "user", "content": "Reply with the message 'a quokka, outside the thread'"}]
+        )
+        other = client.agents.create(name="quokka-island", model="openai/gpt-4o-mini")
+        client.agents.messages.create(other.id, messages=[{"role": "user", "content": "quokka tours start at ten"}])
+        everywhere = client.messages.search(query="quokka ferry", limit=100)
+        assert {hit.agent_id for hit in everywhere} >= {ferry.id, other.id}
+        assert (everywhere[0].agent_id, everywhere[0].conversation_id) == (ferry.id, thread.id)
+        assert {hit.message_type for hit in everywhere} <= {"user_message", "assistant_message", "system_message"}
+        in_thread = client.messages.search(query="quokka", conversation_id=thread.id, search_mode="fts")
+        assert sorted(hit.message_type for hit in in_thread) == ["assistant_message", "user_message"]
+        assert {(hit.agent_id, hit.conversation_id) for hit in in_thread} == {(ferry.id, thread.id)}
+        assert client.messages.search(query="quokka", conversation_id=thread.id, agent_id=other.id) == []
+        own = client.messages.search(query="quokka tours", agent_id=other.id, search_mode="vector")
+        assert (own[0].content, own[0].conversation_id) == ("quokka tours start at ten", None)
+        assert {h.agent_id for h in own} == {other.id}, "vectors rank every message of that agent, none of another"
+        listed = [m.id for m in client.agents.messages.list(other.id)]
+        assert own[0].message_id in listed, "the id is the one the agent's listing gives"
+    with letta_for(server, SCOPED) as scoped:  # the key's reach: none of those agents
+        assert all(hit.agent_id not in (ferry.id, other.id) for hit in scoped.messages.search(query="quokka ferry"))
+        with pytest.raises(letta_client.NotFoundError):
+            scoped.messages.search(query="quokka", conversation_id=thread.id)
+        with pytest.raises(letta_client.NotFoundError):
+            scoped.messages.search(query="quokka", agent_id=ferry.id)

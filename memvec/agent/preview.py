@@ -12,14 +12,18 @@ from memvec.memory import Memory
 from memvec.tools.catalogue import agent_tools
 
 
-def _context(memory: Memory, agent: str) -> MainContext:
+def _context(memory: Memory, agent: str, conversation: str | None = None) -> MainContext:
+    """The agent's own context, or that of one of its conversations (its messages and summary)."""
     settings, state = memory.get_agent(agent)
+    if conversation is not None:
+        state = memory.conversations().get(conversation).state
     return MainContext(memory, settings, state, count=lambda _: 0, summarize=lambda previous, _: previous)
 
 
-def system_prompt(memory: Memory, agent: str) -> str:
-    """The system message as the agent's next model call gets it (built afresh for every call)."""
-    return str(_context(memory, agent).system_message()["content"])
+def system_prompt(memory: Memory, agent: str, conversation: str | None = None) -> str:
+    """The system message as the agent's next model call gets it (built afresh for every call), in
+    its own thread or in `conversation`."""
+    return str(_context(memory, agent, conversation).system_message()["content"])
 
 
 def raw_payload(memory: Memory, agent: str, messages: list[Message]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from memvec.agent.preview import system_prompt
 from memvec.errors import InvalidInputError, NotFoundError
 from memvec.service.auth import Principal
 from memvec.service.conversation_bodies import (
@@ -210,3 +211,18 @@ async def compact_conversation(
     named = body.agent_id if body else None
     agent, conversation = await run_in_threadpool(_thread_of, conversation_id, named, principal, service)
     return await compacted(service, agent, conversation)
+
+
+@router.post("/v1/conversations/{conversation_id}/recompile", response_model=str, tags=_TAGS)
+def recompile_conversation(
+    conversation_id: ThreadRef,
+    principal: Caller,
+    service: Service,
+    body: CompactIn | None = None,
+    dry_run: Annotated[bool, Query(description="accepted: memvec stores nothing here either way")] = False,
+) -> str:
+    """The system prompt as the conversation's next model call gets it (the agent's blocks and files,
+    the conversation's own summary). memvec builds it afresh at every call, so there is nothing to
+    recompile or persist: this shows it. `default` with `agent_id`: the agent's own."""
+    agent, conversation = _thread_of(conversation_id, body.agent_id if body else None, principal, service)
+    return system_prompt(service.memory, agent, conversation)

@@ -9,9 +9,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memvec.errors import InvalidInputError
-from memvec.service.deps import Caller, Service, api_router, scoped_handle, visible_agent
+from memvec.service.across_agents import search_each, searched_agents
+from memvec.service.deps import Caller, Service, api_router
 from memvec.service.schemas import Lenient, PassageOut
-from memvec.types import MAX_TAGS, Hit, SearchFilters, SearchRequest, Tag, Tier
+from memvec.types import MAX_TAGS, SearchFilters, SearchRequest, Tag, Tier
 
 router = api_router()
 
@@ -48,35 +49,28 @@ class PassageHitOut(BaseModel):
 
 
 def _searched_agents(body: PassageSearchIn, principal: Caller, service: Service) -> dict[str, str]:
-    """{handle: id} of the agents searched: the one named, or every one the caller's key may see."""
-    memory = service.memory
     if body.archive_id is not None and body.agent_id is None:
         raise InvalidInputError("memvec serves no archives: search by agent_id, or across every agent")
-    if body.agent_id is not None:  # as a path's agent is taken: 404 for one the key may not see
-        handle = scoped_handle(body.agent_id, principal, service)
-        visible_agent(handle, principal, service)
-        return {handle: memory.agent_identity(handle).id}
-    return {h: i.id for h, i in memory.agent_identities().items() if principal.may_see(h)}
+    return searched_agents(body.agent_id, principal, service)
 
 
 @router.post("/v1/passages/search", response_model=list[PassageHitOut], tags=["archival memory"])
 def search_all_passages(body: PassageSearchIn, principal: Caller, service: Service) -> list[PassageHitOut]:
-    """The best `limit` passages for `query`. Across agents, each agent's search ranks its own
-    passages and the results are merged by relevance, which no other hit moves (by score where the
-    home's model has no relevance calibration: fused 0-1 or the ranker's, scaled per agent)."""
+    """The best `limit` passages for `query`, of the agent named or of every agent the key may see.
+    Across agents, each agent's search ranks its own passages and the lists are merged by relevance,
+    which no other hit moves (by score where the home's model has no relevance calibration)."""
     filters = SearchFilters(
         tags=body.tags or [], tag_match=body.tag_match_mode, start=body.start_date, end=body.end_date
     )
-    found: list[tuple[Hit, str]] = []
-    for handle, agent_id in _searched_agents(body, principal, service).items():
-        request = SearchRequest(
+    requests = {
+        agent_id: SearchRequest(
             agent=handle, tier=Tier.ARCHIVAL, query=body.query, k=body.limit, filters=filters, min_score=body.min_score
         )
-        found += [(hit, agent_id) for hit in service.memory.search(request)]
-    found.sort(key=lambda pair: -(pair[0].score if pair[0].relevance is None else pair[0].relevance))
+        for handle, agent_id in _searched_agents(body, principal, service).items()
+    }
     return [
         PassageHitOut(
             passage=PassageOut.of(hit), score=hit.score, metadata={"agent_id": agent_id}, relevance=hit.relevance
         )
-        for hit, agent_id in found[: body.limit]
+        for hit, agent_id in search_each(requests, service, body.limit)
     ]
