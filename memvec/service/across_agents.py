@@ -3,11 +3,25 @@ searches, never one the caller's key may not see, and one list merged from each 
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
 from memvec.errors import NotFoundError
 from memvec.service.auth import Principal
 from memvec.service.deps import ServiceState, scoped_handle, visible_agent
 from memvec.types import Hit, SearchRequest
 from memvec.types.conversations import Conversation
+
+MinScore = Annotated[
+    float | None,
+    Field(
+        ge=0.0,
+        le=1.0,
+        description="memvec: only hits whose relevance (a probability of relevance, comparable across agents) "
+        "is at least this",
+    ),
+]
 
 
 def searched_agents(agent_ref: str | None, principal: Principal, service: ServiceState) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memvec.service.across_agents import search_each, searched_agents, visible_conversation
+from memvec.service.across_agents import MinScore, search_each, searched_agents, visible_conversation
 from memvec.service.auth import Principal
 from memvec.service.deps import Caller, Service, ServiceState, api_router
 from memvec.service.schemas import Lenient
@@ -41,12 +41,7 @@ class MessageSearchIn(Lenient):
         description="memvec: only messages of these roles (default user, assistant and system: not tool returns); "
         "a speaker's name finds an imported conversation's turns of that speaker",
     )
-    min_score: float | None = Field(
-        default=None,
-        ge=0.0,
-        le=1.0,
-        description="memvec: only messages whose relevance (a probability of relevance) is at least this",
-    )
+    min_score: MinScore = None
 
 
 class MessageHitOut(BaseModel):

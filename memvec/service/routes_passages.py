@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memvec.errors import InvalidInputError
-from memvec.service.across_agents import search_each, searched_agents
+from memvec.service.across_agents import MinScore, search_each, searched_agents
 from memvec.service.deps import Caller, Service, api_router
 from memvec.service.schemas import Lenient, PassageOut
 from memvec.types import MAX_TAGS, SearchFilters, SearchRequest, Tag, Tier
@@ -28,12 +28,7 @@ class PassageSearchIn(Lenient):
     start_date: datetime | None = None
     end_date: datetime | None = None
     limit: int = Field(default=50, ge=1, le=100)
-    min_score: float | None = Field(
-        default=None,
-        ge=0.0,
-        le=1.0,
-        description="memvec: only passages whose relevance (a probability of relevance) is at least this",
-    )
+    min_score: MinScore = None
 
 
 class PassageHitOut(BaseModel):
