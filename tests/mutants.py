@@ -2526,7 +2526,7 @@ MUTANTS: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "a scoped key sees every agent's conversations",
-        "memvec/service/routes_conversations.py",
+        "memvec/service/deps.py",
         "    if not principal.may_see(conversation.agent):",
         "    if False:",
         "tests/test_conversations.py",

@@ -7,11 +7,9 @@ from typing import Annotated
 
 from pydantic import Field
 
-from memvec.errors import NotFoundError
 from memvec.service.auth import Principal
 from memvec.service.deps import ServiceState, scoped_handle, visible_agent
 from memvec.types import Hit, SearchRequest
-from memvec.types.conversations import Conversation
 
 MinScore = Annotated[
     float | None,
@@ -33,14 +31,6 @@ def searched_agents(agent_ref: str | None, principal: Principal, service: Servic
         visible_agent(handle, principal, service)
         return {handle: memory.agent_identity(handle).id}
     return {h: i.id for h, i in memory.agent_identities().items() if principal.may_see(h)}
-
-
-def visible_conversation(conversation_id: str, principal: Principal, service: ServiceState) -> Conversation:
-    """The conversation, or 404 when there is none or its agent is not the caller's to see."""
-    conversation = service.memory.conversations().get(conversation_id)
-    if not principal.may_see(conversation.agent):
-        raise NotFoundError(f"conversation {conversation_id!r} not found")
-    return conversation
 
 
 def search_each(requests: dict[str, SearchRequest], service: ServiceState, limit: int) -> list[tuple[Hit, str]]:

@@ -38,6 +38,7 @@ from memvec.service.direct import Resolved, Resolver, direct_handler
 from memvec.service.error_schema import ERROR_RESPONSES
 from memvec.service.lanes import SearchLane
 from memvec.types import AGENT_ID_PATTERN, AGENT_PATTERN, LABEL_PATTERN, AgentSettings, AgentState
+from memvec.types.conversations import Conversation
 
 # most specific first: handlers are looked up along the exception's class hierarchy
 ERROR_STATUS: dict[type[MemvecError], tuple[int, str]] = {
@@ -199,6 +200,14 @@ def visible_agent(agent_id: str, principal: Principal, service: ServiceState) ->
     """The agent's settings and state, or 404 when it does not exist or the caller may not see it."""
     in_scope(agent_id, principal)
     return service.memory.get_agent(agent_id)
+
+
+def visible_conversation(conversation_id: str, principal: Principal, service: ServiceState) -> Conversation:
+    """The conversation, or 404 when there is none or its agent is not the caller's to see."""
+    conversation = service.memory.conversations().get(conversation_id)
+    if not principal.may_see(conversation.agent):
+        raise NotFoundError(f"conversation {conversation_id!r} not found")
+    return conversation
 
 
 def visible_settings(principal: Principal, service: ServiceState) -> Iterator[AgentSettings]:

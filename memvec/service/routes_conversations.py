@@ -22,7 +22,16 @@ from memvec.service.conversation_bodies import (
     ConversationOut,
     ConversationPatch,
 )
-from memvec.service.deps import Caller, Service, ServiceState, api_router, cursor, in_scope, visible_agent
+from memvec.service.deps import (
+    Caller,
+    Service,
+    ServiceState,
+    api_router,
+    cursor,
+    in_scope,
+    visible_agent,
+    visible_conversation,
+)
 from memvec.service.letta_messages import records_as_messages
 from memvec.service.schemas import Deleted, LettaResponseOut
 from memvec.service.sending import answered, compacted, streamed
@@ -59,14 +68,6 @@ def _agent(ref: str, principal: Principal, service: ServiceState) -> str:
     return handle
 
 
-def _visible(conversation_id: str, principal: Principal, service: ServiceState) -> Conversation:
-    """The conversation, or 404 when there is none or its agent is not the caller's to see."""
-    conversation = service.memory.conversations().get(conversation_id)
-    if not principal.may_see(conversation.agent):
-        raise NotFoundError(f"conversation {conversation_id!r} not found")
-    return conversation
-
-
 def _thread_of(ref: str, agent_id: str | None, principal: Principal, service: ServiceState) -> tuple[str, str | None]:
     """(the agent's handle, the conversation) a messages route names: a conversation's id; or, as
     Letta's agent-direct mode, `default` with `agent_id` (or an agent's id in its place) for the
@@ -76,7 +77,7 @@ def _thread_of(ref: str, agent_id: str | None, principal: Principal, service: Se
         if named is None:
             raise InvalidInputError("conversation_id 'default' names the agent's own messages: give agent_id too")
         return _agent(named, principal, service), None
-    conversation = _visible(ref, principal, service)
+    conversation = visible_conversation(ref, principal, service)
     return conversation.agent, conversation.id
 
 
@@ -120,7 +121,7 @@ def list_conversations(
 
 @router.get("/v1/conversations/{conversation_id}", response_model=ConversationOut, tags=_TAGS)
 def retrieve_conversation(conversation_id: ConversationId, principal: Caller, service: Service) -> ConversationOut:
-    return _out(_visible(conversation_id, principal, service), service)
+    return _out(visible_conversation(conversation_id, principal, service), service)
 
 
 @router.patch("/v1/conversations/{conversation_id}", response_model=ConversationOut, tags=_TAGS)
@@ -128,7 +129,7 @@ def update_conversation(
     conversation_id: ConversationId, body: ConversationPatch, principal: Caller, service: Service
 ) -> ConversationOut:
     """Change its summary or model (the fields given; null clears)."""
-    old = _visible(conversation_id, principal, service)
+    old = visible_conversation(conversation_id, principal, service)
     given = body.model_dump(exclude_unset=True)
     summary, model = given.get("summary", old.summary), given.get("model", old.model)
     return _out(service.memory.conversations().describe(conversation_id, summary=summary, model=model), service)
@@ -138,7 +139,7 @@ def update_conversation(
 def delete_conversation(conversation_id: ConversationId, principal: Caller, service: Service) -> Deleted:
     """Delete the conversation (its thread and context); its messages stay in the agent's recall
     memory, where `forget` (by session: the conversation's id) removes them."""
-    _visible(conversation_id, principal, service)
+    visible_conversation(conversation_id, principal, service)
     service.memory.conversations().delete(conversation_id)
     return Deleted(message=f"conversation {conversation_id} deleted")
 

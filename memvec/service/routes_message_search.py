@@ -3,14 +3,15 @@ or every agent the caller can see, by memvec's hybrid search."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memvec.service.across_agents import MinScore, search_each, searched_agents, visible_conversation
+from memvec.service.across_agents import MinScore, search_each, searched_agents
 from memvec.service.auth import Principal
-from memvec.service.deps import Caller, Service, ServiceState, api_router
+from memvec.service.deps import Caller, Service, ServiceState, api_router, visible_conversation
 from memvec.service.schemas import Lenient
 from memvec.types import Citation, Hit, MetaText, SearchFilters, SearchMode, SearchRequest, Tier
 from memvec.types.conversations import CONVERSATION_ID_PATTERN
@@ -70,7 +71,7 @@ class MessageHitOut(BaseModel):
             message_type=_TYPES.get(role, "user_message"),
             message_id=str(hit.id),
             agent_id=agent_id,
-            conversation_id=session if session and session.startswith("conv-") else None,
+            conversation_id=session if session and re.fullmatch(CONVERSATION_ID_PATTERN, session) else None,
             content=hit.text,
             created_at=hit.created_at,
             name=None if role in ("user", *_TYPES) else role,
@@ -84,13 +85,12 @@ class MessageHitOut(BaseModel):
 def _searched(body: MessageSearchIn, principal: Principal, service: ServiceState) -> dict[str, str]:
     """{handle: id} of the agents searched: the conversation's agent, the agent named, or every one
     the key may see. A conversation of another agent than the one named leaves none."""
-    agents = searched_agents(body.agent_id, principal, service) if body.agent_id is not None else None
     if body.conversation_id is None:
-        return agents if agents is not None else searched_agents(None, principal, service)
+        return searched_agents(body.agent_id, principal, service)
     owner = visible_conversation(body.conversation_id, principal, service).agent
-    if agents is not None:
-        return {h: i for h, i in agents.items() if h == owner}
-    return {owner: service.memory.agent_identity(owner).id}
+    if body.agent_id is None:
+        return searched_agents(owner, principal, service)
+    return {h: i for h, i in searched_agents(body.agent_id, principal, service).items() if h == owner}
 
 
 @router.post("/v1/messages/search", response_model=list[MessageHitOut], tags=["messages"])
